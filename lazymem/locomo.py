@@ -1,0 +1,282 @@
+"""Load LoCoMo (``locomo10.json``) into the shared records.
+
+One History per sample (id = ``sample_id``), sessions in numeric order (session_2 before
+session_10), one Message per turn: id = ``dia_id``, role = the speaker's name, timestamp =
+the session's ``session_N_date_time`` ("1:56 pm on 8 May, 2023"). Choices made here:
+
+- Photo turns: with ``captions=True`` (default) the BLIP caption is appended to the text as
+  ``" [shares a photo of ...]"`` (every caption starts "a photo of"/"a photography of"),
+  because the official LoCoMo evaluation shows it to the model ("... and shared <caption>.")
+  and some gold evidence lies only in the photo. ``captions=False`` gives the bare text,
+  as in the LazyMem paper's prompt figure.
+- ``query_time`` = the date of the sample's last session (LoCoMo gives no question dates;
+  every question is asked after the whole conversation).
+- Answers that are JSON numbers become text. Category 5 (adversarial) questions have
+  ``adversarial_answer`` and normally no ``answer`` (-> ""); two conv-26 ones carry both,
+  and both are kept as given.
+- Evidence ids: format quirks in the real file ("D8:6; D9:17", "D9:1 D4:4 D4:6",
+  "D:11:26", "D30:05") are repaired deterministically and recorded as LoadIssues; ids that
+  point to no turn ("D10:19" in conv-42) are dropped with a LoadIssue and one warning
+  (``bad_evidence="warn"``) or raise LoadError (``"error"``).
+- ``session_N_date_time`` keys without a session (conv-26 has 16) are ignored, with one
+  LoadIssue per sample.
+
+>>> repair_evidence_id("D:11:26"), repair_evidence_id("D8:6; D9:17"), repair_evidence_id("D")
+(['D11:26'], ['D8:6', 'D9:17'], None)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import warnings
+from dataclasses import replace
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from lazymem.errors import LoadError
+from lazymem.records import LOCOMO_CATEGORIES, Dataset, History, LoadIssue, Message, Question
+
+# Named subsets: sample ids (None = all) and categories. "paper" = the LazyMem paper's LoCoMo
+# test set: categories 1-4 of the last two conversations (156 + 158 = 314 questions).
+SUBSETS: dict[str, tuple[tuple[str, ...] | None, tuple[int, ...]]] = {
+    "full": (None, (1, 2, 3, 4, 5)),
+    "paper": (("conv-49", "conv-50"), (1, 2, 3, 4)),
+}
+_SESSION = re.compile(r"session_(\d+)")
+_ID = re.compile(r"D:?(\d+):(\d+)")
+
+
+@lru_cache(maxsize=4096)
+def parse_time(stamp: str) -> datetime | None:
+    """Parse a LoCoMo session date ("1:56 pm on 8 May, 2023"); None when it does not parse.
+
+    >>> parse_time("1:56 pm on 8 May, 2023"), parse_time("soon")
+    (datetime.datetime(2023, 5, 8, 13, 56), None)
+    """
+    try:
+        return datetime.strptime(stamp, "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+
+
+def repair_evidence_id(raw: str) -> list[str] | None:
+    """Split and normalise an evidence string into dia_ids; None when a part is not an id.
+
+    >>> repair_evidence_id("D30:05"), repair_evidence_id("D9:1 D4:4")
+    (['D30:5'], ['D9:1', 'D4:4'])
+    """
+    parts = [p for p in re.split(r"[;,\s]+", raw) if p]
+    ids = []
+    for part in parts:
+        m = _ID.fullmatch(part)
+        if m is None:
+            return None
+        ids.append(f"D{int(m[1])}:{int(m[2])}")
+    return ids or None
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _text(value: object) -> str | None:
+    """A string, or a JSON number as text; None for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+class _Loader:
+    """Parses samples of one file, collecting issues."""
+
+    def __init__(self, file: str, bad_evidence: str, captions: bool):
+        self.file, self.bad_evidence, self.captions = file, bad_evidence, captions
+        self.issues: list[LoadIssue] = []
+        self.dropped = 0
+
+    def error(self, record: str | None, fld: str | None, problem: str) -> LoadError:
+        return LoadError(self.file, record, fld, problem)
+
+    def get(self, obj: dict, key: str, types: type, what: str, where: str, fld: str):
+        """obj[key] when it has one of `types`; else LoadError saying missing / what was found."""
+        value = obj.get(key)
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise self.error(where, fld, "missing" if key not in obj else f"expected {what}, found {_kind(value)}")
+        return value
+
+    def messages(self, sample: dict, where: str) -> tuple[list[Message], tuple[str, str], str]:
+        """The sample's messages (gold_for still empty), speakers, and the date of its last session."""
+        conv = self.get(sample, "conversation", dict, "an object", where, "conversation")
+        speakers = [self.get(conv, k, str, "a string", where, f"conversation.{k}") for k in ("speaker_a", "speaker_b")]
+        numbers = sorted(int(m[1]) for key in conv if (m := _SESSION.fullmatch(key)))
+        if not numbers:
+            raise self.error(where, "conversation", "no session_N lists")
+        orphans = sorted((k for k in conv if k.endswith("_date_time") and k[: -len("_date_time")] not in conv),
+                         key=lambda k: int(re.sub(r"\D", "", k) or 0))
+        if orphans:
+            self.issues.append(LoadIssue(self.file, where, "conversation", f"{len(orphans)} date_time keys without a "
+                                         f"session ({orphans[0]} .. {orphans[-1]})", "ignored"))
+        messages: list[Message] = []
+        seen: dict[str, str] = {}
+        date = ""
+        for n in numbers:
+            key = f"session_{n}"
+            turns = self.get(conv, key, list, "a list of turns", where, f"conversation.{key}")
+            date = self.get(conv, f"{key}_date_time", str, "a string", where, f"conversation.{key}_date_time")
+            time = parse_time(date)
+            for t, turn in enumerate(turns):
+                fld = f"conversation.{key}[{t}]"
+                if not isinstance(turn, dict):
+                    raise self.error(where, fld, f"expected an object, found {_kind(turn)}")
+                speaker, dia_id, text = (self.get(turn, k, str, "a string", where, f"{fld}.{k}")
+                                         for k in ("speaker", "dia_id", "text"))
+                if dia_id in seen:
+                    raise self.error(where, f"{fld}.dia_id", f"duplicate dia_id {dia_id!r} (also {seen[dia_id]})")
+                seen[dia_id] = fld
+                caption = turn.get("blip_caption")
+                if self.captions and isinstance(caption, str) and caption:
+                    text = f"{text} [shares {caption}]"
+                messages.append(Message(len(messages), dia_id, key, t, speaker, text, date, time))
+        return messages, (speakers[0], speakers[1]), date
+
+    def evidence(self, raw: list, index: dict[str, int], where: str, j: int) -> tuple[int, ...]:
+        """Positions of a question's evidence ids, repairing or dropping bad ones."""
+        positions = set()
+        for e, ref in enumerate(raw):
+            fld = f"qa[{j}].evidence[{e}]"
+            if not isinstance(ref, str):
+                raise self.error(where, fld, f"expected a dia_id string, found {_kind(ref)}")
+            if ref in index:
+                positions.add(index[ref])
+                continue
+            ids = repair_evidence_id(ref) or []
+            found = [i for i in ids if i in index]
+            missing = [i for i in ids if i not in index] if ids else [ref]
+            if missing:
+                problem = f"evidence id {ref!r} points to no turn"
+                problem += f" ({', '.join(missing)} not found)" if ids else ""
+                if self.bad_evidence == "error":
+                    raise self.error(where, fld, problem)
+                action = f"dropped {missing!r}" if found else "dropped"
+                self.issues.append(LoadIssue(self.file, where, fld, problem, action))
+                self.dropped += 1
+            if found:
+                self.issues.append(LoadIssue(self.file, where, fld, f"malformed evidence id {ref!r}",
+                                             f"repaired: {ref!r} -> {found!r}"))
+                positions.update(index[i] for i in found)
+        return tuple(sorted(positions))
+
+    def questions(self, sample: dict, messages: list[Message], last_date: str, where: str,
+                  keep: set[int]) -> list[Question]:
+        qa = self.get(sample, "qa", list, "a list", where, "qa")
+        index = {m.id: m.pos for m in messages}
+        sid = sample["sample_id"]
+        out = []
+        for j, item in enumerate(qa):
+            if not isinstance(item, dict):
+                raise self.error(where, f"qa[{j}]", f"expected an object, found {_kind(item)}")
+            cat = item.get("category")
+            if type(cat) is not int or cat not in LOCOMO_CATEGORIES:
+                raise self.error(where, f"qa[{j}].category",
+                                 "missing" if cat is None else f"expected one of 1-5, found {cat!r}")
+            if cat not in keep:
+                continue
+            text = self.get(item, "question", str, "a string", where, f"qa[{j}].question")
+            answer, adversarial = _text(item.get("answer", "")), ""
+            if answer is None:
+                raise self.error(where, f"qa[{j}].answer",
+                                 f"expected a string or number, found {_kind(item['answer'])}")
+            if cat == 5:
+                adversarial = _text(item.get("adversarial_answer"))
+                if adversarial is None:
+                    raise self.error(where, f"qa[{j}].adversarial_answer",
+                                     "missing or not a string (category 5 needs it)")
+            elif "answer" not in item:
+                raise self.error(where, f"qa[{j}].answer", "missing")
+            raw = item.get("evidence", [])
+            if not isinstance(raw, list):
+                raise self.error(where, f"qa[{j}].evidence", f"expected a list of dia_ids, found {_kind(raw)}")
+            out.append(Question(
+                id=f"{sid}:q{j}", type=LOCOMO_CATEGORIES[cat], text=text, answer=answer,
+                history_id=sid, query_time=last_date, evidence=self.evidence(raw, index, where, j),
+                category=cat, adversarial_answer=adversarial))
+        return out
+
+
+def load_locomo(path: str | Path, subset: str | None = None, categories: Iterable[int] | None = None,
+                bad_evidence: str = "warn", *, captions: bool = True) -> Dataset:
+    """Load ``locomo10.json`` (see the module docstring for the choices made).
+
+    Args:
+        path: the file.
+        subset: None or "full" (all samples), or "paper" (conv-49 and conv-50, categories 1-4).
+        categories: keep only these categories (applied on top of the subset's).
+        bad_evidence: "warn" drops evidence ids that point to no turn; "error" raises LoadError.
+        captions: append photo captions to the turn text.
+    """
+    if subset is not None and subset not in SUBSETS:
+        raise ValueError(f"unknown LoCoMo subset {subset!r}; valid: None, {', '.join(map(repr, SUBSETS))}")
+    if bad_evidence not in ("warn", "error"):
+        raise ValueError(f"bad_evidence must be 'warn' or 'error', got {bad_evidence!r}")
+    sample_ids, keep = SUBSETS[subset or "full"]
+    if categories is not None:
+        wanted = set(categories)
+        if not wanted <= set(LOCOMO_CATEGORIES):
+            raise ValueError(f"unknown LoCoMo categories {sorted(wanted - set(LOCOMO_CATEGORIES))}; "
+                             f"valid: {sorted(LOCOMO_CATEGORIES)}")
+        keep = tuple(c for c in keep if c in wanted)
+    path = Path(path).expanduser()
+    file = str(path)
+    data = path.read_bytes()
+    try:
+        samples = json.loads(data)
+    except json.JSONDecodeError as e:
+        raise LoadError(file, None, None, f"not valid JSON (truncated or malformed?): {e.msg} at line {e.lineno} "
+                        f"column {e.colno} (char {e.pos} of {len(data)})") from None
+    except UnicodeDecodeError as e:
+        raise LoadError(file, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    if not isinstance(samples, list):
+        raise LoadError(file, None, None,
+                        f"expected a list of LoCoMo samples (sample_id, conversation, qa), found {_kind(samples)}")
+    loader = _Loader(file, bad_evidence, captions)
+    histories: dict[str, History] = {}
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for i, sample in enumerate(samples):
+        if not isinstance(sample, dict):
+            raise LoadError(file, f"sample {i}", None, f"expected an object, found {_kind(sample)}")
+        sid = sample.get("sample_id")
+        if not isinstance(sid, str):
+            raise LoadError(file, f"sample {i}", "sample_id",
+                            "missing" if sid is None else f"expected a string, found {_kind(sid)}")
+        where = f"sample {sid} (index {i})"
+        if sid in seen:
+            raise LoadError(file, where, "sample_id", f"duplicate sample_id {sid!r} (also sample {seen[sid]})")
+        seen[sid] = i
+        if sample_ids is not None and sid not in sample_ids:
+            continue
+        messages, speakers, last_date = loader.messages(sample, where)
+        asked = loader.questions(sample, messages, last_date, where, set(keep))
+        gold: dict[int, list[str]] = {}
+        for q in asked:
+            for pos in q.evidence:
+                gold.setdefault(pos, []).append(q.id)
+        for pos, qids in gold.items():
+            messages[pos] = replace(messages[pos], gold_for=tuple(qids))
+        histories[sid] = History(sid, tuple(messages), speakers)
+        questions += asked
+    if sample_ids is not None and set(sample_ids) - set(histories):
+        raise LoadError(file, None, None, f"subset {subset!r} needs samples {list(sample_ids)}; missing "
+                        f"{sorted(set(sample_ids) - set(histories))}")
+    if loader.dropped:
+        warnings.warn(f"{file}: dropped {loader.dropped} evidence ids that point to no turn (see Dataset.issues)",
+                      stacklevel=2)
+    name = path.stem if subset in (None, "full") else f"{path.stem}-{subset}"
+    return Dataset(name, histories, tuple(questions), file, hashlib.sha256(data).hexdigest(), tuple(loader.issues))
