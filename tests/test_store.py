@@ -65,3 +65,27 @@ def test_errors_name_what_is_wrong(tmp_path):
     path.write_text(path.read_text() + '{"seq": 9, "session_id": "s"\n')
     with pytest.raises(LoadError, match=r"u1.jsonl: line 5: not valid JSON"):
         store.history("u1")
+
+
+@pytest.mark.slow
+def test_deletion_reaches_retrieval_index_and_embedding_cache(tmp_path):
+    """A deleted message's text leaves the store, the in-memory index and the disk cache."""
+    import numpy as np
+
+    from lazymem.retrieve import RetrievalConfig, Retriever
+
+    store = MemoryStore(tmp_path / "store")
+    _fill(store)
+    retriever = Retriever(RetrievalConfig(n=4, cache_dir=str(tmp_path / "emb")))
+    store.subscribe(lambda d: retriever.purge(d.text_hashes))
+    pool = retriever.retrieve(store.history("u1"), "Am I working as a nurse?")
+    assert "nurse" in store.history("u1")[pool.positions[0]].text
+    secret = text_hash("I switched jobs: I'm a nurse now.")
+    stored = lambda: {h for f in (tmp_path / "emb").rglob("*.hashes.npy") for h in np.load(f).tolist()}
+    assert any(secret.encode() == h or secret == h for h in stored())  # embedded and cached on disk
+
+    store.delete_message("u1", "u1:2")
+    assert not any(secret.encode() == h or secret == h for h in stored())  # purged from disk
+    assert all(secret not in idx.text_hashes for idx in retriever._indexes.values())  # and from memory
+    pool = retriever.retrieve(store.history("u1"), "Am I working as a nurse?")
+    assert len(pool) == 3 and all("nurse" not in store.history("u1")[p].text for p in pool.positions)

