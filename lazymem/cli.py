@@ -190,13 +190,9 @@ def cmd_notebooks_run(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from lazymem.datasets import DEFAULT_SPEC, load_dataset, summarize
+    from lazymem.demo import run_demo
 
-    t0 = time.perf_counter()
-    print(f"== lazymem demo: embedded default data set ({DEFAULT_SPEC}), offline, CPU ==")
-    ds = load_dataset(DEFAULT_SPEC)
-    print(_summary_text(summarize(ds)))
-    print(f"[data stage done in {time.perf_counter() - t0:.2f} s]")
+    run_demo(args.spec, n_construct=args.questions)
     return 0
 
 
@@ -282,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_notebooks_run)
 
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
+    s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")
+    s.add_argument("--questions", type=int, default=4, help="questions to run construction on")
     s.set_defaults(func=cmd_demo)
     return p
 
