@@ -462,8 +462,14 @@ def test_server_killed_mid_run_gives_error_completions(served):
     killer.start()
     out = client.generate([f"prompt {i}" for i in range(4)], Sampling(max_tokens=64))
     killer.join()
-    assert len(out) == 4 and out[0].ok and out[0].text
-    assert all(not c.ok and "APIConnectionError" in c.error for c in out[1:]), out
+    # The kill races with the first response on a busy machine (the server logs the request
+    # just before the bytes reach the client), so prompt 0 may fail too; what must hold: no
+    # exception, every prompt answered or recorded as a connection error, answers only before
+    # the kill, and the prompts after it recorded as errors.
+    assert len(out) == 4 and not out[-1].ok
+    n_ok = sum(c.ok for c in out)
+    assert all(c.ok and c.text for c in out[:n_ok]), out
+    assert all(not c.ok and "APIConnectionError" in c.error for c in out[n_ok:]), out
     assert served.proc.poll() is not None
 
 

@@ -29,7 +29,8 @@ def path(shared_data):
 def full(path):
     with pytest.warns(UserWarning, match="dropped 3 evidence ids") as record:
         ds = load_locomo(path)
-    assert len(record) == 1  # one warning for all drops
+    # one warning for all drops (other libraries may warn too in a fresh environment)
+    assert sum("evidence ids" in str(w.message) for w in record) == 1
     return ds
 
 
