@@ -5,6 +5,8 @@
     lazymem retrieve SPEC --question ID [--w 2] [--json]
     lazymem coverage SPEC [--k 50] [--w 0,1,2,3] [--json] [--out FILE]
     lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
+    lazymem eval [CONFIG] [--out DIR] [...]
+    lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v]
     lazymem demo
 """
 from __future__ import annotations
@@ -189,6 +191,12 @@ def cmd_notebooks_run(args) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
+def cmd_eval(args) -> int:
+    from lazymem.evaluate import run_from_args
+
+    return run_from_args(args, command=["lazymem", *sys.argv[1:]])
+
+
 def cmd_demo(args) -> int:
     from lazymem.demo import run_demo
 
@@ -265,6 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="figures/bench_retrieval.json")
     retrieval_opts(s)
     s.set_defaults(func=cmd_bench_retrieval)
+
+    from lazymem.evaluate import build_parser as eval_parser
+
+    s = sub.add_parser("eval", help="run the query pipeline over a dataset: records.jsonl, summary.json, manifest.json")
+    eval_parser(s)
+    s.set_defaults(func=cmd_eval)
 
     nb = sub.add_parser("notebooks", help="run notebooks with papermill").add_subparsers(dest="nb_command", required=True)
     s = nb.add_parser("run", help="execute a notebook once per grid point into papermill_runs/<notebook>/<run_id>/")

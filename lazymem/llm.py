@@ -423,9 +423,11 @@ class TransformersBackend:
         model, tok = self.load()
         if self._outlines is None:
             self._outlines = OutlinesCoreBackend(from_transformers(model, tok))
+        # The grammar keeps the schema's own property order (the paper's items start with "op",
+        # so KEEP/DROP is chosen before the content is written); the sorted dump is only the key.
         key = json.dumps(schema, sort_keys=True)
         if key not in self._indexes:
-            self._indexes[key] = Index(build_regex_from_schema(key), self._outlines.vocabulary)
+            self._indexes[key] = Index(build_regex_from_schema(json.dumps(schema)), self._outlines.vocabulary)
         return OutlinesCoreLogitsProcessor(self._indexes[key], "torch")
 
     def _generate_batch(self, texts: list[str], s: Sampling) -> list[Completion]:
@@ -705,5 +707,6 @@ def make_client(config: LLMConfig, responses: Script = None) -> LLMClient:
         inner: LLMClient = FakeBackend(responses, model=config.model)
     else:
         inner = {"openai": OpenAIBackend, "transformers": TransformersBackend, "vllm": VLLMBackend}[config.backend](config)
-    log.info("LLM client: %r", config)
+    # Only identifying fields: extra_body may carry credentials a user pasted there.
+    log.info("LLM client: backend=%s model=%s base_url=%s", config.backend, config.model, config.base_url)
     return CachedClient(inner, config.cache_dir) if config.cache_dir else inner
