@@ -200,7 +200,7 @@ def cmd_eval(args) -> int:
 def cmd_demo(args) -> int:
     from lazymem.demo import run_demo
 
-    run_demo(args.spec, n_construct=args.questions)
+    run_demo(args.spec, n_construct=args.questions, with_eval=not args.no_eval)
     return 0
 
 
@@ -294,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")
     s.add_argument("--questions", type=int, default=4, help="questions to run construction on")
+    s.add_argument("--no-eval", action="store_true", help="stop before the SmolLM2 construct/answer stage")
     s.set_defaults(func=cmd_demo)
     return p
 

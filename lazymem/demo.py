@@ -2,15 +2,17 @@
 
 Stages: data summary -> hybrid retrieval over every question (All@k by window radius, as
 the paper's Table 2) -> windows + training-free extractive construction on a few
-questions -> figures in figures/ (HTML + PNG). Later stages (memory-processing model,
-answer, judge) run from `lazymem eval` with configs/eval_demo.yaml.
+questions -> figures in figures/ (HTML + PNG) -> the whole query path with SmolLM2-135M
+as memory-processing model and answerer on a few questions (`lazymem eval
+configs/eval_demo.yaml`, records in runs/eval/demo/; a rerun reads the LLM cache).
 """
 from __future__ import annotations
 
 import time
 
 
-def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "figures") -> dict:
+def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "figures", with_eval: bool = True,
+             eval_out: str = "runs/eval/demo") -> dict:
     """Run every stage on `spec` (default: the embedded synthetic set) and print a summary."""
     from lazymem.construct import ExtractiveProcessor, construct_memory
     from lazymem.datasets import DEFAULT_SPEC, load_dataset, summarize
@@ -65,5 +67,20 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
     written = save_figures(figs, figures_dir)
     for name, paths in written.items():
         print(f"  {name}: {paths['html']}" + (f", {paths['png']}" if paths.get("png") else " (no PNG: see warning)"))
+    result = {"summary": summarize(ds), "coverage": cov, "figures": written}
+    if with_eval:
+        from pathlib import Path
+
+        from lazymem.evaluate import EvalConfig, evaluate, summary_text
+
+        recipe = Path(__file__).resolve().parents[1] / "configs" / "eval_demo.yaml"
+        print(f"\n== 5. construct + answer with SmolLM2-135M-Instruct on CPU ({recipe.name} -> {eval_out}/) ==")
+        print("   schema-constrained decoding (untrained SmolLM2 writes no valid decision array freely); "
+              "first run converts the model and builds the grammar (~2-3 min), reruns read the LLM cache")
+        t = time.perf_counter()
+        summary = evaluate(EvalConfig.from_yaml(recipe), eval_out, command=["lazymem", "demo"])
+        print(summary_text(summary))
+        print(f"[eval stage {time.perf_counter() - t:.1f} s]")
+        result["eval"] = summary
     print(f"\n[demo done in {time.perf_counter() - t0:.1f} s]")
-    return {"summary": summarize(ds), "coverage": cov, "figures": written}
+    return result

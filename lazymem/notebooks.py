@@ -585,3 +585,32 @@ def results_table(results: Sequence[RunResult]) -> str:
             line += f"  {r.error}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def eval_overview(summaries: Mapping[str, Mapping]) -> tuple[list[dict], list[dict]]:
+    """Flatten evaluation summaries (method -> summary.json) for the evaluation notebook.
+
+    Returns ``(by_type_rows, method_rows)``: per (method, type) the score (judge accuracy
+    when a judge ran, else LoCoMo F1, else the answer-F1 proxy) and per method the headline
+    numbers (score, Gate Fmt., gold-keep recall, memory tokens, latency medians).
+    """
+    by_type, per_method = [], []
+    for method, s in summaries.items():
+        if s.get("accuracy"):
+            score, groups, kind = s["accuracy"]["overall"], s["accuracy"]["by_type"], "judge accuracy"
+        elif s.get("locomo_f1"):
+            score, groups, kind = s["locomo_f1"]["overall"], s["locomo_f1"]["by_category"], "LoCoMo F1"
+        elif s.get("proxy"):
+            score, groups, kind = s["proxy"]["answer_f1"], s["proxy"]["answer_f1_by_type"], "answer F1 (proxy)"
+        else:
+            score, groups, kind = None, {}, "none"
+        for t, g in groups.items():
+            by_type.append({"method": method, "type": t, "score": g["mean"], "n": g["n"]})
+        c, lat = s.get("construction") or {}, s.get("latency_s") or {}
+        per_method.append({
+            "method": method, "score": score, "score_kind": kind, "questions_ok": s["counts"]["ok"],
+            "errors": s["counts"]["error"], "gate_fmt": c.get("gate_fmt"), "gold_keep_recall": c.get("gold_keep_recall"),
+            "memory_tokens": (s.get("memory_tokens") or {}).get("mean"),
+            **{f"{stage}_median_s": (lat.get(stage) or {}).get("median") for stage in ("retrieval", "processing", "answer")},
+        })
+    return by_type, per_method

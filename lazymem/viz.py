@@ -529,3 +529,20 @@ def explorer_view(view: Mapping) -> tuple[Any, str]:
     page = window_explorer_html(view["history"], view["records"], view["question"], memory=view.get("memory"),
                                 answer=view.get("answer"), judge=view.get("judge"))
     return fig, page
+
+
+def method_comparison(rows: Sequence[Mapping], metric: str = "score", title: str | None = None):
+    """Grouped bars: one group per question type, one bar per method (rows from
+    ``lazymem.notebooks.eval_overview``: {"method", "type", metric})."""
+    import plotly.graph_objects as go
+
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    types = list(dict.fromkeys(r["type"] for r in rows))
+    fig = go.Figure()
+    for m in methods:
+        vals = {r["type"]: r.get(metric) for r in rows if r["method"] == m}
+        fig.add_bar(name=m, x=types, y=[vals.get(t) for t in types],
+                    text=[None if vals.get(t) is None else f"{vals[t]:.2f}" for t in types])
+    fig.update_layout(barmode="group", title=title or f"{metric} by question type and method",
+                      yaxis_title=metric, xaxis_title="question type", template="plotly_white")
+    return fig

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Write notebooks/0[1-3]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
+"""Write notebooks/0[0-4]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
 
     .venv/bin/python scripts/make_notebooks.py            # write, execute, keep only checked outputs
     .venv/bin/python scripts/make_notebooks.py --no-execute  # write sources only (outputs cleared)
@@ -278,6 +278,147 @@ print(nb.metrics_table(metrics))
 _ = nb.record_metrics(metrics, metrics_path)"""),
     ],
 }
+
+
+QUICK_SPEC = "synthetic:messages=200,seed=0,histories=1,questions=6"
+
+NOTEBOOKS_PIPELINE = {
+    "00_quickstart": [
+        md("""
+# 00 · Quickstart: the whole LazyMem query path on the embedded default
+
+**Purpose.** One question end to end, as in the paper's Figure 1: store messages verbatim, then at
+query time *retrieve broadly* (BM25 + dense, RRF, top `n`), *window* the hits (radius `w`, max length
+`L`, stride `s`), *construct* a compact memory (KEEP/DROP + compression per message), and *answer*
+from it.
+
+Offline CPU defaults: the embedded synthetic data, BM25 + all-MiniLM-L6-v2, the training-free
+`extractive` processor and SmolLM2-135M-Instruct (shipped on PyPI) as the answerer. Set
+`method = "lazymem"` to use SmolLM2 as the memory-processing model too (schema-constrained decoding;
+slow on CPU). On a GPU node point `base_url` at a vLLM server (`vllm serve Qwen/Qwen3-4B`) and set
+`model`; e.g. `lazymem notebooks run 00_quickstart -p base_url=http://127.0.0.1:8000/v1 -p model=Qwen/Qwen3-4B -p method=lazymem`.
+"""),
+        code(SETUP + """
+
+import pandas as pd
+from IPython.display import HTML, display
+
+from lazymem import viz
+from lazymem.datasets import load_dataset
+from lazymem.evaluate import EvalConfig, evaluate, summary_text"""),
+        code(f"""\
+dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.datasets)
+limit = 2  # questions to run (the first N of the dataset)
+method = "extractive"  # "lazymem" (model KEEP/DROP), "extractive" (training-free), "rag" (top-n, no construction)
+model = "smollm2-offline"  # answer (and memory-processing) model: alias, local path, or a server's model name
+base_url = ""  # OpenAI-compatible server (vLLM, transformers serve) e.g. "http://127.0.0.1:8000/v1"; "" = in-process
+n = 50  # retrieval pool size (paper: 50)
+w = 2  # window radius (paper: 2)
+L = 8  # max window length (paper: 8)
+s = 7  # sub-window stride (paper: 7)
+out_dir = "runs/nb00_quickstart"  # records.jsonl, summary.json, manifest.json (resumable; reruns read the LLM cache)
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+llm = {"backend": "openai", "base_url": base_url, "model": model} if base_url else {"backend": "transformers", "model": model}
+config = EvalConfig.from_dict({
+    "dataset": dataset, "limit": limit, "judge": "none",
+    "pipeline": {"method": method, "structured": method == "lazymem" and not base_url,
+                 "retrieval": {"n": n}, "window": {"w": w, "L": L, "s": s},
+                 "mpm": llm, "answer": llm, "answer_sampling": {"temperature": 0.0, "max_tokens": 48}},
+})
+ds = load_dataset(dataset)
+print(config.pipeline.method, "|", llm)"""),
+        md("## 1. Run the query path"),
+        code("""\
+summary = evaluate(config, out_dir, progress=False)
+print(summary_text(summary))"""),
+        md("## 2. Look at the first question: windows, decisions, memory, answer"),
+        code("""\
+view = nb.explore_question(ds, ds.questions[0].id, f"run:{out_dir}")
+fig, page = viz.explorer_view(view)
+fig.show()
+display(HTML(page))
+saved = viz.save_figures({"00_window_strip": fig}, figures_dir, png=png)"""),
+        md("## 3. Record metrics"),
+        code(f"""\
+{CHECK}
+c = summary["construction"] or {{}}
+metrics = {{
+    "dataset": ds.name,
+    "method": method,
+    "questions_ok": summary["counts"]["ok"],
+    "errors": summary["counts"]["error"],
+    "windows_per_question": c.get("windows_per_question"),
+    "gate_pass_rate": c.get("gate_pass_rate"),
+    "gold_keep_recall": c.get("gold_keep_recall"),
+}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+    "04_evaluate": [
+        md("""
+# 04 · Evaluate: accuracy by question type, memory tokens, latency
+
+**Purpose.** The paper's main table in miniature: run methods side by side on the same questions
+(`lazymem` construction, the training-free `extractive` processor, `rag` = RAG Top-n with no
+construction, `oracle_turn` = gold evidence) and compare the score by question type, Gate Fmt.,
+gold-keep recall, answer-context memory tokens (Qwen3 tokenizer, as the paper) and per-stage latency.
+
+The score is the judge's accuracy when `judge` is set (`longmemeval` / `locomo`, with a judge model
+on a server), otherwise LoCoMo's official token F1 on LoCoMo, otherwise a token-F1 proxy: labelled,
+never passed off as the paper's LLM-judge score. CPU defaults are tiny; for the paper's setting run
+`lazymem eval configs/eval_locomo_paper.yaml` on a GPU node (vLLM server) or this notebook with
+`-p dataset=../shared/data/locomo/locomo10.json#paper -p limit=0 -p base_url=...`.
+"""),
+        code(SETUP + """
+
+import pandas as pd
+
+from lazymem import viz
+from lazymem.evaluate import EvalConfig, evaluate"""),
+        code(f"""\
+dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.datasets)
+limit = 2  # questions per method (0 = all)
+methods = ["extractive", "rag"]  # methods compared on the same questions (also "lazymem", "oracle_turn")
+model = "smollm2-offline"  # answer / memory-processing model (alias, path or server model name)
+base_url = ""  # OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"; "" = in-process transformers
+judge = "none"  # "longmemeval", "locomo" or "none" (a 135M model is no judge)
+judge_model = ""  # judge model name on `base_url` when judge != "none"
+n = 20  # retrieval pool size (paper: 50; 20 keeps SmolLM2's RAG prompts short on CPU)
+w = 2  # window radius (paper: 2)
+out_root = "runs/nb04_evaluate"  # one run folder per method: <out_root>/<method>/
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+llm = {"backend": "openai", "base_url": base_url, "model": model} if base_url else {"backend": "transformers", "model": model}
+judge_llm = {"backend": "openai", "base_url": base_url, "model": judge_model} if judge != "none" else None
+configs = {m: EvalConfig.from_dict({
+    "dataset": dataset, "limit": limit, "judge": judge,
+    "pipeline": {"method": m, "structured": m == "lazymem" and not base_url, "retrieval": {"n": n}, "window": {"w": w},
+                 "mpm": llm, "answer": llm, "judge": judge_llm, "answer_sampling": {"temperature": 0.0, "max_tokens": 48}},
+}) for m in methods}
+list(configs)"""),
+        md("## 1. Run every method on the same questions"),
+        code("""\
+summaries = {m: evaluate(cfg, f"{out_root}/{m}", progress=False) for m, cfg in configs.items()}
+by_type, per_method = nb.eval_overview(summaries)
+pd.DataFrame(per_method).set_index("method")"""),
+        code("""\
+pd.DataFrame(by_type).pivot(index="type", columns="method", values="score")"""),
+        md("## 2. Figure"),
+        code("""\
+fig = viz.method_comparison(by_type, title=f"{per_method[0]['score_kind']} by question type")
+fig.show()
+saved = viz.save_figures({"04_method_comparison": fig}, figures_dir, png=png)"""),
+        md("## 3. Record metrics"),
+        code(f"""\
+{CHECK}
+metrics = {{row["method"]: {{"questions_ok": row["questions_ok"], "errors": row["errors"],
+                            "gate_fmt": row["gate_fmt"]}} for row in per_method}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+}
+NOTEBOOKS = {**NOTEBOOKS_PIPELINE, **NOTEBOOKS}
 
 
 def build(name: str, cells: list) -> nbformat.NotebookNode:
