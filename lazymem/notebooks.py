@@ -263,19 +263,6 @@ def git_state(root: str | Path) -> dict:
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
-def package_versions(names: Sequence[str] = MANIFEST_PACKAGES) -> dict[str, str | None]:
-    """Installed versions of the given distributions (None when not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out: dict[str, str | None] = {}
-    for n in names:
-        try:
-            out[n] = version(n)
-        except PackageNotFoundError:
-            out[n] = None
-    return out
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -523,7 +510,9 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     nb_sha = sha256_file(nb_path)
     root = project_root(nb_path.parent)
     git = git_state(root)
-    versions = package_versions()
+    from lazymem.evaluate import package_versions
+
+    versions = package_versions(MANIFEST_PACKAGES)
     out_base = Path(out_root) / nb_path.stem
     results: list[RunResult] = []
     bar = tqdm(points, desc=f"{nb_path.stem}", unit="run", disable=not progress)
