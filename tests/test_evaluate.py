@@ -656,3 +656,51 @@ def test_percentiles_are_ordered(xs):
     p = percentiles(xs)
     assert min(xs) - 1e-6 <= p["median"] <= p["p90"] + 1e-6 <= p["p95"] + 2e-6 <= max(xs) + 3e-6
     assert p["n"] == len(xs)
+
+
+@pytest.mark.slow
+def test_server_killed_mid_eval_records_errors_and_rerun_completes(served, tmp_path, capsys):
+    """A real OpenAI-compatible server (transformers serve, tiny model) is SIGKILLed while
+    `evaluate` runs: the run finishes, the unfinished questions are recorded as errors, and
+    a rerun against the restarted server completes exactly those."""
+    import threading
+
+    url = served.ensure()
+    llm = {"backend": "openai", "base_url": url, "model": served.model, "concurrency": 1, "max_retries": 1,
+           "retry_wait": 0.05, "timeout": 30}
+    raw = {"dataset": "synthetic:messages=120,seed=0,histories=1,questions=12", "judge": "none",
+           "llm_cache_dir": str(tmp_path / "llm-cache"),
+           "pipeline": {"method": "rag", "retrieval": {"dense_model": None, "n": 3}, "mpm": llm, "answer": llm,
+                        "answer_sampling": {"temperature": 0.0, "max_tokens": 32}}}
+    out = tmp_path / "run"
+
+    def kill_after_first_record():
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if (out / "records.jsonl").exists() and lines(out / "records.jsonl"):
+                break
+            time.sleep(0.01)
+        served.proc.send_signal(signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_after_first_record)
+    killer.start()
+    first = evaluate(EvalConfig.from_dict(raw), out, progress=False)  # must not raise
+    killer.join()
+    assert served.proc.poll() is not None  # the server really died
+    recs = lines(out / "records.jsonl")
+    ok_before = {r["question_id"] for r in recs if r["status"] == "ok"}
+    errors = [r for r in recs if r["status"] == "error"]
+    assert first["counts"]["ok"] == len(ok_before) >= 1 and len(errors) >= 1
+    assert first["counts"]["ok"] + first["counts"]["error"] == 12
+    assert all("APIConnectionError" in (r["error"] or "") for r in errors), [r["error"] for r in errors]
+
+    served.start(keep_port=True)  # same URL: the rerun resumes the same run folder
+    second = evaluate(EvalConfig.from_dict(raw), out, progress=False)
+    latest = {r["question_id"]: r for r in lines(out / "records.jsonl")}
+    assert second["counts"]["ok"] == 12 and second["counts"]["error"] == 0
+    assert all(r["status"] == "ok" for r in latest.values()) and len(latest) == 12
+    redone = {q for q, r in latest.items() if q not in ok_before}
+    assert len(redone) == len(errors)  # only the failed questions were recomputed
+    with capsys.disabled():
+        print(f"\n  server killed after {len(ok_before)} answered; {len(errors)} recorded as errors; "
+              f"rerun completed {len(redone)}, kept {len(ok_before)}")

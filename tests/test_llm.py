@@ -177,10 +177,7 @@ def _retries(caplog) -> int:
 
 # --- OpenAI-compatible: a scripted stdlib server (fast) --------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from servers import free_port as _free_port  # noqa: E402  (shared with the eval server test)
 
 
 class _Scripted(http.server.BaseHTTPRequestHandler):
@@ -289,17 +286,6 @@ def test_vllm_backend_explains_itself_without_cuda():
 
 # Everything below loads torch and the 11 MB Qwen3 tokenizer (~5-15 s once per module): slow.
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    from lazymem.models import tiny_test_model
-    from lazymem.tokens import TokenizerMissing
-
-    try:
-        return str(tiny_test_model(tmp_path_factory.mktemp("tiny-qwen3")))
-    except TokenizerMissing as e:
-        pytest.skip(str(e))
-
-
-@pytest.fixture(scope="module")
 def tiny_backend(tiny_model):
     # one thread: the tiny model is overhead-bound, and a shared CPU makes two threads contend
     return TransformersBackend(LLMConfig(backend="transformers", model=tiny_model, batch_size=3, num_threads=1))
@@ -366,60 +352,6 @@ def test_transformers_json_schema_outputs_parse(tiny_backend):
 
 
 # --- a real OpenAI-compatible server: `transformers serve` on the tiny model -----------------------
-
-class _Server:
-    """A `transformers serve` process on a free loopback port; restarted if a test killed it."""
-
-    def __init__(self, model: str, root: Path):
-        self.model, self.root, self.proc = model, root, None
-        self.lines: list[str] = []
-
-    def ensure(self) -> str:
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
-        return self.url
-
-    def start(self):
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}/v1"
-        # unbuffered: the fault test acts on the access-log line as soon as it is written
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(self.root), "OMP_NUM_THREADS": "1",
-               "PYTHONUNBUFFERED": "1"}
-        exe = Path(sys.executable).with_name("transformers")
-        self.proc = subprocess.Popen([str(exe), "serve", self.model, "--host", "127.0.0.1", "--port", str(port),
-                                      "--device", "cpu"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        self.lines = []
-        threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")), daemon=True).start()
-        import urllib.request
-
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("transformers serve exited:\n" + "".join(self.lines[-20:]))
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
-        raise RuntimeError("transformers serve did not become healthy in 120 s")
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def served(tiny_model, tmp_path_factory):
-    if not Path(sys.executable).with_name("transformers").exists():
-        pytest.skip("the transformers CLI is missing")
-    pytest.importorskip("fastapi", reason="transformers serve needs transformers[serving]")
-    server = _Server(tiny_model, tmp_path_factory.mktemp("hf-hub-cache"))
-    yield server
-    server.stop()
-
 
 @pytest.mark.slow
 def test_openai_backend_against_transformers_serve(served, tmp_path, monkeypatch, caplog):
