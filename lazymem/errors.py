@@ -21,3 +21,23 @@ class LoadError(ValueError):
 
 class ConfigError(ValueError):
     """A configuration value that cannot work (names the field and what is allowed)."""
+
+
+def check_fields(cls, values, where: str) -> None:
+    """Raise ConfigError naming `where` when `values` has keys that are not fields of dataclass `cls`.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class C:
+    ...     a: int = 0
+    >>> check_fields(C, {"a": 1, "b": 2}, "C")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.ConfigError: C: unknown field(s) ['b']; known: ['a']
+    """
+    from dataclasses import fields
+
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")

@@ -37,12 +37,12 @@ import time
 import traceback
 import uuid
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, check_fields
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.pipeline import PipelineConfig
 from lazymem.records import Question, type_abbrev
@@ -137,10 +137,7 @@ class EvalConfig:
         """Build from a mapping (a whole configs/eval_*.yaml); errors name the bad field."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"eval config: expected a mapping, got {type(values).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"eval config: unknown field(s) {unknown}; known: {sorted(known)}")
+        check_fields(cls, values, "eval config")
         v = dict(values)
         v["pipeline"] = PipelineConfig.from_dict(v.get("pipeline") or {})
         return cls(**v)

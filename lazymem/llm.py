@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, check_fields
 
 log = logging.getLogger(__name__)
 
@@ -217,10 +217,7 @@ class LLMConfig:
     @classmethod
     def from_dict(cls, values: Mapping) -> "LLMConfig":
         """Build from a mapping (a YAML section); unknown keys raise ConfigError naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"LLMConfig: unknown field(s) {unknown}; known: {sorted(known)}")
+        check_fields(cls, values, "LLMConfig")
         return cls(**values)
 
     def identity(self) -> dict:

@@ -26,7 +26,7 @@ import concurrent.futures
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from lazymem.construct import (
@@ -42,7 +42,7 @@ from lazymem.construct import (
     parse_decisions,
     strip_think,
 )
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, check_fields
 from lazymem.llm import Completion, LLMConfig, Sampling
 from lazymem.prompts import PROMPTS, annotation_messages, decision_positions, text_memory
 from lazymem.records import History, Question
@@ -77,10 +77,7 @@ def _section(cls, values: Any, where: str):
         return values
     if not isinstance(values, Mapping):
         raise ConfigError(f"{where}: expected a mapping of {cls.__name__} fields, got {type(values).__name__}")
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+    check_fields(cls, values, where)
     try:
         return cls(**values)
     except ConfigError as e:
@@ -137,10 +134,7 @@ class PipelineConfig:
         """Build from a mapping (a recipe's ``pipeline:`` section); errors name the bad field."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"pipeline: expected a mapping, got {type(values).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"pipeline: unknown field(s) {unknown}; known: {sorted(known)}")
+        check_fields(cls, values, "pipeline")
         v = dict(values)
         for name, builder in (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LLMConfig),
                               ("answer", LLMConfig), ("judge", LLMConfig), ("mpm_sampling", Sampling),

@@ -26,13 +26,13 @@ import re
 import time
 import weakref
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from lazymem.embed import OFFLINE_MINILM, DenseEncoder, EmbeddingCache, text_hash
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, check_fields
 from lazymem.records import History
 
 if TYPE_CHECKING:
@@ -121,10 +121,7 @@ class RetrievalConfig:
     @classmethod
     def from_dict(cls, values: Mapping) -> "RetrievalConfig":
         """Build from a mapping (a YAML section); unknown keys raise ConfigError naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"RetrievalConfig: unknown field(s) {unknown}; known: {sorted(known)}")
+        check_fields(cls, values, "RetrievalConfig")
         return cls(**values)
 
 
