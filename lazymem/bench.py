@@ -29,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lazymem.embed import text_hash
+from lazymem.retrieve import text_hash
 from lazymem.records import History
 from lazymem.retrieve import (
     SPARSE_BACKENDS,
@@ -71,7 +71,7 @@ def _histories(longmemeval_path, sizes, seed):
     """(label, history, question texts) for the benchmark."""
     found = []
     if longmemeval_path is not None:
-        from lazymem.longmemeval import load_longmemeval
+        from lazymem.data import load_longmemeval
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fragment's repairs are reported by its own loader
@@ -79,7 +79,7 @@ def _histories(longmemeval_path, sizes, seed):
         hid, history = next(iter(ds.histories.items()))
         found.append((f"longmemeval_s:{hid}", history, [q.text for q in ds.questions if q.history_id == hid]))
     for n in sizes:
-        from lazymem.synthetic import synthetic_dataset
+        from lazymem.data import synthetic_dataset
 
         ds = synthetic_dataset(n_messages=n, seed=seed)
         # One history of n messages is expected; if the generator splits them, time the longest.
@@ -124,7 +124,7 @@ def _embeddings(history, fp, hashes, encoder, cache, max_embed_messages, seed, p
 
 def _window_fn():
     try:
-        from lazymem.window import build_windows
+        from lazymem.retrieve import build_windows
     except ImportError:  # windowing lives in another module; the bench runs without it
         return None
     return build_windows
@@ -192,7 +192,7 @@ def bench_history(label: str, history: History, queries: Sequence[str], config: 
     return {"history": label, "n_messages": len(history), "n_queries": len(queries),
             "build": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in build.items()},
             "query": {k: latency_stats(v) for k, v in stages.items() if v},
-            "window": "lazymem.window.build_windows" if build_windows is not None else "not measured (lazymem.window missing)"}
+            "window": "lazymem.retrieve.window.build_windows" if build_windows is not None else "not measured (lazymem.retrieve.window missing)"}
 
 
 def growth(rows: Sequence[dict]) -> dict:
@@ -244,7 +244,7 @@ def bench_retrieval(
     """Benchmark retrieval on a LongMemEval_S haystack and synthetic histories of the given sizes.
 
     Args:
-        sizes: synthetic history sizes (messages), from lazymem.synthetic.synthetic_dataset.
+        sizes: synthetic history sizes (messages), from lazymem.data.synthetic.synthetic_dataset.
         longmemeval_path: a LongMemEval_S file (its first haystack is used) or None to skip.
         n_queries: queries per history: its real questions, then user-message openings.
         config: retrieval settings for the end-to-end path (both BM25 backends are always timed).

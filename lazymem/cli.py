@@ -42,7 +42,7 @@ def _summary_text(s: dict) -> str:
 
 
 def cmd_data_summary(args) -> int:
-    from lazymem.datasets import load_dataset, summarize
+    from lazymem.data import load_dataset, summarize
 
     s = summarize(load_dataset(args.spec, subset=args.subset))
     _print_json(s) if args.json else print(_summary_text(s))
@@ -50,8 +50,8 @@ def cmd_data_summary(args) -> int:
 
 
 def cmd_data_split(args) -> int:
-    from lazymem.datasets import load_dataset
-    from lazymem.split import SPLITS, stratified_split
+    from lazymem.data import load_dataset
+    from lazymem.data import SPLITS, stratified_split
 
     ds = load_dataset(args.spec, subset=args.subset)
     split = stratified_split(ds.questions, seed=args.seed)
@@ -90,9 +90,9 @@ def _ints(text: str) -> list[int]:
 
 
 def cmd_retrieve(args) -> int:
-    from lazymem.datasets import load_dataset
+    from lazymem.data import load_dataset
     from lazymem.retrieve import Retriever
-    from lazymem.window import WindowConfig, build_windows, window_stats
+    from lazymem.retrieve import WindowConfig, build_windows, window_stats
 
     ds = load_dataset(args.spec, subset=args.subset)
     q = ds.question(args.question)
@@ -133,10 +133,10 @@ PAPER_ALL_AT_50 = {"locomo": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892}, "longmeme
 def cmd_coverage(args) -> int:
     from dataclasses import asdict
 
-    from lazymem.datasets import load_dataset
-    from lazymem.metrics import coverage_table
+    from lazymem.data import load_dataset
+    from lazymem.eval import coverage_table
     from lazymem.retrieve import retrieve_many
-    from lazymem.window import WindowConfig
+    from lazymem.retrieve import WindowConfig
 
     ds = load_dataset(args.spec, subset=args.subset)
     config = _retrieval_config(args)
@@ -192,7 +192,7 @@ def cmd_notebooks_run(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from lazymem.evaluate import run_from_args
+    from lazymem.eval import run_from_args
 
     return run_from_args(args, command=["lazymem", *sys.argv[1:]])
 
@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval_opts(s)
     s.set_defaults(func=cmd_bench_retrieval)
 
-    from lazymem.evaluate import build_parser as eval_parser
+    from lazymem.eval import build_parser as eval_parser
 
     s = sub.add_parser("eval", help="run the query pipeline over a dataset: records.jsonl, summary.json, manifest.json")
     eval_parser(s)

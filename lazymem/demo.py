@@ -15,11 +15,11 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
              eval_out: str = "runs/eval/demo") -> dict:
     """Run every stage on `spec` (default: the embedded synthetic set) and print a summary."""
     from lazymem.construct import ExtractiveProcessor, construct_memory
-    from lazymem.datasets import DEFAULT_SPEC, load_dataset, summarize
-    from lazymem.metrics import coverage_table
+    from lazymem.data import DEFAULT_SPEC, load_dataset, summarize
+    from lazymem.eval import coverage_table
     from lazymem.retrieve import RetrievalConfig, Retriever, retrieve_many
     from lazymem.viz import all_at_k_vs_w, save_figures, window_strip
-    from lazymem.window import WindowConfig, build_windows
+    from lazymem.retrieve import WindowConfig, build_windows
 
     spec = spec or DEFAULT_SPEC
     t0 = time.perf_counter()
@@ -71,7 +71,7 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
     if with_eval:
         from pathlib import Path
 
-        from lazymem.evaluate import EvalConfig, evaluate, summary_text
+        from lazymem.eval import EvalConfig, evaluate, summary_text
 
         recipe = Path(__file__).resolve().parents[1] / "configs" / "eval_demo.yaml"
         print(f"\n== 5. construct + answer with SmolLM2-135M-Instruct on CPU ({recipe.name} -> {eval_out}/) ==")

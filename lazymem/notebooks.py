@@ -354,7 +354,7 @@ def explore_question(dataset: Any, question_id: str = "", method: str = "extract
     from lazymem.construct import ExtractiveConfig, ExtractiveProcessor, construct_memory
     from lazymem.retrieve import Retriever
     from lazymem.viz import window_records
-    from lazymem.window import WindowConfig, build_windows
+    from lazymem.retrieve import WindowConfig, build_windows
 
     if question_id:
         question = dataset.question(question_id)
@@ -510,7 +510,7 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     nb_sha = sha256_file(nb_path)
     root = project_root(nb_path.parent)
     git = git_state(root)
-    from lazymem.evaluate import package_versions
+    from lazymem.eval import package_versions
 
     versions = package_versions(MANIFEST_PACKAGES)
     out_base = Path(out_root) / nb_path.stem

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from lazymem.llm import LLMConfig, Sampling, TransformersBackend, make_client
-from lazymem.models import resolve_model
+from lazymem.llm import resolve_model
 
 SPEAKERS = ("Caroline", "Melanie")
 LINES = ["I finally signed up for the pottery class on Thursday evenings.",

@@ -28,7 +28,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 ROOT = Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
 CHECK = "# NBVAL_CHECK_OUTPUT"
-DEFAULT_SPEC = "synthetic:messages=400,seed=0,histories=4,questions=12"  # = lazymem.datasets.DEFAULT_SPEC
+DEFAULT_SPEC = "synthetic:messages=400,seed=0,histories=4,questions=12"  # = lazymem.data.datasets.DEFAULT_SPEC
 
 SETUP = """\
 import os
@@ -59,7 +59,7 @@ NOTEBOOKS = {
         md("""
 # 01 · Data: the benchmarks at a glance
 
-**Purpose.** Load a dataset with `lazymem.datasets.load_dataset`, summarise it (questions by type,
+**Purpose.** Load a dataset with `lazymem.data.datasets.load_dataset`, summarise it (questions by type,
 history lengths, gold evidence) and reproduce the paper's stratified 72/8/20 split (Appendix
 "Dataset and Split Construction", seed 42).
 
@@ -72,10 +72,10 @@ LongMemEval JSON path; in batch: `lazymem notebooks run 01_data -p dataset=...`.
 import pandas as pd
 
 from lazymem import viz
-from lazymem.datasets import load_dataset, summarize
-from lazymem.split import SPLITS, stratified_split"""),
+from lazymem.data import load_dataset, summarize
+from lazymem.data import SPLITS, stratified_split"""),
         code(f"""\
-dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.datasets), e.g. "../shared/data/locomo/locomo10.json#paper"
+dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.data.datasets), e.g. "../shared/data/locomo/locomo10.json#paper"
 split_seed = 42  # seed of the stratified split (the paper's: 42)
 """ + SAVE_AND_METRICS_PARAMS, "parameters"),
         md("## 1. Load and summarise"),
@@ -137,12 +137,12 @@ Offline defaults: the embedded synthetic data, rank-bm25 and the all-MiniLM-L6-v
 import pandas as pd
 
 from lazymem import viz
-from lazymem.datasets import load_dataset
-from lazymem.metrics import coverage_table
+from lazymem.data import load_dataset
+from lazymem.eval import coverage_table
 from lazymem.retrieve import RetrievalConfig, retrieve_many
-from lazymem.window import WindowConfig, build_windows"""),
+from lazymem.retrieve import WindowConfig, build_windows"""),
         code(f"""\
-dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.datasets)
+dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.data.datasets)
 max_questions = 0  # use only the first N questions (0 = all)
 n = 50  # pool size: messages retrieved per question (paper: 50)
 k = 50  # All@k cut-off: the top-k pool entries whose windows must hold all gold evidence (paper: 50)
@@ -220,9 +220,9 @@ import ipywidgets as widgets
 from IPython.display import HTML, display
 
 from lazymem import viz
-from lazymem.datasets import load_dataset
+from lazymem.data import load_dataset
 from lazymem.retrieve import RetrievalConfig, Retriever
-from lazymem.window import WindowConfig"""),
+from lazymem.retrieve import WindowConfig"""),
         code(f"""\
 dataset = "{DEFAULT_SPEC}"  # dataset SPEC shown first
 datasets = ["../shared/data/locomo/locomo10.json#paper", "../shared/data/longmemeval/s_fragment_3haystacks.json"]  # more dropdown choices (missing files are left out)
@@ -304,10 +304,10 @@ import pandas as pd
 from IPython.display import HTML, display
 
 from lazymem import viz
-from lazymem.datasets import load_dataset
-from lazymem.evaluate import EvalConfig, evaluate, summary_text"""),
+from lazymem.data import load_dataset
+from lazymem.eval import EvalConfig, evaluate, summary_text"""),
         code(f"""\
-dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.datasets)
+dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.data.datasets)
 limit = 2  # questions to run (the first N of the dataset)
 method = "extractive"  # "lazymem" (model KEEP/DROP), "extractive" (training-free), "rag" (top-n, no construction)
 model = "smollm2-offline"  # answer (and memory-processing) model: alias, local path, or a server's model name
@@ -375,9 +375,9 @@ never passed off as the paper's LLM-judge score. CPU defaults are tiny; for the 
 import pandas as pd
 
 from lazymem import viz
-from lazymem.evaluate import EvalConfig, evaluate"""),
+from lazymem.eval import EvalConfig, evaluate"""),
         code(f"""\
-dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.datasets)
+dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.data.datasets)
 limit = 2  # questions per method (0 = all)
 methods = ["extractive", "rag"]  # methods compared on the same questions (also "lazymem", "oracle_turn")
 model = "smollm2-offline"  # answer / memory-processing model (alias, path or server model name)

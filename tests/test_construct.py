@@ -415,7 +415,7 @@ def test_construct_memory_end_to_end():
 
 
 def test_construct_memory_accepts_window_objects():
-    from lazymem.window import Window
+    from lazymem.retrieve import Window
 
     history = History("h", tuple(msg(i, t) for i, t in enumerate(["My cat is Miso.", "ok", "Miso is two."])))
     windows = [Window(positions=(0, 1)), Window(positions=(1, 2))]

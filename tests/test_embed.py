@@ -1,4 +1,4 @@
-"""Dense encoder and the on-disk embedding cache (lazymem.embed)."""
+"""Dense encoder and the on-disk embedding cache (lazymem.retrieve.dense)."""
 from __future__ import annotations
 
 import hashlib
@@ -6,7 +6,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from lazymem.embed import (
+from lazymem.retrieve import (
     OFFLINE_MINILM,
     DenseEncoder,
     EmbeddingCache,
@@ -37,7 +37,7 @@ class FakeEncoder:
 
 
 def test_text_hash_is_sha256_and_matches_the_store():
-    from lazymem.store import text_hash as store_hash
+    from lazymem.data import text_hash as store_hash
 
     assert text_hash("hi") == hashlib.sha256(b"hi").hexdigest() == store_hash("hi")
 

@@ -1,4 +1,4 @@
-"""The evaluation runner (lazymem.evaluate): records, summary, resume, kill -9, cache, secrets.
+"""The evaluation runner (lazymem.eval.runner): records, summary, resume, kill -9, cache, secrets.
 
 Every model is a scripted FakeBackend (or an unreachable server); retrieval is BM25 only or a
 fixed pool, so the whole file runs in seconds.
@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazymem.errors import ConfigError
-from lazymem.evaluate import (
+from lazymem.eval import (
     EvalConfig,
     compare_with_baseline,
     config_fingerprint,
@@ -38,7 +38,7 @@ from lazymem.llm import CachedClient, FakeBackend, LLMConfig
 from lazymem.pipeline import PipelineConfig
 from lazymem.records import Dataset, History, Message, Question
 from lazymem.retrieve import Hit, Pool, RetrievalConfig
-from lazymem.window import WindowConfig
+from lazymem.retrieve import WindowConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SYNTH = "synthetic:messages=60,seed=0,histories=1,questions=6"
@@ -49,7 +49,7 @@ VOLATILE = {"timings", "run_id", "recorded_at", "attempt", "latency_s", "cached"
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch):
     """Keep the LLM cache and everything else under tmp_path (the Qwen3 tokenizer stays found)."""
-    from lazymem.tokens import DIR_ENV, qwen3_tokenizer_dir
+    from lazymem.llm import DIR_ENV, qwen3_tokenizer_dir
 
     monkeypatch.setenv(DIR_ENV, str(qwen3_tokenizer_dir()))
     monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path / "lazymem_cache"))
@@ -191,7 +191,7 @@ def test_hand_checked_records_and_summary(tmp_path):
     assert [recs[q]["judge"]["label"] for q in recs] == [True, True, False, True]
     assert recs["q2"]["answer_contains"] is True and recs["q1"]["answer_f1"] == pytest.approx(2 / 3)
     assert all(set(r["timings"]) == {"retrieval", "processing", "answer", "total", "judge"} for r in recs.values())
-    from lazymem.tokens import count_tokens, qwen3_tokenizer_dir
+    from lazymem.llm import count_tokens, qwen3_tokenizer_dir
 
     have_tokenizer = (qwen3_tokenizer_dir() / "tokenizer.json").is_file()
     if have_tokenizer:
@@ -228,12 +228,12 @@ def test_hand_checked_records_and_summary(tmp_path):
 
 
 def test_missing_tokenizer_records_null_never_a_fallback(tmp_path, monkeypatch):
-    import lazymem.tokens
+    import lazymem.llm.tokens
 
     def missing(text):
-        raise lazymem.tokens.TokenizerMissing("no tokenizer here")
+        raise lazymem.llm.tokens.TokenizerMissing("no tokenizer here")
 
-    monkeypatch.setattr(lazymem.tokens, "count_tokens", missing)
+    monkeypatch.setattr(lazymem.llm.tokens, "count_tokens", missing)
     ds = hand_dataset()
     s = evaluate(hand_config(judge="none"), tmp_path / "run", progress=False, clients=hand_clients(), dataset=ds,
                  retriever=PoolByQuestion(ds))
@@ -297,7 +297,7 @@ def drop_all(prompt, sampling):
 
 
 def test_a_failed_question_is_recorded_and_only_it_is_redone(tmp_path, capsys):
-    from lazymem.datasets import load_dataset
+    from lazymem.data import load_dataset
 
     third = load_dataset(SYNTH).questions[2]
     out = tmp_path / "run"
@@ -327,7 +327,7 @@ def test_a_failed_question_is_recorded_and_only_it_is_redone(tmp_path, capsys):
 
 
 def test_a_bug_in_one_question_does_not_stop_the_run(tmp_path):
-    from lazymem.datasets import load_dataset
+    from lazymem.data import load_dataset
 
     second = load_dataset(SYNTH).questions[1]
 
@@ -370,7 +370,7 @@ def test_truncated_last_line_is_dropped_and_redone(tmp_path):
 
 DRIVER = textwrap.dedent("""
     import json, sys, time
-    from lazymem.evaluate import EvalConfig, evaluate
+    from lazymem.eval import EvalConfig, evaluate
     from lazymem.llm import FakeBackend
 
     out, delay = sys.argv[1], float(sys.argv[2])
@@ -501,7 +501,7 @@ def test_api_keys_never_reach_records_manifests_or_logs(tmp_path, monkeypatch, c
     for p in written:
         assert sentinel.encode() not in p.read_bytes() and pasted.encode() not in p.read_bytes(), p
     assert sentinel not in captured.out + captured.err and sentinel not in caplog.text
-    assert pasted not in captured.out  # --print-config scrubs it (lazymem.llm's own log line does not)
+    assert pasted not in captured.out  # --print-config scrubs it (lazymem.llm.client's own log line does not)
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["config"]["pipeline"]["mpm"]["api_key_env"] == "OPENAI_API_KEY"
     assert m["config"]["pipeline"]["mpm"]["extra_body"] == {"api_key": "<redacted>"}
@@ -581,8 +581,8 @@ def test_fingerprint_ignores_operational_settings():
 
 
 def test_select_questions():
-    from lazymem.datasets import load_dataset
-    from lazymem.split import stratified_split
+    from lazymem.data import load_dataset
+    from lazymem.data import stratified_split
 
     ds = load_dataset("synthetic:messages=60,seed=0,histories=4,questions=6")
     test_ids = set(stratified_split(ds.questions).test)

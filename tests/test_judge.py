@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymem.judge import (
+from lazymem.eval import (
     answer_tokens,
     locomo_f1,
     locomo_judge_prompt,

@@ -1,4 +1,4 @@
-"""Tests for lazymem.locomo: counts on the real file, evidence repairs, bad input."""
+"""Tests for lazymem.data.locomo: counts on the real file, evidence repairs, bad input."""
 from __future__ import annotations
 
 import doctest
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import lazymem.locomo as locomo
+import lazymem.data.locomo as locomo
 from lazymem.errors import LoadError
-from lazymem.locomo import load_locomo, repair_evidence_id
+from lazymem.data import load_locomo, repair_evidence_id
 
 
 def test_doctests():

@@ -1,4 +1,4 @@
-"""Tests for lazymem.longmemeval: the shared samples, bad input, shared haystacks."""
+"""Tests for lazymem.data.longmemeval: the shared samples, bad input, shared haystacks."""
 from __future__ import annotations
 
 import copy
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import lazymem.longmemeval as lme
+import lazymem.data.longmemeval as lme
 from lazymem.errors import LoadError
-from lazymem.longmemeval import load_longmemeval, parse_records, parse_time
+from lazymem.data import load_longmemeval, parse_records, parse_time
 
 
 def test_doctests():

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymem.metrics import (
+from lazymem.eval import (
     all_at_k,
     all_covered,
     coverage_table,
@@ -22,7 +22,7 @@ from lazymem.metrics import (
     retrieval_metrics,
 )
 from lazymem.records import Dataset, History, Message, Question
-from lazymem.window import WindowConfig, build_windows
+from lazymem.retrieve import WindowConfig, build_windows
 
 
 # --- independent reference: LongMemEval src/retrieval/eval_utils.py (MIT, Di Wu) -------

@@ -1,4 +1,4 @@
-"""Local models (lazymem.models): the shipped SmolLM2 conversion and the tiny test model."""
+"""Local models (lazymem.llm.models): the shipped SmolLM2 conversion and the tiny test model."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from lazymem import models
-from lazymem.models import SMOLLM2_ALIAS, resolve_model, smollm2_dir
+from lazymem.llm import models
+from lazymem.llm import SMOLLM2_ALIAS, resolve_model, smollm2_dir
 
 
 def test_resolve_model_passes_hub_ids_and_resolves_dirs(tmp_path):
@@ -69,7 +69,7 @@ def test_outdated_conversion_is_redone(monkeypatch, tmp_path):
 
 @pytest.mark.slow
 def test_tiny_test_model_shape(tmp_path):
-    from lazymem.tokens import TokenizerMissing
+    from lazymem.llm import TokenizerMissing
 
     try:
         path = models.tiny_test_model(tmp_path / "tiny")

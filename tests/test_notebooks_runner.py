@@ -198,10 +198,10 @@ def test_results_table():
 # --- the explorer's data ----------------------------------------------------------------------------
 
 def test_explore_question_extractive_and_run_records(tmp_path):
-    from lazymem.datasets import load_dataset
+    from lazymem.data import load_dataset
     from lazymem.retrieve import RetrievalConfig, Retriever
     from lazymem.viz import explorer_view
-    from lazymem.window import WindowConfig
+    from lazymem.retrieve import WindowConfig
 
     ds = load_dataset("synthetic:messages=60,seed=1,histories=1,questions=6")
     retriever = Retriever(RetrievalConfig(n=5, dense_model=None))

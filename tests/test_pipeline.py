@@ -1,4 +1,4 @@
-"""The query path (lazymem.pipeline) with scripted fakes: no real model, no encoder."""
+"""The query path (lazymem.pipeline.query) with scripted fakes: no real model, no encoder."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +19,7 @@ from lazymem.pipeline import (
 )
 from lazymem.records import History, Message, Question
 from lazymem.retrieve import Hit, Pool, RetrievalConfig
-from lazymem.window import WindowConfig, build_windows
+from lazymem.retrieve import WindowConfig, build_windows
 
 # --- a hand-made history and helpers ---------------------------------------------------------------
 
@@ -140,7 +140,7 @@ def test_yaml_round_trip(tmp_path):
 
 
 def test_importing_creates_nothing_heavy():
-    code = ("import sys, lazymem.pipeline, lazymem.evaluate; "
+    code = ("import sys, lazymem.pipeline.query, lazymem.eval.runner; "
             "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'pandas', 'openai', 'nltk') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

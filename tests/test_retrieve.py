@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymem.embed import text_hash
+from lazymem.retrieve import text_hash
 from lazymem.errors import ConfigError
 from lazymem.records import Dataset, History, Message, Question
 from lazymem.retrieve import (
@@ -108,7 +108,7 @@ def test_bm25_degenerate_corpora(backend):
 
 
 def test_bm25_backends_agree_on_a_longmemeval_haystack(shared_data):
-    from lazymem.longmemeval import load_longmemeval
+    from lazymem.data import load_longmemeval
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fragment's third-party list form is reported by the loader

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from lazymem.records import Question
-from lazymem.split import allocate, stratified_split
+from lazymem.data import allocate, stratified_split
 
 # Table "Question-type statistics for the LongMemEval splits": total, train, validation, test.
 PAPER_TABLE = {

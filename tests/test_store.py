@@ -4,7 +4,7 @@ import json
 import pytest
 
 from lazymem.errors import LoadError
-from lazymem.store import MemoryStore, text_hash
+from lazymem.data import MemoryStore, text_hash
 
 
 def _fill(store):

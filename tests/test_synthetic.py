@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymem import synthetic
+from lazymem.data import synthetic
 from lazymem.errors import ConfigError
-from lazymem.longmemeval import parse_records
+from lazymem.data import parse_records
 from lazymem.records import LONGMEMEVAL_TYPES
-from lazymem.synthetic import (
+from lazymem.data import (
     canonical_json_chunks,
     generate_records,
     generate_with_facts,
@@ -225,7 +225,7 @@ def test_canonical_bytes_match_json_dumps():
 
 
 def test_independent_of_hash_seed_and_of_other_histories():
-    code = ("from lazymem.synthetic import generate_records, records_sha256\n"
+    code = ("from lazymem.data.synthetic import generate_records, records_sha256\n"
             "print(records_sha256(generate_records(400, 9)))")
     shas = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("0", "1", "12345")}

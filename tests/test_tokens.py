@@ -1,12 +1,12 @@
-"""Qwen3 token counting (lazymem.tokens) against ids published by Qwen and Hugging Face."""
+"""Qwen3 token counting (lazymem.llm.tokens) against ids published by Qwen and Hugging Face."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymem import tokens
-from lazymem.tokens import FETCH_COMMAND, TokenizerMissing, count_tokens, count_tokens_batch, encode
+from lazymem.llm import tokens
+from lazymem.llm import FETCH_COMMAND, TokenizerMissing, count_tokens, count_tokens_batch, encode
 
 
 @pytest.fixture(scope="module")

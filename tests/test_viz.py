@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lazymem import viz
 from lazymem.construct import Decision, GateVerdict
 from lazymem.records import History, Message
-from lazymem.window import WindowConfig, build_windows
+from lazymem.retrieve import WindowConfig, build_windows
 
 go = pytest.importorskip("plotly.graph_objects")
 

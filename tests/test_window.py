@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lazymem.errors import ConfigError
 from lazymem.records import History, Message
-from lazymem.window import (
+from lazymem.retrieve import (
     Window,
     WindowConfig,
     build_windows,

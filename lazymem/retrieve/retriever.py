@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from lazymem.embed import OFFLINE_MINILM, DenseEncoder, EmbeddingCache, text_hash
+from lazymem.retrieve.dense import OFFLINE_MINILM, DenseEncoder, EmbeddingCache, text_hash
 from lazymem.errors import ConfigError, check_fields
 from lazymem.records import History
 
@@ -282,7 +282,7 @@ class Reranker:
         """Relevance of each text to the query (higher is better), float64."""
         if not texts:
             return np.zeros(0)
-        from lazymem.embed import torch_threads
+        from lazymem.retrieve.dense import torch_threads
 
         self.load()
         pairs = [(query, t) for t in texts]

@@ -84,7 +84,7 @@ class EvalConfig:
 
     pipeline: PipelineConfig = field(default_factory=PipelineConfig, metadata=_h("the query pipeline"))
     dataset: str = field(default="synthetic:messages=400,seed=0,histories=4,questions=12",
-                         metadata=_h("dataset SPEC for lazymem.datasets.load_dataset"))
+                         metadata=_h("dataset SPEC for lazymem.data.datasets.load_dataset"))
     subset: str | None = field(default=None, metadata=_h("named subset, e.g. 'paper' for LoCoMo"))
     split: str | None = field(default=None, metadata=_h("'train', 'validation' or 'test' of the paper's split; None = all"))
     split_seed: int = field(default=42, metadata=_h("seed of the stratified split (the paper's: 42)"))
@@ -210,7 +210,7 @@ def select_questions(dataset: "Dataset", config: EvalConfig) -> list[Question]:
     """The questions to run, in dataset order: split, then ids, then types, then limit."""
     qs = list(dataset.questions)
     if config.split is not None:
-        from lazymem.split import stratified_split
+        from lazymem.data import stratified_split
 
         keep = set(stratified_split(dataset.questions, seed=config.split_seed).ids(config.split))
         qs = [q for q in qs if q.id in keep]
@@ -328,7 +328,7 @@ def scrub(obj: Any) -> Any:
 def _tokens(text: str) -> tuple[int | None, str]:
     """(Qwen3 token count, tokenizer status); never raises for a missing tokenizer."""
     try:
-        from lazymem.tokens import count_tokens
+        from lazymem.llm import count_tokens
 
         return count_tokens(text), "qwen3"
     except (OSError, ImportError):  # TokenizerMissing is a FileNotFoundError
@@ -342,7 +342,7 @@ def judge_answer(client: "LLMClient", question: Question, response: str, kind: s
     ``label`` is True/False, or None when the reply could not be read (LoCoMo) or the
     question is not judged (LoCoMo category 5, which Mem0's judge skips).
     """
-    from lazymem.judge import (
+    from lazymem.eval.judge import (
         locomo_judge_prompt,
         longmemeval_judge_prompt,
         longmemeval_judge_template,
@@ -377,7 +377,7 @@ def judge_answer(client: "LLMClient", question: Question, response: str, kind: s
 
 
 def _contains(prediction: str, answer: str) -> bool:
-    from lazymem.judge import normalize_answer
+    from lazymem.eval.judge import normalize_answer
 
     gold = normalize_answer(answer)
     return bool(gold) and f" {gold} " in f" {normalize_answer(prediction)} "
@@ -417,7 +417,7 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
         rec["tokenizer"] = "off"
     if not result.ok:
         return rec
-    from lazymem.judge import locomo_f1, token_f1
+    from lazymem.eval.judge import locomo_f1, token_f1
 
     if question.category is not None:
         rec["locomo_f1"] = locomo_f1(result.answer, question.answer, question.category)
@@ -621,7 +621,7 @@ def _resolve_cache(config: EvalConfig) -> tuple[EvalConfig, str | None]:
     if config.llm_cache_dir:
         cache = str(Path(config.llm_cache_dir).expanduser())
     else:
-        from lazymem.models import cache_root
+        from lazymem.paths import cache_root
 
         cache = str(cache_root() / "llm")
     p = config.pipeline
@@ -641,7 +641,7 @@ def _seeded(config: EvalConfig) -> EvalConfig:
 def _check_judge(questions: Sequence[Question], kind: str) -> None:
     """Fail before any model call when the judge cannot handle a selected question."""
     if kind == "longmemeval":
-        from lazymem.judge import longmemeval_judge_template
+        from lazymem.eval.judge import longmemeval_judge_template
 
         for q in questions:
             try:
@@ -738,7 +738,7 @@ def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = Tr
     fingerprint = config_fingerprint(config)
     records_path, manifest_path = out / RECORDS_FILE, out / MANIFEST_FILE
     if dataset is None:
-        from lazymem.datasets import load_dataset
+        from lazymem.data import load_dataset
 
         dataset = load_dataset(config.dataset, subset=config.subset)
     questions = select_questions(dataset, config)

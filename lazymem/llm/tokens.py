@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from lazymem.models import cache_root
+from lazymem.paths import cache_root
 
 DIR_ENV = "LAZYMEM_QWEN3_TOKENIZER"
 FETCH_COMMAND = "bash scripts/fetch_qwen3_tokenizer.sh"

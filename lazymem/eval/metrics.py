@@ -21,7 +21,7 @@ from bisect import bisect_right
 from typing import Collection, Iterable, Mapping, Sequence
 
 from lazymem.records import Dataset
-from lazymem.window import Window, WindowConfig, build_windows, merge_spans, session_starts, window_stats
+from lazymem.retrieve import Window, WindowConfig, build_windows, merge_spans, session_starts, window_stats
 
 DEFAULT_KS = (1, 3, 5, 10, 30, 50)  # the official script's cut-offs
 

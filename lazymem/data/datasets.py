@@ -55,7 +55,7 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
             raise ValueError(f"two subsets given: #{sub} in the spec and {subset!r}")
         subset = sub
     if kind is None and (spec == "synthetic" or spec.startswith("synthetic:")):
-        from lazymem.synthetic import parse_spec, synthetic_dataset
+        from lazymem.data.synthetic import parse_spec, synthetic_dataset
 
         if subset:
             raise ValueError("the synthetic generator has no named subsets")
@@ -68,10 +68,10 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     else:
         raise FileNotFoundError(f"no dataset file at {spec!r} (and it is not 'synthetic[:...]' or a public LongMemEval name)")
     if kind == "locomo":
-        from lazymem.locomo import load_locomo
+        from lazymem.data.locomo import load_locomo
 
         return load_locomo(path, subset=subset)
-    from lazymem.longmemeval import load_longmemeval
+    from lazymem.data.longmemeval import load_longmemeval
 
     if subset:
         raise ValueError(f"LongMemEval has no named subsets (got {subset!r}); use `lazymem data split` for the paper's split")

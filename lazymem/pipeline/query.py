@@ -2,13 +2,13 @@
 
 ``LazyMemPipeline(config).answer(history, question) -> QueryResult`` runs one question:
 
-1. hybrid retrieval of the pool R_q (lazymem.retrieve);
-2. history windowing W_1..W_P (lazymem.window);
+1. hybrid retrieval of the pool R_q (lazymem.retrieve.retriever);
+2. history windowing W_1..W_P (lazymem.retrieve.window);
 3. the memory-processing model (MPM) on every window, all prompts in one ``generate`` call
    so the backend parallelises them (concurrent requests for an OpenAI-compatible server,
    batches in process); each output goes through the format gate, decisions are merged
    over overlapping sub-windows and the kept messages assembled as ``[timestamp] role:
-   content`` lines (lazymem.construct);
+   content`` lines (lazymem.construct.gate);
 4. the answer model reads the memory with the paper's answer prompt.
 
 Methods (``PipelineConfig.method``) share steps 1 and 4: ``lazymem`` (MPM construction),
@@ -47,7 +47,7 @@ from lazymem.llm import Completion, LLMConfig, Sampling
 from lazymem.prompts import PROMPTS, annotation_messages, decision_positions, text_memory
 from lazymem.records import History, Question
 from lazymem.retrieve import RetrievalConfig
-from lazymem.window import Window, WindowConfig, build_windows
+from lazymem.retrieve import Window, WindowConfig, build_windows
 
 if TYPE_CHECKING:
     from lazymem.llm import LLMClient
