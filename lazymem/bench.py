@@ -12,7 +12,7 @@ measured when it was made (``embed_source`` says which). ``max_embed_messages`` 
 encoder for bigger histories and times dense search over a random unit matrix of the
 same shape instead (search cost does not depend on the values).
 
->>> latency_stats([0.001, 0.002, 0.003, 0.010])["median_ms"]
+>>> percentiles([0.001, 0.002, 0.003, 0.010], scale=1e3, suffix="_ms", digits=4)["median_ms"]
 2.5
 """
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Sequence
 
 import numpy as np
 
-from lazymem.retrieve import text_hash
 from lazymem.records import History
 from lazymem.retrieve import (
     SPARSE_BACKENDS,
@@ -38,23 +37,11 @@ from lazymem.retrieve import (
     RetrievalConfig,
     Retriever,
     history_fingerprint,
-    tokenize,
 )
+from lazymem.stats import percentiles
+from lazymem.text import text_hash, tokenize
 
 DEFAULT_LONGMEMEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "s_fragment_3haystacks.json"
-
-
-def latency_stats(seconds: Sequence[float]) -> dict:
-    """mean / median / p90 in milliseconds (None for an empty list).
-
-    >>> latency_stats([0.004, 0.002])
-    {'n': 2, 'mean_ms': 3.0, 'median_ms': 3.0, 'p90_ms': 3.8}
-    """
-    if not len(seconds):
-        return {"n": 0, "mean_ms": None, "median_ms": None, "p90_ms": None}
-    ms = np.asarray(seconds, dtype=float) * 1e3
-    return {"n": len(ms), "mean_ms": round(float(ms.mean()), 4), "median_ms": round(float(np.median(ms)), 4),
-            "p90_ms": round(float(np.percentile(ms, 90)), 4)}
 
 
 def _queries(history: History, questions: Sequence[str], n: int, seed: int) -> list[str]:
@@ -191,7 +178,7 @@ def bench_history(label: str, history: History, queries: Sequence[str], config: 
         stages["end_to_end"].append(tm["total"] + (stages["window"][-1] if build_windows is not None else 0.0))
     return {"history": label, "n_messages": len(history), "n_queries": len(queries),
             "build": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in build.items()},
-            "query": {k: latency_stats(v) for k, v in stages.items() if v},
+            "query": {k: percentiles(v, scale=1e3, suffix="_ms", digits=4) for k, v in stages.items() if v},
             "window": "lazymem.retrieve.window.build_windows" if build_windows is not None else "not measured (lazymem.retrieve.window missing)"}
 
 

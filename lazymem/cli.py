@@ -22,30 +22,11 @@ def _print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def _summary_text(s: dict) -> str:
-    lines = [f"dataset   {s['name']}", f"source    {s['source']}", f"sha256    {s['sha256'][:16]}...",
-             f"histories {s['histories']}   sessions {s['sessions']}   messages {s['messages']}  "
-             f"(per history min {s['messages_per_history']['min']}, median {s['messages_per_history']['median']}, "
-             f"max {s['messages_per_history']['max']})",
-             f"questions {s['questions']}   abstention {s['abstention_questions']}"
-             + (f"   by history {s['questions_by_history']}" if "questions_by_history" in s else "")]
-    width = max((len(t) for t in s["questions_by_type"]), default=4)
-    for t, n in s["questions_by_type"].items():
-        lines.append(f"  {t:<{width}}  {n:>6}")
-    g = s["gold_evidence"]
-    lines.append(f"gold evidence: {g['evidence_refs']} refs over {g['questions_with_evidence']} questions "
-                 f"(mean {g['mean_per_question']}), {g['questions_spanning_sessions']} questions span sessions, "
-                 f"{g['gold_messages']} distinct gold messages")
-    if s["load_issues"]:
-        lines.append(f"load issues: {s['load_issues']} (repaired or dropped, see --json)")
-    return "\n".join(lines)
-
-
 def cmd_data_summary(args) -> int:
-    from lazymem.data import load_dataset, summarize
+    from lazymem.data import load_dataset, summarize, summary_text
 
     s = summarize(load_dataset(args.spec, subset=args.subset))
-    _print_json(s) if args.json else print(_summary_text(s))
+    _print_json(s) if args.json else print(summary_text(s))
     return 0
 
 

@@ -14,20 +14,17 @@ import time
 def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "figures", with_eval: bool = True,
              eval_out: str = "runs/eval/demo") -> dict:
     """Run every stage on `spec` (default: the embedded synthetic set) and print a summary."""
-    from lazymem.construct import ExtractiveProcessor, construct_memory
-    from lazymem.data import DEFAULT_SPEC, load_dataset, summarize
+    from lazymem.data import DEFAULT_SPEC, load_dataset, summarize, summary_text
     from lazymem.eval import coverage_table
+    from lazymem.pipeline import LazyMemPipeline, PipelineConfig
     from lazymem.retrieve import RetrievalConfig, Retriever, retrieve_many
     from lazymem.viz import all_at_k_vs_w, save_figures, window_strip
-    from lazymem.retrieve import WindowConfig, build_windows
 
     spec = spec or DEFAULT_SPEC
     t0 = time.perf_counter()
     print(f"== 1. data: {spec} (offline, CPU) ==")
     ds = load_dataset(spec)
-    from lazymem.cli import _summary_text
-
-    print(_summary_text(summarize(ds)))
+    print(summary_text(summarize(ds)))
 
     print("\n== 2. retrieve broadly: BM25 + all-MiniLM-L6-v2 (offline) + RRF, n=50, no reranker ==")
     config = RetrievalConfig()
@@ -44,12 +41,11 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
         print(f"  {w}  {cov['all_at_k'][w]:.3f}   {st['P']:>14.1f}   {st['covered']:>16.1f}")
 
     print(f"\n== 3. window (w=2, L=8, s=7) + construct: training-free extractive processor on {n_construct} questions ==")
-    processor = ExtractiveProcessor()
+    pipeline = LazyMemPipeline(PipelineConfig(method="extractive", retrieval=config), retriever=retriever)
     shown = None
     for q in [q for q in ds.questions if q.evidence][:n_construct]:
         history = ds.history(q)
-        windows = build_windows(history, pools[q.id].positions, WindowConfig(), gold=q.evidence)
-        c = construct_memory(processor, q.text, q.query_time, windows, history, q.evidence)
+        c = pipeline.process(history, q)  # retrieve (cached index) -> window -> construct, no answer
         s = c.stats
         print(f"- [{q.abbrev}] {q.text}\n    gold answer: {q.answer!r}; {s.n_windows} windows, gate ok {s.n_valid}/{s.n_windows}, "
               f"kept {s.n_kept}/{s.n_messages} messages, gold kept {s.n_gold_kept}/{s.n_gold}")
@@ -57,13 +53,14 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
         for line in first:
             print(f"    memory: {line[:110]}")
         if shown is None:
-            shown = (history, windows, c, q)
+            shown = (history, c, q)
 
     print(f"\n== 4. figures -> {figures_dir}/ ==")
     figs = {"demo_all_at_k_vs_w": all_at_k_vs_w({int(w): v for w, v in cov["all_at_k"].items()}, paper=True)}
     if shown is not None:
-        history, windows, c, q = shown
-        figs["demo_window_strip"] = window_strip(history, windows, gate=c.verdicts, question=q)
+        history, c, q = shown
+        figs["demo_window_strip"] = window_strip(history, [w.window for w in c.windows],
+                                                 gate=[w.verdict for w in c.windows], question=q)
     written = save_figures(figs, figures_dir)
     for name, paths in written.items():
         print(f"  {name}: {paths['html']}" + (f", {paths['png']}" if paths.get("png") else " (no PNG: see warning)"))
@@ -71,7 +68,8 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
     if with_eval:
         from pathlib import Path
 
-        from lazymem.eval import EvalConfig, evaluate, summary_text
+        from lazymem.eval import EvalConfig, evaluate
+        from lazymem.eval import summary_text as eval_summary_text
 
         recipe = Path(__file__).resolve().parents[1] / "configs" / "eval_demo.yaml"
         print(f"\n== 5. construct + answer with SmolLM2-135M-Instruct on CPU ({recipe.name} -> {eval_out}/) ==")
@@ -79,7 +77,7 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
               "first run converts the model and builds the grammar (~2-3 min), reruns read the LLM cache")
         t = time.perf_counter()
         summary = evaluate(EvalConfig.from_yaml(recipe), eval_out, command=["lazymem", "demo"])
-        print(summary_text(summary))
+        print(eval_summary_text(summary))
         print(f"[eval stage {time.perf_counter() - t:.1f} s]")
         result["eval"] = summary
     print(f"\n[demo done in {time.perf_counter() - t0:.1f} s]")

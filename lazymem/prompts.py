@@ -256,7 +256,7 @@ _LME_KNOWLEDGE_UPDATE = "I will give you a question, a correct answer, and a res
 _LME_PREFERENCE = "I will give you a question, a rubric for desired personalized response, and a response from a model. Please answer yes if the response satisfies the desired response. Otherwise, answer no. The model does not need to reflect all the points in the rubric. The response is correct as long as it recalls and utilizes the user's personal information correctly.\n\nQuestion: {}\n\nRubric: {}\n\nModel Response: {}\n\nIs the model response correct? Answer yes or no only."  # noqa: E501
 _LME_ABSTENTION = "I will give you an unanswerable question, an explanation, and a response from a model. Please answer yes if the model correctly identifies the question as unanswerable. The model could say that the information is incomplete, or some other information is given but the asked information is not.\n\nQuestion: {}\n\nExplanation: {}\n\nModel Response: {}\n\nDoes the model correctly identify the question as unanswerable? Answer yes or no only."  # noqa: E501
 
-# LoCoMo's own release scores answers by token F1 only (lazymem.eval.judge.locomo_f1) and has no
+# LoCoMo's own release scores answers by token F1 only (lazymem.eval.f1.locomo_f1) and has no
 # LLM-judge prompt; the paper does not print one. This is the widely used Mem0 LoCoMo judge,
 # ACCURACY_PROMPT in evaluation/metrics/llm_judge.py of mem0ai/mem0 (Apache-2.0), commit
 # 2352a441, verbatim (curly quotes and trailing spaces included). Mem0 skips category 5.

@@ -6,7 +6,7 @@ stemmed); caches and deletion key message texts by ``text_hash``.
 
 >>> tokenize("I'm moving to Lisbon in 2024, aren't I?")
 ['moving', 'lisbon', '2024']
->>> sorted(content_tokens("When did I move to Lisbon now? I moved!"))
+>>> sorted(content_tokens("When did I move to Lisbon? I moved!"))
 ['lisbon', 'mov']
 >>> text_hash("hi")[:12]
 '8f434346648f'
@@ -16,14 +16,14 @@ from __future__ import annotations
 import hashlib
 import re
 
-# A small English stopword list: function words that carry no topic (NLTK's core list and its
-# contractions' stems, plus "also", "done", "now"). BM25's two backends see exactly the same
-# tokens, so their rankings can be compared; the extractive processor's relevance uses them too.
+# A small English stopword list: function words that carry no topic (NLTK's core list and the
+# stems of its contractions). BM25's two backends see exactly the same tokens, so their rankings
+# can be compared; the extractive processor's relevance uses the same words.
 STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before being below
-between both but by can could did do does doing done down during each few for from further had has have
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most
-my myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+my myself no nor not of off on once only or other our ours ourselves out over own same she should so
 some such than that the their theirs them themselves then there these they this those through to too
 under until up very was we were what when where which while who whom why will with would you your
 yours yourself yourselves s t d ll m re ve don didn doesn isn wasn aren weren won can't

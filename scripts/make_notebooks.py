@@ -72,8 +72,7 @@ LongMemEval JSON path; in batch: `lazymem notebooks run 01_data -p dataset=...`.
 import pandas as pd
 
 from lazymem import viz
-from lazymem.data import load_dataset, summarize
-from lazymem.data import SPLITS, stratified_split"""),
+from lazymem.data import SPLITS, evidence_profile, load_dataset, stratified_split, summarize"""),
         code(f"""\
 dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.data.datasets), e.g. "../shared/data/locomo/locomo10.json#paper"
 split_seed = 42  # seed of the stratified split (the paper's: 42)
@@ -95,11 +94,7 @@ pd.DataFrame(split_counts).T.sort_index()"""),
 figs = {
     "01_type_counts": viz.type_counts(summary),
     "01_split_table": viz.split_table_fig(split_counts, title=f"Stratified split of {ds.name} (seed {split_seed})"),
-    "01_history_stats": viz.history_stats(
-        {h.id: len(h) for h in ds.histories.values()},
-        [len(q.evidence) for q in ds.questions],
-        [p / max(len(ds.history(q)) - 1, 1) for q in ds.questions for p in q.evidence],
-    ),
+    "01_history_stats": viz.history_stats(**evidence_profile(ds)),
 }
 for fig in figs.values():
     fig.show()
@@ -138,9 +133,8 @@ import pandas as pd
 
 from lazymem import viz
 from lazymem.data import load_dataset
-from lazymem.eval import coverage_table
-from lazymem.retrieve import RetrievalConfig, retrieve_many
-from lazymem.retrieve import WindowConfig, build_windows"""),
+from lazymem.eval import coverage_table, dataset_windows, windows_summary
+from lazymem.retrieve import RetrievalConfig, WindowConfig, retrieve_many"""),
         code(f"""\
 dataset = "{DEFAULT_SPEC}"  # dataset SPEC (lazymem.data.datasets)
 max_questions = 0  # use only the first N questions (0 = all)
@@ -156,8 +150,7 @@ paper_reference = "both"  # paper Table 2 lines on the All@k plot: "both", "loco
 retrieval = RetrievalConfig(n=n, sparse=sparse, dense_model=dense_model)
 windowing = WindowConfig(w=w)
 radii = sorted(set(radii) | {w})  # the windows' own radius is always on the curve
-ds = load_dataset(dataset)
-ds = ds.subset(ds.questions[:max_questions]) if max_questions else ds
+ds = load_dataset(dataset).head(max_questions)
 print(ds.name, len(ds.questions), "questions;", retrieval, windowing, sep="\\n")"""),
         md("## 1. Retrieval pools and evidence coverage"),
         code("""\
@@ -170,7 +163,7 @@ pd.DataFrame({t: row["all_at_k"] | {"n": row["n"]} for t, row in coverage["by_ty
 pd.DataFrame(coverage["window_stats"]).T.rename_axis("w")  # per-question means: P windows, M merged, messages"""),
         md("## 2. Windows at radius `w`"),
         code("""\
-windows = {q.id: build_windows(ds.history(q), pools[q.id].positions[:k], windowing, gold=q.evidence) for q in ds.questions}
+windows = dataset_windows(ds, {qid: pool.positions for qid, pool in pools.items()}, windowing, k=k)
 figs = {
     "02_all_at_k_vs_w": viz.all_at_k_vs_w(coverage, paper=paper_reference or None, k=k),
     "02_window_lengths": viz.window_length_hist(windows),
@@ -181,7 +174,7 @@ saved = viz.save_figures(figs, figures_dir, png=png)"""),
         md("## 3. Record metrics"),
         code(f"""\
 {CHECK}
-lengths = [len(x) for ws in windows.values() for x in ws]
+shape = windows_summary(windows)
 metrics = {{
     "dataset": ds.name,
     "questions": coverage["n_questions"],
@@ -191,8 +184,8 @@ metrics = {{
     "w": w,
     "all_at_k": coverage["all_at_k"],
     "all_at_k_w": coverage["all_at_k"][str(w)],
-    "mean_windows_per_question": sum(map(len, windows.values())) / len(windows),
-    "mean_window_length": sum(lengths) / max(len(lengths), 1),
+    "mean_windows_per_question": shape["mean_windows_per_question"],
+    "mean_window_length": shape["mean_window_length"],
 }}
 print(nb.metrics_table(metrics))
 _ = nb.record_metrics(metrics, metrics_path)"""),
@@ -220,9 +213,8 @@ import ipywidgets as widgets
 from IPython.display import HTML, display
 
 from lazymem import viz
-from lazymem.data import load_dataset
-from lazymem.retrieve import RetrievalConfig, Retriever
-from lazymem.retrieve import WindowConfig"""),
+from lazymem.data import available_specs, load_dataset
+from lazymem.retrieve import RetrievalConfig, Retriever, WindowConfig"""),
         code(f"""\
 dataset = "{DEFAULT_SPEC}"  # dataset SPEC shown first
 datasets = ["../shared/data/locomo/locomo10.json#paper", "../shared/data/longmemeval/s_fragment_3haystacks.json"]  # more dropdown choices (missing files are left out)
@@ -237,7 +229,7 @@ dense_model = "minilm-offline"  # dense bi-encoder for retrieval, or None for BM
 retriever = Retriever(RetrievalConfig(n=n, dense_model=dense_model))
 windowing = WindowConfig(w=w)
 load = functools.lru_cache(maxsize=4)(load_dataset)
-choices = [d for d in dict.fromkeys([dataset, *datasets]) if d.startswith("synthetic") or os.path.exists(d.split("#")[0])]
+choices = available_specs([dataset, *datasets])
 ds = load(dataset)"""),
         md("## 1. The default question (static: visible in executed notebooks)"),
         code("""\
@@ -305,13 +297,14 @@ from IPython.display import HTML, display
 
 from lazymem import viz
 from lazymem.data import load_dataset
-from lazymem.eval import EvalConfig, evaluate, summary_text"""),
+from lazymem.eval import evaluate, quick_config, summary_text"""),
         code(f"""\
 dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.data.datasets)
 limit = 2  # questions to run (the first N of the dataset)
 method = "extractive"  # "lazymem" (model KEEP/DROP), "extractive" (training-free), "rag" (top-n, no construction)
 model = "smollm2-offline"  # answer (and memory-processing) model: alias, local path, or a server's model name
 base_url = ""  # OpenAI-compatible server (vLLM, transformers serve) e.g. "http://127.0.0.1:8000/v1"; "" = in-process
+backend = ""  # "" = in-process transformers (or the server at base_url); "vllm" in process on a GPU; "fake" echoes (tests)
 n = 50  # retrieval pool size (paper: 50)
 w = 2  # window radius (paper: 2)
 L = 8  # max window length (paper: 8)
@@ -319,15 +312,9 @@ s = 7  # sub-window stride (paper: 7)
 out_dir = "runs/nb00_quickstart"  # records.jsonl, summary.json, manifest.json (resumable; reruns read the LLM cache)
 """ + SAVE_AND_METRICS_PARAMS, "parameters"),
         code("""\
-llm = {"backend": "openai", "base_url": base_url, "model": model} if base_url else {"backend": "transformers", "model": model}
-config = EvalConfig.from_dict({
-    "dataset": dataset, "limit": limit, "judge": "none",
-    "pipeline": {"method": method, "structured": method == "lazymem" and not base_url,
-                 "retrieval": {"n": n}, "window": {"w": w, "L": L, "s": s},
-                 "mpm": llm, "answer": llm, "answer_sampling": {"temperature": 0.0, "max_tokens": 48}},
-})
+config = quick_config(dataset, method, limit=limit, model=model, base_url=base_url, backend=backend, n=n, w=w, L=L, s=s)
 ds = load_dataset(dataset)
-print(config.pipeline.method, "|", llm)"""),
+print(config.pipeline.method, "|", config.pipeline.answer.backend, config.pipeline.answer.model)"""),
         md("## 1. Run the query path"),
         code("""\
 summary = evaluate(config, out_dir, progress=False)
@@ -375,13 +362,14 @@ never passed off as the paper's LLM-judge score. CPU defaults are tiny; for the 
 import pandas as pd
 
 from lazymem import viz
-from lazymem.eval import EvalConfig, evaluate"""),
+from lazymem.eval import evaluate, quick_config"""),
         code(f"""\
 dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.data.datasets)
 limit = 2  # questions per method (0 = all)
 methods = ["extractive", "rag"]  # methods compared on the same questions (also "lazymem", "oracle_turn")
 model = "smollm2-offline"  # answer / memory-processing model (alias, path or server model name)
 base_url = ""  # OpenAI-compatible server, e.g. "http://127.0.0.1:8000/v1"; "" = in-process transformers
+backend = ""  # "" = in-process transformers (or the server at base_url); "vllm" in process on a GPU; "fake" echoes (tests)
 judge = "none"  # "longmemeval", "locomo" or "none" (a 135M model is no judge)
 judge_model = ""  # judge model name on `base_url` when judge != "none"
 n = 20  # retrieval pool size (paper: 50; 20 keeps SmolLM2's RAG prompts short on CPU)
@@ -389,13 +377,8 @@ w = 2  # window radius (paper: 2)
 out_root = "runs/nb04_evaluate"  # one run folder per method: <out_root>/<method>/
 """ + SAVE_AND_METRICS_PARAMS, "parameters"),
         code("""\
-llm = {"backend": "openai", "base_url": base_url, "model": model} if base_url else {"backend": "transformers", "model": model}
-judge_llm = {"backend": "openai", "base_url": base_url, "model": judge_model} if judge != "none" else None
-configs = {m: EvalConfig.from_dict({
-    "dataset": dataset, "limit": limit, "judge": judge,
-    "pipeline": {"method": m, "structured": m == "lazymem" and not base_url, "retrieval": {"n": n}, "window": {"w": w},
-                 "mpm": llm, "answer": llm, "judge": judge_llm, "answer_sampling": {"temperature": 0.0, "max_tokens": 48}},
-}) for m in methods}
+configs = {m: quick_config(dataset, m, limit=limit, model=model, base_url=base_url, backend=backend, judge=judge,
+                           judge_model=judge_model, n=n, w=w) for m in methods}
 list(configs)"""),
         md("## 1. Run every method on the same questions"),
         code("""\

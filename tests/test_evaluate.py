@@ -1,4 +1,5 @@
-"""The evaluation runner (lazymem.eval.runner): records, summary, resume, kill -9, cache, secrets.
+"""The evaluation runner (lazymem.eval: runner, config, runfiles, scoring, provenance, command): records,
+summary, resume, kill -9, cache, secrets.
 
 Every model is a scripted FakeBackend (or an unreachable server); retrieval is BM25 only or a
 fixed pool, so the whole file runs in seconds.
@@ -563,7 +564,9 @@ def test_config_errors_name_the_field():
     with pytest.raises(ConfigError, match=r"eval config: unknown field\(s\) \['limt'\]"):
         EvalConfig.from_dict({"limt": 3})
     with pytest.raises(ConfigError, match=r"EvalConfig.limit"):
-        EvalConfig.from_dict({"limit": 0})
+        EvalConfig.from_dict({"limit": -1})
+    with pytest.raises(ConfigError, match=r"EvalConfig.limit"):
+        EvalConfig.from_dict({"limit": True})
     with pytest.raises(ConfigError, match=r"pipeline.answer: unknown field"):
         EvalConfig.from_dict({"pipeline": {"answer": {"modle": "x"}}})
     with pytest.raises(ConfigError, match=r"EvalConfig.judge"):
@@ -595,6 +598,19 @@ def test_select_questions():
         select_questions(ds, EvalConfig(ids=("nope",)))
     with pytest.raises(ConfigError, match="match no question"):
         select_questions(ds, EvalConfig(types=("XX",)))
+
+
+def test_limit_0_selects_every_question():
+    from lazymem.data import load_dataset
+
+    ds = load_dataset("synthetic:messages=60,seed=0,histories=4,questions=6")
+    every = [q.id for q in ds.questions]
+    assert [q.id for q in select_questions(ds, EvalConfig(limit=0))] == every
+    assert [q.id for q in select_questions(ds, EvalConfig.from_dict({"limit": 0}))] == every
+    assert select_questions(ds, EvalConfig(limit=0)) == select_questions(ds, EvalConfig(limit=None))
+    assert [q.id for q in select_questions(ds, EvalConfig(limit=2))] == every[:2]
+    assert [q.abbrev for q in select_questions(ds, EvalConfig(types=("KU",), limit=0))] == \
+        [q.abbrev for q in ds.questions if q.abbrev == "KU"]
 
 
 def test_percentiles_and_summary_of_nothing():

@@ -1,4 +1,4 @@
-"""The LLM client interface (lazymem.llm.client): fake, cache, OpenAI-compatible servers, transformers."""
+"""The LLM client interface (lazymem.llm): fake, cache, OpenAI-compatible servers, transformers."""
 from __future__ import annotations
 
 import asyncio
@@ -172,7 +172,7 @@ def test_cache_is_transparent(tmp_path, prompts, max_tokens):
 
 
 def _retries(caplog) -> int:
-    return sum(r.name == "lazymem.llm.client" and ": retry " in r.getMessage() for r in caplog.records)
+    return sum(r.name == "lazymem.llm" and ": retry " in r.getMessage() for r in caplog.records)
 
 
 # --- OpenAI-compatible: a scripted stdlib server (fast) --------------------------------------------

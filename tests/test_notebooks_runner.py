@@ -251,3 +251,21 @@ def test_committed_notebooks_follow_the_template(name):
     last = [c for c in notebook.cells if c.cell_type == "code"][-1]
     assert last.source.startswith("# NBVAL_CHECK_OUTPUT") and "record_metrics(metrics, metrics_path)" in last.source
     assert last.outputs and last.execution_count, "run scripts/make_notebooks.py to store the checked outputs"
+
+
+@pytest.mark.notebooks
+@pytest.mark.slow
+def test_notebook_04_limit_0_runs_every_question_through_papermill(tmp_path):
+    spec = "synthetic:messages=60,seed=1,histories=1,questions=7"
+    from lazymem.data import load_dataset
+
+    n_questions = len(load_dataset(spec).questions)
+    (r,) = nb.run_grid("04_evaluate", params={
+        "dataset": spec, "limit": 0, "methods": ["rag", "oracle_turn"], "backend": "fake", "n": 10,
+        "out_root": str(tmp_path / "eval"), "figures_dir": str(tmp_path / "fig"), "png": False,
+    }, out_root=tmp_path / "runs", progress=False)
+    assert r.status == "ok", r.error
+    assert r.metrics == {m: {"questions_ok": n_questions, "errors": 0, "gate_fmt": None} for m in ("rag", "oracle_turn")}
+    for m in ("rag", "oracle_turn"):
+        summary = json.loads((tmp_path / "eval" / m / "summary.json").read_text())
+        assert summary["counts"]["selected"] == n_questions > 2  # 0 = all, not the default 2

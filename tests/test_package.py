@@ -8,8 +8,8 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "pandas", "FlagEmbedd
 
 def test_import_loads_no_heavy_library():
     code = ("import sys, pkgutil, importlib, lazymem\n"
-            "mods = [m.name for m in pkgutil.iter_modules(lazymem.__path__)]\n"
-            "for m in mods: importlib.import_module('lazymem.' + m)\n"
+            "mods = [m.name for m in pkgutil.walk_packages(lazymem.__path__, 'lazymem.')]\n"
+            "for m in mods: importlib.import_module(m)\n"
             f"print([h for h in {HEAVY!r} if h in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", f"importing lazymem modules pulled in {out.strip()}"
@@ -29,3 +29,107 @@ def test_cli_error_is_clear_and_nonzero(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lazymem.cli", "data", "summary", str(bad)], capture_output=True, text=True)
     assert r.returncode == 2
     assert "broken.json" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- the house: which part may import which (docs/ARCHITECTURE.md) -------------------------------
+
+import ast  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+PKG = Path(__file__).resolve().parents[1] / "lazymem"
+GROUND = {"__init__", "errors", "records", "prompts", "paths", "text", "secrets", "stats", "runtime"}
+_STAGES = {"ground", "data", "retrieve", "llm", "construct"}
+# part -> parts it may import (besides itself). Imports only go down; siblings never import each other.
+ALLOWED = {
+    "ground": set(),
+    "data": {"ground"},
+    "retrieve": {"ground"},
+    "llm": {"ground"},
+    "construct": {"ground", "retrieve"},
+    "pipeline": {"ground", "retrieve", "llm", "construct"},
+    "eval": _STAGES | {"pipeline"},
+    "train": _STAGES | {"pipeline"},
+    "viz": {"ground"},
+    "bench": _STAGES,
+    "notebooks": _STAGES | {"pipeline", "eval", "train", "viz"},
+    "demo": _STAGES | {"pipeline", "eval", "train", "viz"},
+    "cli": _STAGES | {"pipeline", "eval", "train", "viz", "bench", "notebooks", "demo"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        name = ".".join(rel.parts)
+        out[name[: -len(".__init__")] if name.endswith(".__init__") else name] = path
+    return out
+
+
+def _part(module: str) -> str:
+    head = module.split(".")[1] if "." in module else "__init__"
+    return "ground" if head in GROUND else head
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """lazymem modules a file imports anywhere (module level or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # "from pkg import submodule" imports the submodule; "from pkg import name" the package
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                     for a in node.names]
+        for n in names:
+            if n.startswith("lazymem"):
+                while n not in modules and "." in n:
+                    n = n.rsplit(".", 1)[0]
+                found.add(n)
+    return found
+
+
+def test_imports_only_go_down():
+    modules = _modules()
+    bad = []
+    for name, path in modules.items():
+        part = _part(name)
+        assert part in ALLOWED, f"{name}: part {part!r} has no place in ALLOWED (docs/ARCHITECTURE.md)"
+        for target in _imports(path, modules):
+            tpart = _part(target)
+            if tpart != part and tpart not in ALLOWED[part]:
+                bad.append(f"{name} -> {target} ({part} may not import {tpart})")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles():
+    modules = _modules()
+    graph = {name: _imports(path, modules) - {name} for name, path in modules.items()}
+    for name in modules:  # a package's own modules import siblings, never the package itself
+        pkg = name.rsplit(".", 1)[0]
+        assert pkg == "lazymem" or pkg not in graph[name], f"{name} imports its own package {pkg} (a cycle)"
+    state, stack = {}, []
+
+    def visit(n):
+        state[n] = "open"
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(m):] + [m]))
+            if m not in state:
+                visit(m)
+        stack.pop()
+        state[n] = "done"
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n)
+
+
+def test_no_module_over_400_lines_except_data_templates():
+    # template text, not logic: distractor chat, and every prompt verbatim in one place
+    templates = {"lazymem.data.synthetic.chatter", "lazymem.prompts"}
+    long = {n: len(p.read_text().splitlines()) for n, p in _modules().items()}
+    over = {n: k for n, k in long.items() if k > 400 and n not in templates}
+    assert not over, over

@@ -9,13 +9,12 @@ import threading
 
 import pytest
 
-from lazymem.construct import decision_schema
+from lazymem.construct import bridge_sizes, decision_schema
 from lazymem.errors import ConfigError
 from lazymem.llm import FakeBackend, LLMConfig, Sampling
 from lazymem.pipeline import (
     LazyMemPipeline,
     PipelineConfig,
-    bridge_sizes,
 )
 from lazymem.records import History, Message, Question
 from lazymem.retrieve import Hit, Pool, RetrievalConfig

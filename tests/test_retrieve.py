@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymem.retrieve import text_hash
 from lazymem.errors import ConfigError
 from lazymem.records import Dataset, History, Message, Question
 from lazymem.retrieve import (
@@ -21,9 +20,9 @@ from lazymem.retrieve import (
     history_fingerprint,
     reciprocal_rank_fusion,
     retrieve_many,
-    tokenize,
     top_k,
 )
+from lazymem.text import text_hash, tokenize
 
 TEXTS = [
     "I adopted a cat named Miso last spring.",

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import doctest
 import hashlib
+import importlib
 import json
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -51,7 +53,11 @@ def _number(text: str) -> int:
 
 
 def test_doctests():
-    assert doctest.testmod(synthetic).failed == 0
+    # synthetic is a package: run the doctests of its __init__ and of every module in it.
+    modules = [synthetic] + [importlib.import_module(f"{synthetic.__name__}.{info.name}")
+                             for info in pkgutil.iter_modules(synthetic.__path__)]
+    results = [doctest.testmod(m) for m in modules]
+    assert sum(r.failed for r in results) == 0 and sum(r.attempted for r in results) > 0
 
 
 def test_hand_worked_small_history():

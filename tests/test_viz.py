@@ -87,7 +87,7 @@ def test_window_strip(case):
     fig = viz.window_strip(history, windows, gate=verdicts, question=q)
     heat = fig.data[0]
     assert heat.type == "heatmap"
-    codes = viz._STATE_CODE
+    codes = viz.STATE_CODE
     assert list(heat.z[0]) == [codes["DROP"]] * 4 + [codes["KEEP"]] * 2 + [codes["DROP"]] * 2
     assert list(heat.z[1]) == [codes["fail"]] * 5 + [None] * 3  # shorter window: padded, not coloured
     assert [list(r) for r in heat.text][1][:5] == ["18", "19", "20", "21", "22"]
@@ -103,7 +103,7 @@ def test_window_strip(case):
 def test_window_strip_without_decisions_is_not_processed():
     history = make_history(10)
     fig = viz.window_strip(history, build_windows(history, [5], WindowConfig(w=1)))
-    assert list(fig.data[0].z[0]) == [viz._STATE_CODE["none"]] * 3
+    assert list(fig.data[0].z[0]) == [viz.STATE_CODE["none"]] * 3
 
 
 def test_all_at_k_vs_w_inputs_and_paper_reference():

@@ -1,30 +1,26 @@
-"""Query-time memory construction (paper Section 3.2): gate, merge, assemble.
+"""The format gate (paper Eq. reward, the validity indicator o in V) and the decision schema.
 
 A memory-processing model reads (query, window) and returns one KEEP/DROP decision per
-non-empty message as a JSON array. This module holds everything around that call that
-needs no model: the format gate (the validity indicator of Eq. reward), deduplication of
-overlapping sub-windows, assembly of the chronological memory, construction statistics,
-and a training-free extractive processor behind the same interface as a model.
+non-empty message as a JSON array. ``parse_decisions`` judges one raw output: a verdict
+that is ``ok`` with one Decision per position, or names its failure kind (FAILURE_KINDS).
+``GateVerdict.fmt_ok`` is the paper's looser "Gate Fmt." (structure only).
 
 >>> v = parse_decisions('[{"op": "KEEP", "compressed_content": "Moved to Lisbon.", "reason": "r"},'
 ...                     ' {"op": "DROP", "compressed_content": "", "reason": "r"}]', [7, 8])
 >>> v.ok, [(d.pos, d.op, d.content) for d in v.decisions]
 (True, [(7, 'KEEP', 'Moved to Lisbon.'), (8, 'DROP', '')])
->>> parse_decisions('```json\\n[]\\n```', []).reason
-'extra_text'
+>>> bad = parse_decisions('```json\\n[]\\n```', [])
+>>> bad.reason, bad.fmt_ok
+('extra_text', False)
+>>> parse_decisions('[{"op": "keep", "compressed_content": "x", "reason": ""}]', [3]).fmt_ok
+True
 """
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
-
-from lazymem.errors import ConfigError
-from lazymem.prompts import decision_positions, memory_line
-from lazymem.records import History, Message
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 OPS = ("KEEP", "DROP")
 FIELDS = ("op", "compressed_content", "reason")  # exactly these, per the window-annotation listing
@@ -50,7 +46,7 @@ FAILURE_KINDS: tuple[str, ...] = (
 )
 # Failures that still count for the paper's "Gate Fmt." column: "a parseable JSON decision
 # array with exactly one decision per input message" (structure only, not the item schema).
-_STRUCTURAL_FAILURES = frozenset(FAILURE_KINDS[:FAILURE_KINDS.index("wrong_count") + 1])
+STRUCTURAL_FAILURES = frozenset(FAILURE_KINDS[:FAILURE_KINDS.index("wrong_count") + 1])
 
 
 @dataclass(frozen=True)
@@ -72,6 +68,12 @@ class GateVerdict:
     decisions: tuple[Decision, ...]  # one per decided position when ok, else ()
     raw: str  # the output as given (str() of it when it was not a str)
     detail: str = ""  # human-readable location of the failure, e.g. "item 3: op 'keep'"
+
+    @property
+    def fmt_ok(self) -> bool:
+        """The paper's Gate Fmt. for this output: a parseable JSON decision array with exactly
+        one decision per input message (item-schema failures still count as formatted)."""
+        return self.ok or self.reason not in STRUCTURAL_FAILURES
 
 
 class _Obj(dict):
@@ -239,258 +241,3 @@ def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 1
         "items": {"anyOf": [item("KEEP", {"type": "string", "minLength": 1, "maxLength": max_len}),
                             item("DROP", {"type": "string", "maxLength": 0})]},
     }
-
-
-# ---------------------------------------------------------------------------------------
-# Merging windows, assembling memory, statistics.
-# ---------------------------------------------------------------------------------------
-def _window_positions(window: Any) -> tuple[int, ...]:
-    """Positions of a window given as positions, messages, or an object with .positions."""
-    seq = getattr(window, "positions", window)
-    return tuple(getattr(x, "pos", x) for x in seq)
-
-
-def merge_decisions(window_results: Sequence[tuple[Any, GateVerdict]]) -> dict[int, Decision]:
-    """Deduplicate decisions across overlapping sub-windows by position.
-
-    KEEP beats DROP; between equal ops the earlier window (in the given order) wins. A
-    window that failed the gate contributes nothing. Returns decisions sorted by position.
-
-    >>> keep = lambda p, c: Decision(p, "KEEP", c)
-    >>> a = GateVerdict(True, "ok", (keep(14, "a14"), Decision(15, "DROP", "")), "")
-    >>> b = GateVerdict(True, "ok", (keep(15, "b15"), keep(16, "b16")), "")
-    >>> [(d.pos, d.content) for d in merge_decisions([([14, 15], a), ([15, 16], b)]).values()]
-    [(14, 'a14'), (15, 'b15'), (16, 'b16')]
-    """
-    merged: dict[int, Decision] = {}
-    for _, verdict in window_results:
-        if not verdict.ok:
-            continue
-        for d in verdict.decisions:
-            current = merged.get(d.pos)
-            if current is None or (current.op == "DROP" and d.op == "KEEP"):
-                merged[d.pos] = d
-    return dict(sorted(merged.items()))
-
-
-def assemble_memory(decisions: Mapping[int, Decision] | Iterable[Decision],
-                    history: History | Sequence[Message]) -> str:
-    """Kept messages, chronologically, one ``[timestamp] role: content`` line each.
-
-    ``history`` must be indexable by position (a History, or its full message list).
-
-    >>> h = [Message(0, "s#0", "s", 0, "user", "I moved to Lisbon in May.", "2023/05/20")]
-    >>> assemble_memory([Decision(0, "KEEP", "Moved to Lisbon.")], h)
-    '[2023/05/20] user: Moved to Lisbon.'
-    """
-    items = decisions.values() if isinstance(decisions, Mapping) else decisions
-    kept = sorted((d for d in items if d.op == "KEEP"), key=lambda d: d.pos)
-    lines = []
-    for d in kept:
-        m = history[d.pos]
-        if m.pos != d.pos:
-            raise ValueError(f"history is not indexed by position: item {d.pos} has pos {m.pos}")
-        lines.append(memory_line(m.timestamp, m.role, d.content))
-    return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class ConstructionStats:
-    """What construction did for one query (sum the counts to aggregate over a dataset)."""
-
-    n_windows: int  # processor calls
-    n_valid: int  # outputs that passed the full gate (o in V)
-    n_fmt: int  # outputs with a parseable array of the right length (the paper's Gate Fmt.)
-    n_messages: int  # distinct positions covered by the windows
-    n_decided: int  # distinct positions decided by a valid window
-    n_kept: int  # distinct positions kept after merging
-    n_gold: int  # gold positions covered by the windows (failed windows included)
-    n_gold_kept: int  # of those, kept after merging
-    failures: dict[str, int] = field(default_factory=dict)  # failure kind -> count
-
-    @property
-    def gate_pass_rate(self) -> float | None:
-        """Share of outputs passing the full gate (None without windows)."""
-        return self.n_valid / self.n_windows if self.n_windows else None
-
-    @property
-    def gate_fmt(self) -> float | None:
-        """Share of outputs that are a parseable array of the right length (None without windows)."""
-        return self.n_fmt / self.n_windows if self.n_windows else None
-
-    @property
-    def gold_keep_recall(self) -> float | None:
-        """Gold messages kept / gold messages in windows (None when no gold was in a window)."""
-        return self.n_gold_kept / self.n_gold if self.n_gold else None
-
-
-def construction_stats(window_results: Sequence[tuple[Any, GateVerdict]],
-                       gold_positions: Iterable[int] = ()) -> ConstructionStats:
-    """Gate pass rate, kept count and gold-keep recall of one query's construction.
-
-    >>> ok = GateVerdict(True, "ok", (Decision(1, "KEEP", "x"), Decision(2, "DROP", "")), "")
-    >>> bad = GateVerdict(False, "wrong_count", (), "[]")
-    >>> s = construction_stats([([1, 2], ok), ([2, 3], bad)], gold_positions=[1, 3])
-    >>> s.gate_pass_rate, s.n_kept, s.gold_keep_recall
-    (0.5, 1, 0.5)
-    """
-    covered: set[int] = set()
-    for window, _ in window_results:
-        covered.update(_window_positions(window))
-    merged = merge_decisions(window_results)
-    kept = {p for p, d in merged.items() if d.op == "KEEP"}
-    gold = set(gold_positions) & covered
-    verdicts = [v for _, v in window_results]
-    failures = Counter(v.reason for v in verdicts if not v.ok)
-    return ConstructionStats(
-        n_windows=len(verdicts),
-        n_valid=sum(v.ok for v in verdicts),
-        n_fmt=sum(v.ok or v.reason not in _STRUCTURAL_FAILURES for v in verdicts),
-        n_messages=len(covered),
-        n_decided=len(merged),
-        n_kept=len(kept),
-        n_gold=len(gold),
-        n_gold_kept=len(gold & kept),
-        failures=dict(sorted(failures.items())),
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# Processors.
-# ---------------------------------------------------------------------------------------
-class MemoryProcessor(Protocol):
-    """Anything that annotates one window: returns the raw output the gate will judge."""
-
-    def process(self, query: str, query_time: str, window_messages: Sequence[Message]) -> str: ...
-
-
-@dataclass(frozen=True)
-class Construction:
-    """One query's construction: per-window verdicts, merged decisions, memory text, stats."""
-
-    verdicts: tuple[GateVerdict, ...]  # in window order
-    decisions: dict[int, Decision]  # merged, by position
-    memory: str  # the assembled m_q
-    stats: ConstructionStats
-
-
-def construct_memory(processor: MemoryProcessor, query: str, query_time: str, windows: Sequence[Any],
-                     history: History | Sequence[Message], gold_positions: Iterable[int] = ()) -> Construction:
-    """Run a processor over each window (sequentially), gate, merge and assemble.
-
-    ``windows`` are positions, message lists, or objects with ``.positions``. Model-based
-    processors that batch calls can do the same with parse_decisions + merge_decisions.
-    """
-    results = []
-    for window in windows:
-        messages = [history[p] for p in _window_positions(window)]
-        raw = processor.process(query, query_time, messages)
-        results.append((window, parse_decisions(raw, decision_positions(messages))))
-    merged = merge_decisions(results)
-    return Construction(tuple(v for _, v in results), merged, assemble_memory(merged, history),
-                        construction_stats(results, gold_positions))
-
-
-_TOKEN = re.compile(r"[a-z0-9]+")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-# Function words that would otherwise make every message "overlap" with every question.
-_STOPWORDS = frozenset(
-    "a about after again all also am an and any are as at be been before being but by can could "
-    "did do does doing done for from had has have having he her here hers him his how i if in "
-    "into is it its just me my myself no not now of on once only or other our ours out over "
-    "own same she should so some such than that the their them then there these they this "
-    "those to too under until up very was we were what when where which while who whom why "
-    "will with would you your yours yourself s t d ll m re ve".split())  # "cat's" -> cat, s
-
-
-_SUFFIXES = ("ing", "ed", "es", "ly", "s")
-
-
-def _crude_stem(token: str) -> str:
-    """Strip one common suffix and a final "e" (moved/move/moves -> mov): cheap and good
-    enough to match inflections for a relevance threshold; not a linguistic stemmer."""
-    for suffix in _SUFFIXES:
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            token = token[: -len(suffix)]
-            break
-    return token[:-1] if token.endswith("e") and len(token) > 3 else token
-
-
-def content_tokens(text: str) -> set[str]:
-    """Lower-cased alphanumeric tokens, stopwords removed, crudely stemmed.
-
-    >>> sorted(content_tokens("When did I move to Lisbon? I moved!"))
-    ['lisbon', 'mov']
-    """
-    return {_crude_stem(t) for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS}
-
-
-def lexical_scores(query: str, texts: Sequence[str]) -> list[float]:
-    """Share of the query's content tokens that each text contains, in [0, 1].
-
-    >>> lexical_scores("When did I move to Lisbon?", ["I moved to Lisbon", "Lisbon is sunny"])
-    [1.0, 0.5]
-    """
-    q = content_tokens(query)
-    if not q:
-        return [0.0 for _ in texts]
-    return [len(q & content_tokens(t)) / len(q) for t in texts]
-
-
-Scorer = Callable[[str, Sequence[str]], Sequence[float]]  # (query, texts) -> one score per text
-
-
-@dataclass(frozen=True)
-class ExtractiveConfig:
-    """Settings of the training-free extractive processor."""
-
-    threshold: float = 0.25  # keep a message whose relevance score is at least this
-    mode: str = "verbatim"  # "verbatim": keep the whole text; "key_span": keep the best sentence
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("verbatim", "key_span"):
-            raise ConfigError(f"ExtractiveConfig.mode must be 'verbatim' or 'key_span', got {self.mode!r}")
-        if not isinstance(self.threshold, (int, float)) or not math.isfinite(self.threshold):
-            raise ConfigError(f"ExtractiveConfig.threshold must be a finite number, got {self.threshold!r}")
-
-
-class ExtractiveProcessor:
-    """Keep messages that score at least a threshold against the query; never rewrites text.
-
-    The scorer defaults to lexical overlap (lexical_scores); pass any ``(query, texts) ->
-    scores`` callable, e.g. a dense cosine similarity, with a threshold on its scale. The
-    output is always a gate-valid decision array.
-
-    >>> p = ExtractiveProcessor(ExtractiveConfig(threshold=0.5))
-    >>> ms = [Message(0, "s#0", "s", 0, "user", "I moved to Lisbon.", "d"),
-    ...       Message(1, "s#1", "s", 1, "assistant", "Nice!", "d")]
-    >>> [d["op"] for d in json.loads(p.process("Where did I move?", "d", ms))]
-    ['KEEP', 'DROP']
-    """
-
-    def __init__(self, config: ExtractiveConfig = ExtractiveConfig(), scorer: Scorer | None = None):
-        self.config = config
-        self.scorer: Scorer = scorer or lexical_scores
-
-    def _key_span(self, query: str, text: str) -> str:
-        sentences = [s for s in _SENTENCE.split(text.strip()) if s.strip()]
-        if len(sentences) < 2:
-            return text
-        scores = list(self.scorer(query, sentences))
-        best = max(range(len(sentences)), key=lambda i: (scores[i], -i))  # first of the best
-        return sentences[best] if scores[best] > 0 else text
-
-    def process(self, query: str, query_time: str, window_messages: Sequence[Message]) -> str:
-        """A JSON decision array, one item per non-empty message, in order."""
-        messages = [m for m in window_messages if m.text.strip()]
-        scores = list(self.scorer(query, [m.text for m in messages]))
-        if len(scores) != len(messages):
-            raise ValueError(f"scorer returned {len(scores)} scores for {len(messages)} texts")
-        out = []
-        for m, score in zip(messages, scores):
-            if score >= self.config.threshold:
-                content = m.text if self.config.mode == "verbatim" else self._key_span(query, m.text)
-                out.append({"op": "KEEP", "compressed_content": content, "reason": f"score {score:.3f}"})
-            else:
-                out.append({"op": "DROP", "compressed_content": "", "reason": f"score {score:.3f}"})
-        return json.dumps(out, ensure_ascii=False)

@@ -1,9 +1,30 @@
-"""Data (paper Sec. 4 setup): records' loaders for LongMemEval and LoCoMo, the synthetic generator, the paper's split, the verbatim store."""
+"""Data (paper Sec. 4 setup): records' loaders, the synthetic generator, the paper's split, the verbatim store.
+
+Modules:
+
+- ``datasets``: ``load_dataset(SPEC)``, the one entry point for every source (a LongMemEval
+  or LoCoMo file, or a ``synthetic:...`` spec; ``DEFAULT_SPEC``), and ``summarize``.
+- ``longmemeval``: the official LongMemEval JSON schema into the shared records
+  (``load_longmemeval``, ``parse_records``, ``parse_time``).
+- ``locomo``: LoCoMo's ``locomo10.json`` into the shared records, with evidence-id repairs
+  (``load_locomo``, ``repair_evidence_id``).
+- ``synthetic/``: the deterministic LongMemEval-schema generator, the default data set
+  (``generate_records``, ``write_synthetic``, ``parse_spec``, ...; its docstring maps its modules).
+- ``split``: the paper's stratified train/validation/test split (``SPLITS``, ``allocate``,
+  ``stratified_split``).
+- ``store``: the verbatim append-only per-user store with deletion (``MemoryStore``), and
+  ``text_hash`` (from ``lazymem.text``), the key its deletion notices carry.
+
+The names below are re-exported so callers can write ``from lazymem.data import ...``.
+"""
 
 from lazymem.data.datasets import (  # noqa: F401
     DEFAULT_SPEC,
+    available_specs,
+    evidence_profile,
     load_dataset,
     summarize,
+    summary_text,
 )
 from lazymem.data.locomo import (  # noqa: F401
     load_locomo,

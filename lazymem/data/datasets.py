@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from pathlib import Path
+from typing import Iterable
 
 from lazymem.errors import LoadError
 from lazymem.records import Dataset, type_abbrev
@@ -118,4 +119,43 @@ def summarize(dataset: Dataset) -> dict:
         },
         "load_issues": len(dataset.issues),
         "load_issue_examples": [f"{i.file}: {i.record}, {i.field}: {i.problem} -> {i.action}" for i in dataset.issues[:10]],
+    }
+
+
+def summary_text(s: dict) -> str:
+    """The human-readable form of ``summarize``'s counts (what `lazymem data summary` prints)."""
+    lines = [f"dataset   {s['name']}", f"source    {s['source']}", f"sha256    {s['sha256'][:16]}...",
+             f"histories {s['histories']}   sessions {s['sessions']}   messages {s['messages']}  "
+             f"(per history min {s['messages_per_history']['min']}, median {s['messages_per_history']['median']}, "
+             f"max {s['messages_per_history']['max']})",
+             f"questions {s['questions']}   abstention {s['abstention_questions']}"
+             + (f"   by history {s['questions_by_history']}" if "questions_by_history" in s else "")]
+    width = max((len(t) for t in s["questions_by_type"]), default=4)
+    for t, n in s["questions_by_type"].items():
+        lines.append(f"  {t:<{width}}  {n:>6}")
+    g = s["gold_evidence"]
+    lines.append(f"gold evidence: {g['evidence_refs']} refs over {g['questions_with_evidence']} questions "
+                 f"(mean {g['mean_per_question']}), {g['questions_spanning_sessions']} questions span sessions, "
+                 f"{g['gold_messages']} distinct gold messages")
+    if s["load_issues"]:
+        lines.append(f"load issues: {s['load_issues']} (repaired or dropped, see --json)")
+    return "\n".join(lines)
+
+
+def available_specs(specs: Iterable[str]) -> list[str]:
+    """The specs that can load here, in order without repeats: synthetic specs always, files when present.
+
+    >>> available_specs(["synthetic:messages=50,seed=0", "/no/such.json#paper", "synthetic:messages=50,seed=0"])
+    ['synthetic:messages=50,seed=0']
+    """
+    return [s for s in dict.fromkeys(specs) if s.startswith("synthetic") or Path(s.split("#")[0]).exists()]
+
+
+def evidence_profile(dataset: Dataset) -> dict[str, list]:
+    """Where the gold evidence sits: per-history lengths, evidence count per question, and each
+    evidence message's relative position in its history (0 = first message, 1 = last)."""
+    return {
+        "history_lengths": {h.id: len(h) for h in dataset.histories.values()},
+        "evidence_per_question": [len(q.evidence) for q in dataset.questions],
+        "evidence_relpos": [p / max(len(dataset.history(q)) - 1, 1) for q in dataset.questions for p in q.evidence],
     }

@@ -21,7 +21,6 @@ what was deleted and when, never the text.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -32,17 +31,9 @@ from typing import Callable, Iterable
 
 from lazymem.errors import LoadError
 from lazymem.records import History, Message
+from lazymem.text import text_hash
 
 _USER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-
-
-def text_hash(text: str) -> str:
-    """sha256 of a message text: the key caches use, so deletion can find what to purge.
-
-    >>> text_hash("hi")[:12]
-    '8f434346648f'
-    """
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,40 @@
-"""Evaluation (paper Sec. 4): the runner over a dataset, judging, scoring, run files and provenance, retrieval metrics."""
+"""Evaluation (paper Sec. 4): the runner over a dataset, judging, scoring, run files and provenance, retrieval metrics.
 
-from lazymem.eval.judge import (  # noqa: F401
+Modules, from the ground up:
+
+- ``config``: EvalConfig, apply_overrides, config_fingerprint, select_questions.
+- ``f1``: LoCoMo's official token F1 (normalize_answer, token_f1, locomo_f1, ...).
+- ``judge``: the official LLM judges' prompts and reply parsers, judge_answer, check_judge.
+- ``runfiles``: the run folder's file names, read_records, atomic and fsynced writes,
+  secret masking, window_lines, resuming.
+- ``provenance``: git_commit, package_versions, timestamps, the manifest.
+- ``scoring``: summarize, compare_with_baseline, summary_text, percentiles, the running score.
+- ``runner``: evaluate() and run_question(), the loop over questions.
+- ``command``: the ``lazymem eval`` command line (build_parser, main, run_from_args).
+- ``metrics``: retrieval metrics and All@k window coverage (paper Table 2).
+"""
+
+from lazymem.eval.command import build_parser, main, run_from_args  # noqa: F401
+from lazymem.eval.config import EvalConfig, config_fingerprint, quick_config, select_questions  # noqa: F401
+from lazymem.eval.f1 import (  # noqa: F401
     answer_tokens,
     locomo_f1,
+    multi_answer_f1,
+    normalize_answer,
+    token_f1,
+)
+from lazymem.eval.judge import (  # noqa: F401
     locomo_judge_prompt,
     longmemeval_judge_prompt,
     longmemeval_judge_template,
-    multi_answer_f1,
-    normalize_answer,
     parse_correct_wrong,
     parse_yes_no,
-    token_f1,
 )
 from lazymem.eval.metrics import (  # noqa: F401
     all_at_k,
     all_covered,
     coverage_table,
+    dataset_windows,
     dcg,
     gold_in_windows,
     mean_skip_none,
@@ -23,19 +42,9 @@ from lazymem.eval.metrics import (  # noqa: F401
     recall_all,
     recall_any,
     retrieval_metrics,
+    windows_summary,
 )
-from lazymem.eval.runner import (  # noqa: F401
-    EvalConfig,
-    build_parser,
-    compare_with_baseline,
-    config_fingerprint,
-    evaluate,
-    main,
-    package_versions,
-    percentiles,
-    read_records,
-    run_from_args,
-    select_questions,
-    summarize,
-    summary_text,
-)
+from lazymem.eval.provenance import package_versions  # noqa: F401
+from lazymem.eval.runfiles import read_records  # noqa: F401
+from lazymem.eval.runner import evaluate  # noqa: F401
+from lazymem.eval.scoring import compare_with_baseline, percentiles, summarize, summary_text  # noqa: F401

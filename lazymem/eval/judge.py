@@ -1,124 +1,31 @@
-"""Answer scoring: LoCoMo's official token F1, and the official LLM judges' prompts and parsers.
+"""The official LLM judges (LongMemEval, LoCoMo/Mem0): prompts, reply parsers, and judge_answer.
 
-No model is called here: build a prompt, send it with any client (using the settings in
-LONGMEMEVAL_JUDGE_SETTINGS / LOCOMO_JUDGE_SETTINGS), and parse the reply.
+Prompts and parsers call no model: build a prompt, send it with any client (using the
+settings in LONGMEMEVAL_JUDGE_SETTINGS / LOCOMO_JUDGE_SETTINGS), and parse the reply.
+``judge_answer`` does all three for one response with a given client.
 
->>> round(locomo_f1("She went on 7 May 2023.", "7 May 2023", category=2), 3)
-0.667
 >>> parse_yes_no("Yes.")
 True
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
-import string
-from collections import Counter
+from typing import TYPE_CHECKING, Sequence
 
+from lazymem.errors import ConfigError
 from lazymem.prompts import PROMPTS, PromptTemplate
 from lazymem.records import Question
+
+if TYPE_CHECKING:
+    from lazymem.llm import LLMClient
 
 # Request settings of the official scripts (only the judge model is swapped, as in the paper).
 LONGMEMEVAL_JUDGE_SETTINGS = {"temperature": 0, "max_tokens": 10, "n": 1}
 LOCOMO_JUDGE_SETTINGS = {"temperature": 0.0, "response_format": {"type": "json_object"}}
-
-# ---------------------------------------------------------------------------------------
-# LoCoMo token F1: a port of task_eval/evaluation.py in snap-research/locomo (commit
-# 92286325; normalize_answer, f1_score, f1 and the per-category rules of
-# eval_question_answering). The official code stems with NLTK's PorterStemmer() in its
-# default NLTK_EXTENSIONS mode, which is what _stem uses.
-# ---------------------------------------------------------------------------------------
-_ARTICLES = re.compile(r"\b(a|an|the|and)\b")  # official: "and" is dropped too
-_PUNCTUATION = frozenset(string.punctuation)  # ASCII only, as official
-ABSTAIN_PHRASES = ("no information available", "not mentioned")  # category 5 credit
-
-
-@functools.lru_cache(maxsize=1)
-def _stemmer():
-    try:
-        from nltk.stem import PorterStemmer  # imported on first use (~3 s): `import lazymem` stays light
-    except ImportError as err:
-        raise ImportError("LoCoMo's official F1 stems with NLTK's PorterStemmer: pip install nltk") from err
-    return PorterStemmer()
-
-
-@functools.lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    return _stemmer().stem(word)
-
-
-def normalize_answer(s: str) -> str:
-    """LoCoMo's normalisation: drop commas, lowercase, strip punctuation, articles and "and".
-
-    >>> normalize_answer("The Rainbow flag, and a Transgender symbol!")
-    'rainbow flag transgender symbol'
-    """
-    s = s.replace(",", "").lower()
-    s = "".join(ch for ch in s if ch not in _PUNCTUATION)
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
-
-
-def answer_tokens(s: str) -> list[str]:
-    """Normalised, Porter-stemmed tokens.
-
-    >>> answer_tokens("Counseling and psychology")
-    ['counsel', 'psycholog']
-    """
-    return [_stem(w) for w in normalize_answer(s).split()]
-
-
-def token_f1(prediction: str, ground_truth: str) -> float:
-    """Official f1_score: bag-of-stemmed-tokens F1 (0 when nothing overlaps).
-
-    >>> token_f1("Psychology and counseling", "Psychology, counseling certification")
-    0.8
-    """
-    pred, gold = answer_tokens(prediction), answer_tokens(ground_truth)
-    same = sum((Counter(pred) & Counter(gold)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def multi_answer_f1(prediction: str, ground_truth: str) -> float:
-    """Official f1 (category 1): split both on ","; mean over gold parts of the best match.
-
-    >>> multi_answer_f1("rainbow flag", "Rainbow flag, transgender symbol")
-    0.5
-    """
-    predictions = [p.strip() for p in prediction.split(",")]
-    truths = [g.strip() for g in ground_truth.split(",")]
-    return sum(max(token_f1(p, g) for p in predictions) for g in truths) / len(truths)
-
-
-def locomo_f1(prediction: str, answer: object, category: int) -> float:
-    """LoCoMo's per-question score by category, as eval_question_answering computes it.
-
-    1 (multi-hop): multi_answer_f1. 2, 4 (temporal, single-hop): token_f1. 3 (open-domain):
-    token_f1 against the gold cut at its first ";". 5 (adversarial): 1.0 if the prediction
-    contains "no information available" or "not mentioned" (case-insensitive), else 0.0;
-    the gold answer is not used. ``answer`` is str()-ed (some gold answers are numbers).
-
-    >>> locomo_f1("Likely no", "LIkely no; though she likes reading", category=3)
-    1.0
-    >>> locomo_f1("That was not mentioned.", "", category=5)
-    1.0
-    """
-    if category == 5:
-        low = prediction.lower()
-        return 1.0 if any(p in low for p in ABSTAIN_PHRASES) else 0.0
-    gold = str(answer)
-    if category == 1:
-        return float(multi_answer_f1(prediction, gold))
-    if category == 3:
-        gold = gold.split(";")[0].strip()
-    if category in (2, 3, 4):
-        return token_f1(prediction, gold)
-    raise ValueError(f"LoCoMo category must be 1-5, got {category!r}")
-
+# What the runner asks for: LongMemEval's evaluate_qa.py asks for 10 tokens; Mem0's LoCoMo
+# judge sets no cap (its reply is one sentence and a JSON label): 1024 leaves room.
+JUDGE_MAX_TOKENS = {"longmemeval": 10, "locomo": 1024}
 
 # ---------------------------------------------------------------------------------------
 # LongMemEval LLM judge (src/evaluation/evaluate_qa.py in xiaowu0162/LongMemEval).
@@ -200,3 +107,63 @@ def parse_correct_wrong(response: str, strict: bool = True) -> bool | None:
         return None
     words = _LABEL_WORD.findall(response)
     return words[-1] == "CORRECT" if words else None
+
+
+# ---------------------------------------------------------------------------------------
+# Judging one response, and checking up front that a judge fits the questions.
+# ---------------------------------------------------------------------------------------
+
+
+def judge_answer(client: "LLMClient", question: Question, response: str, kind: str, seed: int = 0,
+                 max_tokens: int | None = None) -> dict:
+    """Ask the official judge of `kind` about one response; a record with prompt, reply and label.
+
+    ``label`` is True/False, or None when the reply could not be read (LoCoMo) or the
+    question is not judged (LoCoMo category 5, which Mem0's judge skips).
+    """
+    from lazymem.llm import Sampling
+
+    out = {"kind": kind, "prompt_name": None, "prompt": None, "response": None, "label": None,
+           "skipped": None, "error": None, "output": None}
+    if kind == "longmemeval":
+        out["prompt_name"] = longmemeval_judge_template(question.type, question.abstention).name
+        prompt = longmemeval_judge_prompt(question, response)
+    elif kind == "locomo":
+        out["prompt_name"] = "locomo_judge"
+        if question.category == 5:
+            out["skipped"] = "category 5 (adversarial) has no gold answer; Mem0's judge skips it"
+            return out
+        prompt = locomo_judge_prompt(question, response)
+    else:
+        raise ConfigError(f"judge kind {kind!r}: must be 'longmemeval' or 'locomo'")
+    out["prompt"] = prompt
+    sampling = Sampling(temperature=0.0, max_tokens=max_tokens or JUDGE_MAX_TOKENS[kind], seed=seed)
+    c = client.generate([prompt], sampling)[0]
+    out["output"] = {"model": c.model, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+                     "latency_s": c.latency_s, "cached": c.cached, "finish_reason": c.finish_reason}
+    if c.error is not None:
+        out["error"] = c.error
+        return out
+    out["response"] = c.text
+    out["label"] = parse_yes_no(c.text) if kind == "longmemeval" else parse_correct_wrong(c.text)
+    return out
+
+
+def check_judge(questions: Sequence[Question], kind: str) -> None:
+    """Fail before any model call when the judge cannot handle a selected question.
+
+    >>> check_judge([Question("q", "multi-hop", "Who?", "Ann", "h")], "locomo")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.ConfigError: judge 'locomo' needs LoCoMo questions; ['q'] have no category (use longmemeval or none)
+    """
+    if kind == "longmemeval":
+        for q in questions:
+            try:
+                longmemeval_judge_template(q.type, q.abstention)
+            except ValueError as e:
+                raise ConfigError(f"judge 'longmemeval' on question {q.id!r}: {e} (use judge: locomo or none)") from None
+    elif kind == "locomo":
+        bad = [q.id for q in questions if q.category is None]
+        if bad:
+            raise ConfigError(f"judge 'locomo' needs LoCoMo questions; {bad[:3]} have no category (use longmemeval or none)")

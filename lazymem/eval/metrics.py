@@ -267,3 +267,27 @@ def coverage_table(
         },
         "window_stats": {str(w): {key: mean_skip_none(v) for key, v in stats[w].items()} for w in radii},
     }
+
+
+def dataset_windows(dataset: Dataset, pools: Mapping[str, Sequence[int]], config: WindowConfig | None = None,
+                    k: int | None = None) -> dict[str, list[Window]]:
+    """Windows of every question around the top-``k`` of its pool (positions in rank order).
+
+    ``pools`` maps question id -> ranked positions (``Pool.positions``); questions without a
+    pool are left out.
+    """
+    config = config or WindowConfig()
+    return {q.id: build_windows(dataset.history(q), list(pools[q.id])[:k], config, gold=q.evidence)
+            for q in dataset.questions if q.id in pools}
+
+
+def windows_summary(windows_by_question: Mapping[str, Sequence[Window]]) -> dict:
+    """Mean windows per question and mean window length (None when there is nothing to average).
+
+    >>> windows_summary({"q1": build_windows(100, [10, 14, 18]), "q2": []})
+    {'questions': 2, 'mean_windows_per_question': 1.0, 'mean_window_length': 6.5}
+    """
+    lengths = [len(w) for ws in windows_by_question.values() for w in ws]
+    n = len(windows_by_question)
+    return {"questions": n, "mean_windows_per_question": len(lengths) / n if n else None,
+            "mean_window_length": sum(lengths) / len(lengths) if lengths else None}

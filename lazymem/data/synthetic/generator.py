@@ -1,0 +1,216 @@
+"""The generator's public API: records per question, evidence, canonical bytes and hash, specs.
+
+``generate_records`` / ``generate_with_facts`` build ``n_histories`` histories (``history``),
+each from its own ``random.Random`` seeded by a string, and turn them into LongMemEval
+records (see the package docstring for sharing and evidence). ``write_synthetic`` writes
+them as canonical JSON; ``records_sha256`` is that file's hash; ``parse_spec`` and
+``spec_string`` convert between generator arguments and "synthetic:messages=...,..." specs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from typing import Iterator
+
+from lazymem.data.synthetic.history import _history
+from lazymem.data.synthetic.model import _stamp, Evidence
+from lazymem.errors import ConfigError
+
+
+def _generate(n_messages: int, seed: int, n_histories: int, questions_per_history: int):
+    for name, value, lo in (("n_messages", n_messages, 6), ("n_histories", n_histories, 1),
+                            ("questions_per_history", questions_per_history, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+            raise ConfigError(f"{name} must be an integer >= {lo}, got {value!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    records, facts_out = [], {}
+    for h in range(n_histories):
+        # A string seed is hashed with SHA-512 by `random`: stable across runs and PYTHONHASHSEED,
+        # and history h is the same whatever n_histories is.
+        rng = random.Random(f"lazymem-synthetic:{seed}:{h}")
+        prefix = f"syn{seed}-h{h}"
+        sessions, sids, dates, asked, facts, evidence, times = _history(rng, n_messages, questions_per_history,
+                                                                          prefix)
+        for i, (fact, ev) in enumerate(zip(facts, evidence)):
+            qid = f"{prefix}-q{i}" + ("_abs" if fact.abstention else "")
+            question, answer = fact.question, fact.answer
+            if fact.resolve is not None:
+                question, answer = fact.resolve([times[s] for s, _, _ in ev], asked)
+            hay = list(sessions)
+            for s in sorted({s for s, _, _ in ev}):
+                hay[s] = list(sessions[s])
+            for s, t, _ in ev:
+                hay[s][t] = {**hay[s][t], "has_answer": True}
+            records.append({
+                "question_id": qid, "question_type": fact.qtype, "question": question, "answer": answer,
+                "question_date": _stamp(asked), "haystack_session_ids": sids, "haystack_dates": dates,
+                "haystack_sessions": hay, "answer_session_ids": [sids[s] for s in sorted({s for s, _, _ in ev})],
+            })
+            facts_out[qid] = [Evidence(sids[s], t, c) for s, t, c in ev]
+    return records, facts_out
+
+
+def generate_records(n_messages: int = 400, seed: int = 0, n_histories: int = 1,
+                     questions_per_history: int = 12) -> list[dict]:
+    """LongMemEval-schema records, one per question, over n_histories synthetic histories.
+
+    Each history has exactly ``n_messages`` messages (one fewer when odd: sessions are whole
+    user/assistant pairs). Question ids are ``syn{seed}-h{h}-q{i}`` (``_abs`` appended for
+    abstention). Deterministic in the arguments. See the package docstring for sharing and
+    evidence. Raises ConfigError when n_messages is too small for the questions (roughly
+    6 messages per planted statement) or questions_per_history exceeds what one history holds
+    (~200; past ~60 the six types are no longer balanced, as types run out of distinct facts).
+
+    >>> r = generate_records(n_messages=100, seed=0, questions_per_history=6)[0]
+    >>> r["question_id"], r["haystack_dates"][0] < r["haystack_dates"][-1] < r["question_date"]
+    ('syn0-h0-q0', True)
+    """
+    return _generate(n_messages, seed, n_histories, questions_per_history)[0]
+
+
+def generate_with_facts(n_messages: int = 400, seed: int = 0, n_histories: int = 1,
+                        questions_per_history: int = 12) -> tuple[list[dict], dict[str, list[Evidence]]]:
+    """generate_records plus, per question id, its evidence turns and the strings each contains.
+
+    For abstention questions the evidence is the near-miss statement (its strings are the
+    near-miss values, e.g. the sister's name when the question asks for a brother's).
+    """
+    return _generate(n_messages, seed, n_histories, questions_per_history)
+
+
+# ---------------------------------------------------------------------------- bytes, hashing, specs
+def canonical_json_chunks(records: list[dict]) -> Iterator[bytes]:
+    """The UTF-8 bytes of ``json.dumps(records, ensure_ascii=False, sort_keys=True, separators=(",", ":"))``, in pieces.
+
+    Shared list objects (sessions, ids, dates) are encoded once: a 100k-message history
+    repeated over 12 records costs one encoding, not twelve.
+
+    >>> recs = [{"b": [[1], [2]], "a": "é"}]
+    >>> b"".join(canonical_json_chunks(recs)).decode() == json.dumps(recs, ensure_ascii=False, sort_keys=True,
+    ...                                                             separators=(",", ":"))
+    True
+    """
+    def enc(obj) -> bytes:
+        return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+    memo: dict[int, bytes] = {}  # id() is stable: every object stays alive in `records` meanwhile
+
+    def cached(obj) -> bytes:
+        data = memo.get(id(obj))
+        if data is None:
+            data = memo[id(obj)] = enc(obj)
+        return data
+
+    yield b"["
+    for i, rec in enumerate(records):
+        yield b",{" if i else b"{"
+        for j, key in enumerate(sorted(rec)):
+            value = rec[key]
+            yield (b"," if j else b"") + enc(key) + b":"
+            if key == "haystack_sessions" and isinstance(value, list):
+                yield b"["
+                for k, session in enumerate(value):
+                    if k:
+                        yield b","
+                    yield cached(session)
+                yield b"]"
+            elif isinstance(value, list):
+                yield cached(value)
+            else:
+                yield enc(value)
+        yield b"}"
+    yield b"]"
+
+
+def records_sha256(records: list[dict]) -> str:
+    """sha256 of the canonical JSON bytes of the records (what write_synthetic writes)."""
+    h = hashlib.sha256()
+    for chunk in canonical_json_chunks(records):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def spec_string(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12) -> str:
+    """The canonical spec of a generator call (Dataset.name and .source).
+
+    >>> spec_string(1000, 3)
+    'synthetic:messages=1000,seed=3,histories=1,questions=12'
+    """
+    return f"synthetic:messages={n_messages},seed={seed},histories={n_histories},questions={questions_per_history}"
+
+
+def synthetic_dataset(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12):
+    """The generated records loaded as a Dataset; sha256 = records_sha256 (= write_synthetic's file hash)."""
+    from lazymem.data.longmemeval import parse_records
+
+    records = generate_records(n_messages, seed, n_histories, questions_per_history)
+    spec = spec_string(n_messages, seed, n_histories, questions_per_history)
+    return parse_records(records, file=spec, name=spec, sha256=records_sha256(records))
+
+
+def write_synthetic(path, n_messages: int = 400, seed: int = 0, n_histories: int = 1,
+                    questions_per_history: int = 12) -> str:
+    """Write the records as canonical JSON (sorted keys, UTF-8, compact) and return the file's sha256.
+
+    Byte-identical for the same arguments; the file loads with ``load_longmemeval``.
+    """
+    records = generate_records(n_messages, seed, n_histories, questions_per_history)
+    h = hashlib.sha256()
+    with open(path, "wb") as f:
+        for chunk in canonical_json_chunks(records):
+            h.update(chunk)
+            f.write(chunk)
+    return h.hexdigest()
+
+
+_SPEC_KEYS = {"messages": "n_messages", "seed": "seed", "histories": "n_histories",
+              "questions": "questions_per_history"}
+_SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000}
+
+
+def _number(key: str, text: str) -> int:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", text.strip().replace("_", ""))
+    if m is None:
+        raise ConfigError(f"synthetic spec: {key}={text!r} is not a whole number (examples: 400, 1k, 100k, 1.5k)")
+    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()] if "." in m.group(1) else \
+        int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    if value != int(value):
+        raise ConfigError(f"synthetic spec: {key}={text!r} is not a whole number")
+    return int(value)
+
+
+def parse_spec(spec: str) -> dict:
+    """Parse "synthetic[:messages=N,seed=S,histories=H,questions=Q]" into generate_records kwargs.
+
+    Every key is optional (defaults: messages=400, seed=0, histories=1, questions=12);
+    numbers accept k/m suffixes. A bad key or value raises ConfigError (a ValueError) naming it.
+
+    >>> parse_spec("synthetic:messages=100k,seed=3")
+    {'n_messages': 100000, 'seed': 3, 'n_histories': 1, 'questions_per_history': 12}
+    >>> parse_spec("synthetic:size=3")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.ConfigError: synthetic spec: unknown key 'size' (expected messages, seed, histories, questions)
+    """
+    head, _, body = str(spec).strip().partition(":")
+    if head.strip() != "synthetic":
+        raise ConfigError(f"synthetic spec must start with 'synthetic', got {spec!r}")
+    out = {"n_messages": 400, "seed": 0, "n_histories": 1, "questions_per_history": 12}
+    seen = set()
+    for part in body.split(","):
+        if not part.strip():
+            continue
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        if key not in _SPEC_KEYS:
+            raise ConfigError(f"synthetic spec: unknown key {key!r} (expected {', '.join(_SPEC_KEYS)})")
+        if not eq:
+            raise ConfigError(f"synthetic spec: key {key!r} has no value (write {key}=...)")
+        if key in seen:
+            raise ConfigError(f"synthetic spec: key {key!r} given twice")
+        seen.add(key)
+        out[_SPEC_KEYS[key]] = _number(key, value)
+    return out

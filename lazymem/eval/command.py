@@ -1,0 +1,105 @@
+"""The ``lazymem eval`` command line: its options, the EvalConfig they give, and running it.
+
+>>> build_parser().parse_args(["--limit", "0", "--set", "seed=1"]).limit
+0
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from lazymem.eval import runner
+from lazymem.eval.config import JUDGES, EvalConfig, apply_overrides
+from lazymem.eval.runfiles import RECORDS_FILE
+from lazymem.eval.scoring import summary_text
+from lazymem.secrets import redact
+
+
+def default_config_path() -> Path:
+    """configs/eval_demo.yaml of the checkout holding this package."""
+    return Path(__file__).resolve().parents[2] / "configs" / "eval_demo.yaml"
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The ``lazymem eval`` options (added to `parser` when given, e.g. a CLI subparser)."""
+    p = parser or argparse.ArgumentParser(prog="lazymem eval", description=runner.__doc__.split("\n\n")[0])
+    p.add_argument("config", nargs="?", default=None,
+                   help="YAML recipe (default: configs/eval_demo.yaml, offline CPU demo)")
+    p.add_argument("--out", default=None, help="run folder (default: runs/eval/<config name>)")
+    p.add_argument("--dataset", help="dataset SPEC (overrides the recipe)")
+    p.add_argument("--subset", help="named subset, e.g. paper")
+    p.add_argument("--split", choices=("train", "validation", "test"), help="the paper's split")
+    p.add_argument("--ids", help="comma-separated question ids")
+    p.add_argument("--types", help="comma-separated question types or abbreviations (KU,MS,...)")
+    p.add_argument("--limit", type=int, help="at most this many questions (0 = all)")
+    p.add_argument("--method", choices=("lazymem", "extractive", "rag", "oracle_turn", "full"))
+    p.add_argument("--judge", choices=JUDGES)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--workers", type=int, help="questions in flight (server backends)")
+    p.add_argument("--cache-dir", help="LLM call cache directory")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM call cache")
+    p.add_argument("--baseline", help="a finished run folder to compare with")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any recipe key, e.g. --set pipeline.retrieval.n=20 (repeatable)")
+    p.add_argument("--overwrite", action="store_true", help="discard earlier records in the run folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> EvalConfig:
+    """The EvalConfig of parsed ``lazymem eval`` arguments (recipe, then flags, then --set)."""
+    import yaml
+
+    path = Path(args.config) if args.config else default_config_path()
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    flags = {"dataset": args.dataset, "subset": args.subset, "split": args.split, "limit": args.limit,
+             "judge": args.judge, "seed": args.seed, "workers": args.workers, "baseline": args.baseline,
+             "llm_cache_dir": args.cache_dir}
+    data.update({k: v for k, v in flags.items() if v is not None})
+    if args.ids:
+        data["ids"] = [s for s in args.ids.split(",") if s]
+    if args.types:
+        data["types"] = [s for s in args.types.split(",") if s]
+    if args.no_cache:
+        data["llm_cache"] = False
+    if args.method:
+        data.setdefault("pipeline", {})
+        data["pipeline"] = dict(data["pipeline"] or {}, method=args.method)
+    return EvalConfig.from_dict(apply_overrides(data, args.overrides))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``lazymem eval``: run a recipe; exit 0 when every selected question is ok, 1 otherwise."""
+    args = build_parser().parse_args(argv)
+    return run_from_args(args, command=None if argv is None else ["lazymem", "eval", *argv])
+
+
+def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None) -> int:
+    """Run parsed ``lazymem eval`` arguments (for a CLI that adds build_parser's options);
+    ``command`` is recorded in the manifest (default sys.argv)."""
+    config = config_from_args(args)
+    if args.print_config:
+        json.dump(redact(config.to_dict()), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    stem = Path(args.config).stem if args.config else "eval_demo"
+    out = args.out or str(Path("runs") / "eval" / stem)
+    summary = runner.evaluate(config, out, progress=not args.no_progress, overwrite=args.overwrite, command=command)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(summary_text(summary))
+        print(f"records: {Path(out) / RECORDS_FILE}")
+    c = summary["counts"]
+    return 0 if c["error"] == 0 and c["missing"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

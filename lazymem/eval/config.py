@@ -1,0 +1,241 @@
+"""What an evaluation runs: EvalConfig, YAML overrides, the config fingerprint, and question selection.
+
+>>> EvalConfig(limit=0).limit  # 0, like None, means every selected question
+0
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from lazymem.errors import ConfigError, check_fields
+from lazymem.pipeline import PipelineConfig
+from lazymem.records import Question
+
+if TYPE_CHECKING:
+    from lazymem.records import Dataset
+
+JUDGES = ("longmemeval", "locomo", "none")
+# Fields that change how a run goes, not what it records: a run may resume under new values.
+_OPERATIONAL = {
+    "eval": {"ids", "types", "limit", "split", "split_seed", "workers", "llm_cache", "llm_cache_dir", "baseline"},
+    "llm": {"concurrency", "timeout", "max_retries", "retry_wait", "batch_size", "num_threads", "cache_dir"},
+    "retrieval": {"cache_dir", "disk_cache", "batch_size", "num_threads", "query_threads"},
+}
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One evaluation: a pipeline, a dataset, which questions, which judge; keys as in configs/eval_*.yaml."""
+
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig, metadata=_h("the query pipeline"))
+    dataset: str = field(default="synthetic:messages=400,seed=0,histories=4,questions=12",
+                         metadata=_h("dataset SPEC for lazymem.data.datasets.load_dataset"))
+    subset: str | None = field(default=None, metadata=_h("named subset, e.g. 'paper' for LoCoMo"))
+    split: str | None = field(default=None, metadata=_h("'train', 'validation' or 'test' of the paper's split; None = all"))
+    split_seed: int = field(default=42, metadata=_h("seed of the stratified split (the paper's: 42)"))
+    ids: tuple[str, ...] = field(default=(), metadata=_h("only these question ids (empty = all)"))
+    types: tuple[str, ...] = field(default=(), metadata=_h("only these question types, names or abbreviations (KU, MS, ...)"))
+    limit: int | None = field(default=None, metadata=_h("at most this many questions, the first in dataset order; "
+                                                         "0 or None = all"))
+    judge: str = field(default="none", metadata=_h(f"judge prompt family, one of {JUDGES}"))
+    judge_max_tokens: int | None = field(default=None, metadata=_h("judge reply cap; None = official (10 / 1024)"))
+    seed: int = field(default=0, metadata=_h("sampling seed of every model call"))
+    workers: int = field(default=1, metadata=_h("questions in flight at once (helps with a server backend)"))
+    llm_cache: bool = field(default=True, metadata=_h("keep model calls in the disk cache"))
+    llm_cache_dir: str | None = field(default=None, metadata=_h("cache directory; None = $LAZYMEM_CACHE/llm"))
+    count_tokens: bool = field(default=True, metadata=_h("count memory tokens with the Qwen3 tokenizer"))
+    baseline: str | None = field(default=None, metadata=_h("a finished run dir to compare with (ratios in summary.json)"))
+
+    def __post_init__(self):
+        def need(ok: bool, name: str, allowed: str):
+            if not ok:
+                raise ConfigError(f"EvalConfig.{name}={getattr(self, name)!r}: {allowed}")
+
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        need(isinstance(self.pipeline, PipelineConfig), "pipeline", "must be a PipelineConfig")
+        need(isinstance(self.dataset, str) and self.dataset.strip() != "", "dataset", "must be a dataset SPEC")
+        need(self.subset is None or isinstance(self.subset, str), "subset", "must be a subset name or None")
+        need(self.split in (None, "train", "validation", "test"), "split", "must be train, validation, test or None")
+        need(is_int(self.split_seed), "split_seed", "must be an integer")
+        for name in ("ids", "types"):
+            v = getattr(self, name)
+            if isinstance(v, str):
+                v = (v,)
+            need(isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v), name, "must be a list of strings")
+            object.__setattr__(self, name, tuple(v))
+        need(self.limit is None or (is_int(self.limit) and self.limit >= 0), "limit",
+             "must be None or 0 (all questions), or an integer >= 1")
+        need(self.judge in JUDGES, "judge", f"must be one of {JUDGES}")
+        need(self.judge == "none" or self.pipeline.judge is not None, "judge",
+             "needs a judge model: set pipeline.judge (an LLM config), or judge: none")
+        need(self.judge_max_tokens is None or (is_int(self.judge_max_tokens) and self.judge_max_tokens >= 1),
+             "judge_max_tokens", "must be None or an integer >= 1")
+        need(is_int(self.seed), "seed", "must be an integer")
+        need(is_int(self.workers) and self.workers >= 1, "workers", "must be an integer >= 1")
+        need(isinstance(self.llm_cache, bool), "llm_cache", "must be true or false")
+        need(self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str), "llm_cache_dir", "must be a path or None")
+        need(isinstance(self.count_tokens, bool), "count_tokens", "must be true or false")
+        need(self.baseline is None or isinstance(self.baseline, str), "baseline", "must be a run directory or None")
+
+    @classmethod
+    def from_dict(cls, values: Mapping) -> "EvalConfig":
+        """Build from a mapping (a whole configs/eval_*.yaml); errors name the bad field."""
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"eval config: expected a mapping, got {type(values).__name__}")
+        check_fields(cls, values, "eval config")
+        v = dict(values)
+        v["pipeline"] = PipelineConfig.from_dict(v.get("pipeline") or {})
+        return cls(**v)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike, overrides: Sequence[str] = ()) -> "EvalConfig":
+        """Load a YAML recipe; ``overrides`` are ``dotted.key=value`` strings (values parsed as YAML)."""
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+        return cls.from_dict(apply_overrides(data, overrides))
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready values."""
+        d = dataclasses.asdict(self)
+        d["ids"], d["types"] = list(self.ids), list(self.types)
+        return d
+
+
+def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
+    """A copy of a nested mapping with ``a.b.c=value`` overrides (value parsed as YAML).
+
+    >>> apply_overrides({"pipeline": {"window": {"w": 2}}}, ["pipeline.window.w=3", "limit=5"])
+    {'pipeline': {'window': {'w': 3}}, 'limit': 5}
+    """
+    import copy
+
+    import yaml
+
+    out = copy.deepcopy(dict(data))
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r}: expected KEY=VALUE, e.g. pipeline.retrieval.n=20")
+        parts = key.strip().split(".")
+        node = out
+        for p in parts[:-1]:
+            if node.get(p) is None:
+                node[p] = {}
+            if not isinstance(node[p], dict):
+                raise ConfigError(f"override {item!r}: {p!r} is not a section")
+            node = node[p]
+        node[parts[-1]] = yaml.safe_load(raw)
+    return out
+
+
+def config_fingerprint(config: EvalConfig) -> str:
+    """sha256 of what decides a question's record (question selection and operational
+    settings left out), so a rerun can tell whether earlier records still belong."""
+    import hashlib
+
+    d = config.to_dict()
+    for k in _OPERATIONAL["eval"]:
+        d.pop(k, None)
+    p = d["pipeline"]
+    for role in ("mpm", "answer", "judge"):
+        if p.get(role):
+            for k in _OPERATIONAL["llm"]:
+                p[role].pop(k, None)
+    for k in _OPERATIONAL["retrieval"]:
+        p["retrieval"].pop(k, None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def seeded(config: EvalConfig) -> EvalConfig:
+    """The config with the eval seed in both samplings (one seed governs every call)."""
+    p = config.pipeline
+    return dataclasses.replace(config, pipeline=dataclasses.replace(
+        p, mpm_sampling=dataclasses.replace(p.mpm_sampling, seed=config.seed),
+        answer_sampling=dataclasses.replace(p.answer_sampling, seed=config.seed)))
+
+
+def resolve_cache(config: EvalConfig) -> tuple[EvalConfig, str | None]:
+    """The config with every model's cache_dir filled in (unless caching is off or set), and that directory."""
+    if not config.llm_cache:
+        return config, None
+    if config.llm_cache_dir:
+        cache = str(Path(config.llm_cache_dir).expanduser())
+    else:
+        from lazymem.paths import cache_root
+
+        cache = str(cache_root() / "llm")
+    p = config.pipeline
+    repl = {role: dataclasses.replace(getattr(p, role), cache_dir=cache)
+            for role in ("mpm", "answer", "judge") if getattr(p, role) is not None and getattr(p, role).cache_dir is None}
+    return dataclasses.replace(config, pipeline=dataclasses.replace(p, **repl)), cache
+
+
+def select_questions(dataset: "Dataset", config: EvalConfig) -> list[Question]:
+    """The questions to run, in dataset order: split, then ids, then types, then limit (0 or None: no limit)."""
+    qs = list(dataset.questions)
+    if config.split is not None:
+        from lazymem.data import stratified_split
+
+        keep = set(stratified_split(dataset.questions, seed=config.split_seed).ids(config.split))
+        qs = [q for q in qs if q.id in keep]
+    if config.ids:
+        known = {q.id for q in qs}
+        missing = [i for i in config.ids if i not in known]
+        if missing:
+            raise ConfigError(f"EvalConfig.ids: {len(missing)} id(s) not among the {len(qs)} selectable questions "
+                              f"of {dataset.name!r}, e.g. {missing[:3]}")
+        wanted = set(config.ids)
+        qs = [q for q in qs if q.id in wanted]
+    if config.types:
+        available = sorted({q.type for q in dataset.questions})
+        unknown = [t for t in config.types if not any(t in (q.type, q.abbrev) for q in dataset.questions)]
+        if unknown:
+            raise ConfigError(f"EvalConfig.types: {unknown} match no question; types here: {available}")
+        wanted = set(config.types)
+        qs = [q for q in qs if q.type in wanted or q.abbrev in wanted]
+    if config.limit:  # None and 0 both mean every question
+        qs = qs[: config.limit]
+    return qs
+
+
+def quick_config(dataset: str, method: str = "lazymem", *, limit: int | None = 2, model: str = "smollm2-offline",
+                 base_url: str = "", backend: str = "", judge: str = "none", judge_model: str = "", n: int = 50,
+                 w: int = 2, L: int = 8, s: int = 7, answer_max_tokens: int = 48) -> EvalConfig:
+    """The EvalConfig a notebook builds from its parameters: one model as MPM and answerer.
+
+    With ``base_url`` the model is served by an OpenAI-compatible server (vLLM, transformers
+    serve) and the MPM decodes freely; without it the model runs in process and an untrained
+    small MPM gets schema-constrained decoding (``structured``). A judge always runs on the
+    server at ``base_url``. ``backend`` names another backend for the model explicitly
+    ("vllm" in process on a GPU node, "fake" for tests: it echoes its prompt).
+
+    >>> c = quick_config("synthetic:messages=50,seed=0", "rag", limit=0, n=20)
+    >>> c.limit, c.pipeline.method, c.pipeline.retrieval.n, c.pipeline.answer.backend
+    (0, 'rag', 20, 'transformers')
+    """
+    from lazymem.llm import LLMConfig
+
+    if judge != "none" and not (base_url and judge_model):
+        raise ConfigError(f"judge={judge!r} needs a judge model on a server: set base_url and judge_model")
+    llm = LLMConfig(backend=backend, model=model) if backend else LLMConfig.local_or_server(model, base_url)
+    judge_llm = LLMConfig.local_or_server(judge_model, base_url) if judge != "none" else None
+    return EvalConfig.from_dict({
+        "dataset": dataset, "limit": limit, "judge": judge,
+        "pipeline": {"method": method, "structured": method == "lazymem" and llm.backend == "transformers",
+                     "retrieval": {"n": n}, "window": {"w": w, "L": L, "s": s},
+                     "mpm": llm, "answer": llm, "judge": judge_llm,
+                     "answer_sampling": {"temperature": 0.0, "max_tokens": answer_max_tokens}},
+    })

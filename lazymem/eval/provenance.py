@@ -1,0 +1,98 @@
+"""Where a run's numbers came from: git commit, package versions, timestamps, and the run manifest.
+
+``manifest.json`` holds the resolved config (credentials redacted: API keys never, only
+the NAME of their environment variable), git commit, package versions, dataset sha256,
+prompt hashes, model ids, the reranker that ran, times and command line of every run into
+the folder.
+
+>>> len(now()) == len("2024-01-01T00:00:00+00:00")
+True
+"""
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from lazymem.secrets import redact
+
+if TYPE_CHECKING:
+    from lazymem.eval.config import EvalConfig
+    from lazymem.records import Dataset
+
+MANIFEST_PACKAGES = ("lazymem", "numpy", "torch", "transformers", "tokenizers", "sentence-transformers",
+                     "rank-bm25", "bm25s", "FlagEmbedding", "openai", "outlines", "vllm", "nltk", "tqdm", "pyyaml")
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def git_commit(path: str | os.PathLike | None = None) -> str:
+    """``git rev-parse HEAD`` of the checkout holding `path` (the package), else "unknown"."""
+    import subprocess
+
+    where = Path(path) if path else Path(__file__).resolve().parent
+    try:
+        r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown"
+
+
+def package_versions(names: Sequence[str] = MANIFEST_PACKAGES) -> dict[str, str | None]:
+    """Installed version of each distribution (None when not installed), read without importing it.
+
+    >>> package_versions(["surely-not-installed-xyz"])
+    {'surely-not-installed-xyz': None}
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for n in names:
+        try:
+            out[n] = version(n)
+        except PackageNotFoundError:
+            out[n] = None
+    return out
+
+
+def new_manifest(config: "EvalConfig", dataset: "Dataset", n_selected: int, fingerprint: str, cache_dir: str | None,
+                 clients: Mapping | None, old_manifest: Mapping | None, run_info: dict) -> dict:
+    """The manifest of a run starting now (earlier runs into the same folder are kept in ``runs``)."""
+    from lazymem.prompts import prompt_hashes
+
+    p = config.pipeline
+    judged = p.judge is not None and config.judge != "none"
+    return {
+        "config": redact(config.to_dict()), "config_sha256": fingerprint,
+        "git_commit": git_commit(), "python": sys.version.split()[0], "packages": package_versions(),
+        "dataset": {"spec": config.dataset, "subset": config.subset, "name": dataset.name, "source": dataset.source,
+                    "sha256": dataset.sha256, "questions_total": len(dataset.questions), "selected": n_selected,
+                    "load_issues": len(dataset.issues)},
+        "prompt_hashes": prompt_hashes(),
+        "models": {"mpm": p.mpm.model if p.method == "lazymem" else None, "answer": p.answer.model,
+                   "judge": p.judge.model if judged else None},
+        "backends": {"mpm": p.mpm.backend if p.method == "lazymem" else None, "answer": p.answer.backend,
+                     "judge": p.judge.backend if judged else None},
+        "injected_clients": sorted(clients or {}),
+        "retrieval": {"sparse": p.retrieval.sparse, "dense_model": p.retrieval.dense_model,
+                      "reranker_config": p.retrieval.reranker, "reranker_ran": None},
+        "llm_cache_dir": cache_dir,
+        "runs": list((old_manifest or {}).get("runs", [])) + [run_info],
+        "start": (old_manifest or {}).get("start") or run_info["start"],  # of the first run into the folder
+        "end": None,
+        "status": "running",
+    }
+
+
+def close_manifest(manifest: dict, run_info: dict, status: str, summary: Mapping) -> dict:
+    """Fill in how the run ended: end time, status, the reranker that ran, the tokenizer (in place)."""
+    manifest["end"] = run_info["end"]
+    manifest["status"] = status if summary["counts"]["error"] == 0 or status != "done" else "done_with_errors"
+    manifest["retrieval"]["reranker_ran"] = (summary["retrieval"] or {}).get("rerankers")
+    manifest["tokenizer"] = summary["memory_tokens"]["tokenizer"]
+    return manifest

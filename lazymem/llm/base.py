@@ -1,0 +1,242 @@
+"""The client interface every language-model call goes through: config, sampling, completions.
+
+``make_client(LLMConfig(...))`` (in ``lazymem.llm.factory``) returns an ``LLMClient``:
+``generate(prompts, sampling)`` takes plain strings (one user message each) or chat message
+lists and returns one ``Completion`` per prompt, in order. A prompt that fails (connection
+lost, server error after retries, out of memory) comes back as ``Completion(error=...)``
+instead of raising, so a run records it and goes on; only configuration mistakes raise.
+
+The API key is read from the environment variable *named* by ``LLMConfig.api_key_env`` at
+call time; it is never stored in the config, the cache, errors or logs.
+
+>>> to_messages("Hi")
+[{'role': 'user', 'content': 'Hi'}]
+>>> Sampling(max_tokens=10, stop=["\\n"]).as_dict()["stop"]
+['\\n']
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import json
+import math
+import re
+from dataclasses import dataclass, field, fields
+from typing import Mapping, Protocol, Sequence, Union, runtime_checkable
+
+from lazymem.errors import ConfigError, check_fields
+
+BACKENDS = ("openai", "transformers", "vllm", "fake")
+# How a JSON schema reaches an OpenAI-compatible server: OpenAI's response_format (OpenAI
+# and vLLM honour it; `transformers serve` silently ignores it), vLLM's own extra_body
+# field {"structured_outputs": {"json": schema}} (vLLM >= 0.12; guided_json was removed),
+# or not at all. Callers validate the output either way.
+STRUCTURED_OUTPUTS = ("response_format", "structured_outputs", "none")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+Prompt = Union[str, Sequence[Mapping[str, str]]]
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+def to_messages(prompt: Prompt) -> list[dict]:
+    """A chat message list for a prompt: a string becomes one user message."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [dict(m) for m in prompt]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding settings of one generate call (OpenAI semantics on every backend)."""
+
+    temperature: float = field(default=0.0, metadata=_h("0 = greedy"))
+    top_p: float = field(default=1.0, metadata=_h("nucleus mass in (0, 1]"))
+    max_tokens: int = field(default=512, metadata=_h("most new tokens per completion"))
+    seed: int | None = field(default=0, metadata=_h("sampling seed (servers may ignore it)"))
+    stop: tuple[str, ...] | None = field(default=None, metadata=_h("strings that end a completion; not included in the text"))
+    json_schema: dict | None = field(default=None, metadata=_h("request output matching this JSON schema"))
+
+    def __post_init__(self):
+        def need(ok: bool, name: str, allowed: str):
+            if not ok:
+                raise ConfigError(f"Sampling.{name}={getattr(self, name)!r}: {allowed}")
+
+        num = (int, float)
+        need(isinstance(self.temperature, num) and not isinstance(self.temperature, bool)
+             and math.isfinite(self.temperature) and self.temperature >= 0, "temperature", "must be a number >= 0")
+        need(isinstance(self.top_p, num) and 0 < self.top_p <= 1, "top_p", "must be in (0, 1]")
+        need(isinstance(self.max_tokens, int) and not isinstance(self.max_tokens, bool) and self.max_tokens >= 1,
+             "max_tokens", "must be an integer >= 1")
+        need(self.seed is None or (isinstance(self.seed, int) and not isinstance(self.seed, bool)), "seed",
+             "must be an integer or None")
+        if isinstance(self.stop, (list, str)):  # accept a list (YAML) or one string; store a tuple
+            object.__setattr__(self, "stop", (self.stop,) if isinstance(self.stop, str) else tuple(self.stop))
+        need(self.stop is None or (all(isinstance(s, str) and s for s in self.stop) and len(self.stop) > 0),
+             "stop", "must be None or non-empty strings")
+        if self.json_schema is not None:
+            need(isinstance(self.json_schema, Mapping), "json_schema", "must be a JSON schema dict or None")
+            try:
+                json.dumps(self.json_schema)
+            except (TypeError, ValueError):
+                need(False, "json_schema", "must be JSON-serialisable")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def as_dict(self) -> dict:
+        """Plain JSON-ready values (for cache keys and run manifests)."""
+        d = dataclasses.asdict(self)
+        d["stop"] = list(self.stop) if self.stop is not None else None
+        return d
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The answer to one prompt, or the error that stopped it."""
+
+    text: str  # "" when error is set
+    prompt_tokens: int | None  # as counted by the backend's tokenizer; None when unknown
+    completion_tokens: int | None
+    latency_s: float  # wall time of the request (of the whole batch for in-process batches)
+    cached: bool = False  # True when read back from the CachedClient store
+    error: str | None = None  # "ExceptionType: message" of a failed prompt
+    model: str = ""
+    finish_reason: str | None = None  # "stop", "length" (hit max_tokens) or None when unknown
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Completion":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def error_completion(exc: BaseException, model: str, latency_s: float = 0.0, secret: str | None = None) -> Completion:
+    """A Completion recording `exc`, with `secret` (an API key) masked out of the message."""
+    msg = f"{type(exc).__name__}: {exc}"
+    if secret:
+        msg = msg.replace(secret, "***")
+    return Completion(text="", prompt_tokens=None, completion_tokens=None, latency_s=latency_s, error=msg, model=model)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Which model answers and how to reach it; the same keys as a recipe's ``llm:`` section."""
+
+    backend: str = field(default="transformers", metadata=_h(f"one of {BACKENDS}"))
+    model: str = field(
+        default="smollm2-offline",
+        metadata=_h("hub id or local dir; transformers also takes 'smollm2-offline'; for openai the server's model name"))
+    base_url: str | None = field(default=None, metadata=_h("openai: server URL ending in /v1; None = api.openai.com"))
+    api_key_env: str = field(
+        default="OPENAI_API_KEY", metadata=_h("NAME of the environment variable holding the API key (never the key)"))
+    concurrency: int = field(default=64, metadata=_h("openai: requests in flight at once"))
+    timeout: float = field(default=180.0, metadata=_h("openai: seconds per request attempt"))
+    max_retries: int = field(default=3, metadata=_h("openai: retries after the first attempt (0 = none)"))
+    retry_wait: float = field(default=1.0, metadata=_h("openai: first backoff wait in seconds (doubles, jittered, <= 60)"))
+    batch_size: int = field(default=8, metadata=_h("transformers: prompts per generate batch"))
+    device: str = field(default="cpu", metadata=_h("transformers: torch device"))
+    num_threads: int | None = field(default=None, metadata=_h("transformers: torch CPU threads while generating; None = torch's setting"))
+    dtype: str = field(default="auto", metadata=_h(f"one of {DTYPES}; auto = float32 on CPU, the checkpoint's on GPU"))
+    cache_dir: str | None = field(default=None, metadata=_h("directory of the call cache (sqlite); None = no cache"))
+    extra_body: dict | None = field(
+        default=None,
+        metadata=_h("backend-specific sampling extras (top_k, repetition_penalty, ...): openai extra_body, "
+                    "vllm SamplingParams kwargs, transformers generate kwargs"))
+    chat_template_kwargs: dict | None = field(
+        default=None, metadata=_h("passed to the chat template, e.g. {'enable_thinking': false} for Qwen3"))
+    structured_output: str = field(
+        default="response_format", metadata=_h(f"openai: how a json_schema is sent, one of {STRUCTURED_OUTPUTS}"))
+
+    def __post_init__(self):
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        def need(ok: bool, name: str, allowed: str, show: bool = True):
+            if not ok:
+                shown = f"={getattr(self, name)!r}" if show else ""
+                raise ConfigError(f"LLMConfig.{name}{shown}: {allowed}")
+
+        need(self.backend in BACKENDS, "backend", f"must be one of {BACKENDS}")
+        need(isinstance(self.model, str) and self.model.strip() != "", "model", "must be a model name or path")
+        need(self.base_url is None or (isinstance(self.base_url, str) and re.match(r"https?://", self.base_url)),
+             "base_url", "must be None or an http(s):// URL")
+        # The value is never echoed: a key pasted here by mistake must not reach a log.
+        need(isinstance(self.api_key_env, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", self.api_key_env)
+             is not None and not self.api_key_env.lower().startswith("sk"),
+             "api_key_env", "must be the NAME of an environment variable (e.g. OPENAI_API_KEY), not the key itself",
+             show=False)
+        need(is_int(self.concurrency) and self.concurrency >= 1, "concurrency", "must be an integer >= 1")
+        need(isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool) and self.timeout > 0,
+             "timeout", "must be a number of seconds > 0")
+        need(is_int(self.max_retries) and self.max_retries >= 0, "max_retries", "must be an integer >= 0")
+        need(isinstance(self.retry_wait, (int, float)) and self.retry_wait >= 0, "retry_wait", "must be >= 0")
+        need(is_int(self.batch_size) and self.batch_size >= 1, "batch_size", "must be an integer >= 1")
+        need(isinstance(self.device, str) and self.device != "", "device", "must be a torch device such as 'cpu'")
+        need(self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1), "num_threads",
+             "must be None or an integer >= 1")
+        need(self.dtype in DTYPES, "dtype", f"must be one of {DTYPES}")
+        need(self.cache_dir is None or isinstance(self.cache_dir, str), "cache_dir", "must be a path string or None")
+        for name in ("extra_body", "chat_template_kwargs"):
+            need(getattr(self, name) is None or isinstance(getattr(self, name), Mapping), name, "must be a mapping or None")
+        need(self.structured_output in STRUCTURED_OUTPUTS, "structured_output", f"must be one of {STRUCTURED_OUTPUTS}")
+
+    @classmethod
+    def from_dict(cls, values: Mapping) -> "LLMConfig":
+        """Build from a mapping (a YAML section); unknown keys raise ConfigError naming them."""
+        check_fields(cls, values, "LLMConfig")
+        return cls(**values)
+
+    @classmethod
+    def local_or_server(cls, model: str, base_url: str = "", **kw) -> "LLMConfig":
+        """`model` on the OpenAI-compatible server at `base_url`, or in this process when it is empty.
+
+        Other settings pass through as keyword arguments.
+
+        >>> c = LLMConfig.local_or_server("Qwen/Qwen3-8B", "http://127.0.0.1:8000/v1", concurrency=8)
+        >>> (c.backend, c.model, c.base_url, c.concurrency)
+        ('openai', 'Qwen/Qwen3-8B', 'http://127.0.0.1:8000/v1', 8)
+        >>> c = LLMConfig.local_or_server("smollm2-offline", batch_size=4)
+        >>> (c.backend, c.model, c.base_url, c.batch_size)
+        ('transformers', 'smollm2-offline', None, 4)
+        """
+        if base_url:
+            return cls(backend="openai", base_url=base_url, model=model, **kw)
+        return cls(backend="transformers", model=model, **kw)
+
+    def identity(self) -> dict:
+        """What decides the output besides prompt and sampling (the cache key's model part)."""
+        return {"backend": self.backend, "model": self.model, "extra_body": self.extra_body,
+                "chat_template_kwargs": self.chat_template_kwargs,
+                "structured_output": self.structured_output if self.backend == "openai" else None}
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """What every stage calls: one Completion per prompt, in order, errors captured per prompt."""
+
+    model_id: str
+    identity: dict
+
+    def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
+        ...
+
+
+def run_sync(coro):
+    """Run a coroutine to completion, also from inside a running event loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

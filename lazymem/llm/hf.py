@@ -1,0 +1,145 @@
+"""A causal LM run in this process with transformers: chat template, length-sorted left-padded batches.
+
+Greedy when temperature is 0; a ``json_schema`` is enforced token by token with outlines
+(imported on first use). torch and transformers are imported when the model first loads.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any, Mapping, Sequence
+
+from lazymem.errors import ConfigError
+from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
+from lazymem.runtime import torch_threads
+
+log = logging.getLogger("lazymem.llm")
+
+
+class TransformersBackend:
+    """A causal LM in this process: chat template, left-padded batches, optional JSON constraint."""
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self.model_id = config.model
+        self.identity = config.identity()
+        self._model = self._tokenizer = None
+        self._outlines = None  # outlines_core Vocabulary wrapper, built on the first json_schema call
+        self._indexes: dict[str, Any] = {}  # schema JSON -> outlines_core Index (reusable across calls)
+        self._lock = threading.Lock()  # one generate at a time per model
+
+    def load(self):
+        """Load tokenizer and model (on first use); returns (model, tokenizer)."""
+        if self._model is None:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            from lazymem.llm.models import resolve_model
+
+            path = resolve_model(self.config.model)
+            tok = AutoTokenizer.from_pretrained(path, padding_side="left")
+            if tok.pad_token is None:
+                tok.pad_token = tok.eos_token
+            dtype = self.config.dtype
+            if dtype == "auto":
+                dtype = "float32" if self.config.device == "cpu" else "auto"
+            model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=dtype if dtype == "auto" else getattr(torch, dtype))
+            model.to(self.config.device).eval()
+            self._model, self._tokenizer = model, tok
+        return self._model, self._tokenizer
+
+    def render(self, prompt: Prompt) -> str:
+        """The prompt text the model sees (chat template with the generation prompt)."""
+        _, tok = self.load()
+        if tok.chat_template is None:
+            if isinstance(prompt, str):  # a base model without a template reads the text as is
+                return prompt
+            raise ConfigError(f"model {self.config.model!r} has no chat template; pass plain strings")
+        return tok.apply_chat_template(to_messages(prompt), tokenize=False, add_generation_prompt=True,
+                                       **(self.config.chat_template_kwargs or {}))
+
+    def _json_processor(self, schema: Mapping):
+        """A fresh outlines logits processor for `schema` (its Index is built once and reused)."""
+        try:
+            from outlines.backends.outlines_core import OutlinesCoreBackend, OutlinesCoreLogitsProcessor
+            from outlines.models.transformers import from_transformers
+            from outlines_core import Index
+            from outlines_core.json_schema import build_regex_from_schema
+        except ImportError as e:
+            raise RuntimeError(
+                f"json_schema with backend='transformers' needs outlines ({e}): pip install outlines==1.3.3") from e
+        model, tok = self.load()
+        if self._outlines is None:
+            self._outlines = OutlinesCoreBackend(from_transformers(model, tok))
+        # The grammar keeps the schema's own property order (the paper's items start with "op",
+        # so KEEP/DROP is chosen before the content is written); the sorted dump is only the key.
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._indexes:
+            self._indexes[key] = Index(build_regex_from_schema(json.dumps(schema)), self._outlines.vocabulary)
+        return OutlinesCoreLogitsProcessor(self._indexes[key], "torch")
+
+    def _generate_batch(self, texts: list[str], s: Sampling) -> list[Completion]:
+        import torch
+
+        model, tok = self.load()
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+        kwargs: dict[str, Any] = {"max_new_tokens": s.max_tokens, "do_sample": not s.greedy,
+                                  "pad_token_id": tok.pad_token_id}
+        if not s.greedy:
+            kwargs.update(temperature=s.temperature, top_p=s.top_p, top_k=0)  # OpenAI semantics: no top-k
+        if s.stop:
+            kwargs.update(stop_strings=list(s.stop), tokenizer=tok)
+        if s.json_schema is not None:
+            kwargs["logits_processor"] = [self._json_processor(s.json_schema)]
+        kwargs.update(self.config.extra_body or {})
+        eos = model.generation_config.eos_token_id
+        eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else []) | {tok.eos_token_id}
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(**enc, **kwargs)
+        latency = time.perf_counter() - t0
+        width = enc["input_ids"].shape[1]
+        results = []
+        for row, n_prompt in zip(out[:, width:].tolist(), enc["attention_mask"].sum(dim=1).tolist()):
+            end = next((i + 1 for i, t in enumerate(row) if t in eos), None)
+            ids = row[:end] if end is not None else row
+            text = tok.decode(ids, skip_special_tokens=True)
+            cut = min((i for i in (text.find(x) for x in s.stop or ()) if i >= 0), default=-1)
+            if cut >= 0:  # HF keeps the stop string; OpenAI servers do not
+                text = text[:cut]
+            finish = "stop" if end is not None or cut >= 0 else "length"
+            results.append(Completion(text=text, prompt_tokens=int(n_prompt), completion_tokens=len(ids),
+                                      latency_s=latency, model=self.model_id, finish_reason=finish))
+        return results
+
+    def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
+        if not prompts:
+            return []
+        import torch
+
+        with self._lock, torch_threads(self.config.num_threads):
+            texts = [self.render(p) for p in prompts]
+            _, tok = self.load()
+            # Similar lengths share a batch, so little compute goes to padding; greedy
+            # outputs do not depend on the grouping (left padding is masked).
+            lengths = [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
+            order = sorted(range(len(texts)), key=lambda i: lengths[i])
+            if sampling.json_schema is not None:
+                self._json_processor(sampling.json_schema)  # a missing library or bad schema raises here
+            if sampling.seed is not None:
+                torch.manual_seed(sampling.seed)
+            out: list[Completion | None] = [None] * len(texts)
+            bs = self.config.batch_size
+            for start in range(0, len(order), bs):
+                idx = order[start:start + bs]
+                try:
+                    done = self._generate_batch([texts[i] for i in idx], sampling)
+                except Exception as e:  # e.g. CUDA out of memory: record it per prompt, go on
+                    log.exception("%s: batch of %d prompts failed", self.model_id, len(idx))
+                    done = [error_completion(e, self.model_id) for _ in idx]
+                for i, c in zip(idx, done):
+                    out[i] = c
+            return out  # type: ignore[return-value]

@@ -1,0 +1,117 @@
+"""Chat completions from any OpenAI-compatible server: OpenAI and other hosted APIs, vLLM, ``transformers serve``.
+
+Requests go through the ``openai`` package (imported on first use), ``concurrency`` in
+flight at once, retried with jittered exponential backoff (tenacity) on connection errors,
+408/409/429 and 5xx. The API key is read at call time from the environment variable named
+by ``LLMConfig.api_key_env`` and masked out of every recorded error.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any, Sequence
+
+from lazymem.errors import ConfigError
+from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, run_sync, to_messages
+
+log = logging.getLogger("lazymem.llm")
+
+
+def _retryable(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+class OpenAIBackend:
+    """Chat completions from an OpenAI-compatible server (OpenAI, vLLM, ``transformers serve``)."""
+
+    def __init__(self, config: LLMConfig):
+        try:
+            import openai  # noqa: F401
+            import tenacity  # noqa: F401
+        except ImportError as e:
+            raise RuntimeError(f"backend='openai' needs the openai and tenacity packages ({e}): "
+                               "pip install openai==3.57.0 tenacity==9.2.1") from e
+        self.config = config
+        self.model_id = config.model
+        self.identity = config.identity()
+
+    def _api_key(self) -> str:
+        key = os.environ.get(self.config.api_key_env)
+        if key:
+            return key
+        if self.config.base_url is None:
+            raise ConfigError(f"backend='openai' without base_url talks to api.openai.com and needs an API key "
+                              f"in the environment variable {self.config.api_key_env}")
+        return "EMPTY"  # local servers (vLLM, transformers serve) accept any key unless started with one
+
+    def _request(self, prompt: Prompt, s: Sampling) -> dict:
+        c = self.config
+        kwargs: dict[str, Any] = {"model": c.model, "messages": to_messages(prompt), "temperature": s.temperature,
+                                  "top_p": s.top_p, "max_tokens": s.max_tokens}
+        if s.seed is not None:
+            kwargs["seed"] = s.seed
+        if s.stop:
+            kwargs["stop"] = list(s.stop)
+        extra = dict(c.extra_body or {})
+        if c.chat_template_kwargs:
+            extra["chat_template_kwargs"] = dict(c.chat_template_kwargs)
+        if s.json_schema is not None and c.structured_output == "response_format":
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "output", "schema": s.json_schema}}
+        elif s.json_schema is not None and c.structured_output == "structured_outputs":
+            extra["structured_outputs"] = {"json": s.json_schema}
+        if extra:
+            kwargs["extra_body"] = extra
+        return kwargs
+
+    async def _one(self, client, sem: asyncio.Semaphore, prompt: Prompt, s: Sampling, key: str) -> Completion:
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+        c = self.config
+        request = self._request(prompt, s)
+
+        def note_retry(state):
+            log.warning("%s: retry %d after %s", c.model, state.attempt_number,
+                        type(state.outcome.exception()).__name__)
+
+        async with sem:
+            t0 = time.perf_counter()
+            try:
+                async for attempt in AsyncRetrying(
+                        stop=stop_after_attempt(c.max_retries + 1), reraise=True,
+                        wait=wait_random_exponential(multiplier=c.retry_wait, max=60),
+                        retry=retry_if_exception(_retryable), before_sleep=note_retry):
+                    with attempt:
+                        resp = await client.chat.completions.create(**request)
+            except Exception as e:  # recorded per prompt; the run goes on
+                return error_completion(e, c.model, time.perf_counter() - t0, secret=key)
+            choice = resp.choices[0]
+            usage = resp.usage
+            return Completion(
+                text=choice.message.content or "",
+                prompt_tokens=getattr(usage, "prompt_tokens", None), completion_tokens=getattr(usage, "completion_tokens", None),
+                latency_s=time.perf_counter() - t0, model=resp.model or c.model, finish_reason=choice.finish_reason)
+
+    async def agenerate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
+        """generate() for callers already inside an event loop."""
+        from openai import AsyncOpenAI
+
+        key = self._api_key()
+        # max_retries=0: tenacity retries (with jitter, and logging that never shows the key)
+        client = AsyncOpenAI(base_url=self.config.base_url, api_key=key, timeout=self.config.timeout, max_retries=0)
+        sem = asyncio.Semaphore(self.config.concurrency)
+        try:
+            return list(await asyncio.gather(*(self._one(client, sem, p, sampling, key) for p in prompts)))
+        finally:
+            await client.close()
+
+    def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
+        return run_sync(self.agenerate(prompts, sampling)) if prompts else []

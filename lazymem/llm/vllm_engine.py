@@ -1,0 +1,56 @@
+"""``vllm.LLM`` run in this process: continuous batching on one CUDA GPU (vllm imported on first use)."""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Sequence
+
+from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
+
+log = logging.getLogger("lazymem.llm")
+
+
+class VLLMBackend:
+    """``vllm.LLM`` in this process (continuous batching on one CUDA GPU)."""
+
+    def __init__(self, config: LLMConfig):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "backend='vllm' runs vLLM in this process and needs a CUDA GPU; none is visible. Use "
+                "backend='openai' with base_url of a vLLM server (`vllm serve MODEL`, .../v1), or backend='transformers'.")
+        try:
+            from vllm import LLM
+        except ImportError as e:
+            raise RuntimeError(f"backend='vllm' needs vllm ({e}): pip install 'lazymem[gpu]' (vllm==0.31.0)") from e
+        from lazymem.llm.models import resolve_model
+
+        self.config = config
+        self.model_id = config.model
+        self.identity = config.identity()
+        self.llm = LLM(model=resolve_model(config.model), dtype=config.dtype, seed=0)
+
+    def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
+        if not prompts:
+            return []
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        s = sampling
+        params = SamplingParams(
+            temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed,
+            stop=list(s.stop) if s.stop else None,
+            structured_outputs=StructuredOutputsParams(json=s.json_schema) if s.json_schema is not None else None,
+            **(self.config.extra_body or {}))
+        t0 = time.perf_counter()
+        try:
+            outs = self.llm.chat([to_messages(p) for p in prompts], params, use_tqdm=False,
+                                 chat_template_kwargs=self.config.chat_template_kwargs)
+        except Exception as e:  # the whole batch failed (e.g. a prompt longer than the context)
+            log.error("%s: vLLM batch failed: %s", self.model_id, e)
+            return [error_completion(e, self.model_id, time.perf_counter() - t0) for _ in prompts]
+        latency = time.perf_counter() - t0
+        return [Completion(text=o.outputs[0].text, prompt_tokens=len(o.prompt_token_ids or ()),
+                           completion_tokens=len(o.outputs[0].token_ids), latency_s=latency, model=self.model_id,
+                           finish_reason=o.outputs[0].finish_reason) for o in outs]

@@ -1,0 +1,52 @@
+"""Run notebooks in batch with papermill (one run folder per parameter point); notebook helpers.
+
+Modules:
+
+- ``params``: notebook paths (``project_root``, ``resolve_notebook``), the ``parameters``
+  cell (``notebook_parameters``), ``-p name=value`` (``parse_param``), grid files
+  (``load_grid``, ``expand_grid``) and readable run ids (``run_id``);
+- ``runner``: ``run_grid`` executes a notebook per grid point into
+  ``papermill_runs/<stem>/<run_id>/`` with a provenance manifest; ``RunResult``, ``results_table``;
+- ``tables``: notebook-side ``record_metrics``/``metrics_table`` and ``eval_overview``;
+- ``explorer``: the window explorer's data (``explore_question``, ``explorer_metrics``, ...).
+
+Credentials are named and redacted by ``lazymem.secrets`` (``is_secret``, ``redact`` and
+``REDACTED`` are re-exported here).
+"""
+from lazymem.notebooks.explorer import (
+    EXTRACTIVE_METHODS,
+    WINDOW_RECORDS_FILE,
+    explore_question,
+    explorer_methods,
+    explorer_metrics,
+    load_window_records,
+    question_options,
+)
+from lazymem.notebooks.params import (
+    expand_grid,
+    load_grid,
+    notebook_parameters,
+    parse_param,
+    project_root,
+    resolve_notebook,
+    run_id,
+)
+from lazymem.notebooks.runner import (
+    MANIFEST_PACKAGES,
+    METRICS_PARAM,
+    RunResult,
+    git_state,
+    results_table,
+    run_grid,
+    sha256_file,
+)
+from lazymem.notebooks.tables import eval_overview, metrics_table, record_metrics
+from lazymem.secrets import REDACTED, is_secret, redact
+
+__all__ = [
+    "EXTRACTIVE_METHODS", "WINDOW_RECORDS_FILE", "explore_question", "explorer_methods", "explorer_metrics",
+    "load_window_records", "question_options", "expand_grid", "load_grid", "notebook_parameters", "parse_param",
+    "project_root", "resolve_notebook", "run_id", "MANIFEST_PACKAGES", "METRICS_PARAM", "RunResult", "git_state",
+    "results_table", "run_grid", "sha256_file", "eval_overview", "metrics_table", "record_metrics", "REDACTED",
+    "is_secret", "redact",
+]

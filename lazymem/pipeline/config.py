@@ -1,0 +1,125 @@
+"""Settings of the query path: ``PipelineConfig``, the same keys as a recipe's ``pipeline:`` section.
+
+Methods (``PipelineConfig.method``) share retrieval and answering: ``lazymem`` (MPM
+construction), ``extractive`` (the training-free ExtractiveProcessor instead of a model),
+``rag`` (the paper's RAG TopN baseline: the pool's messages verbatim, chronologically),
+``oracle_turn`` (the gold evidence messages) and ``full`` (the whole history).
+
+>>> PipelineConfig.from_dict({"method": "rag", "retrieval": {"n": 20}}).retrieval.n
+20
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from lazymem.construct import BRIDGES, ExtractiveConfig
+from lazymem.errors import ConfigError, check_fields
+from lazymem.llm import LLMConfig, Sampling
+from lazymem.retrieve import RetrievalConfig, WindowConfig
+
+METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "full")
+COMPRESSED_METHODS = ("lazymem", "extractive")  # answered with the compressed-memory prompt
+RETRIEVING_METHODS = ("lazymem", "extractive", "rag")
+ROLES = ("mpm", "answer", "judge")
+
+# The paper prints no decoding settings for inference. Its MPM was trained to generate at
+# most 3,072 tokens (Table "Explicit training hyperparameters", RL max generation length),
+# and its judges run at temperature 0; we decode the MPM greedily under that cap. The answer
+# cap is ours (the paper's answerer is Qwen3-32B in thinking mode: leave room for the trace).
+DEFAULT_MPM_SAMPLING = Sampling(temperature=0.0, max_tokens=3072)
+DEFAULT_ANSWER_SAMPLING = Sampling(temperature=0.0, max_tokens=1024)
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+def _section(cls, values: Any, where: str):
+    """Build a nested config dataclass from a YAML mapping, naming the section on errors."""
+    if isinstance(values, cls):
+        return values
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of {cls.__name__} fields, got {type(values).__name__}")
+    check_fields(cls, values, where)
+    try:
+        return cls(**values)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Everything that decides one question's answer; the same keys as a recipe's ``pipeline:``."""
+
+    method: str = field(default="lazymem", metadata=_h(f"one of {METHODS}"))
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=_h("hybrid retrieval (Sec. 3.1)"))
+    window: WindowConfig = field(default_factory=WindowConfig, metadata=_h("history windowing w, L, s (Sec. 3.2)"))
+    mpm: LLMConfig = field(default_factory=LLMConfig, metadata=_h("the memory-processing model (method lazymem)"))
+    answer: LLMConfig = field(default_factory=LLMConfig, metadata=_h("the frozen answer model"))
+    judge: LLMConfig | None = field(default=None, metadata=_h("the LLM judge (None = no judge model)"))
+    structured: bool = field(
+        default=False,
+        metadata=_h("constrain MPM decoding to decision_schema(n) of each window (untrained small models need it)"))
+    mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING, metadata=_h("MPM decoding (json_schema is set per window)"))
+    answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=_h("answer decoding"))
+    schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's compressed_content"))
+    schema_max_reason: int = field(default=128, metadata=_h("structured: max characters of a decision's reason"))
+    strip_think: bool = field(default=True, metadata=_h("drop a leading <think>...</think> from MPM and answer outputs"))
+    bridges: str = field(
+        default="none",
+        metadata=_h("'none': every window message is a core message; 'overlap': messages a sub-window shares with "
+                    "its neighbour sub-window are shown as previous_bridge / next_bridge"))
+    extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig, metadata=_h("method extractive: threshold, mode"))
+
+    def __post_init__(self):
+        def need(ok: bool, name: str, allowed: str):
+            if not ok:
+                raise ConfigError(f"PipelineConfig.{name}={getattr(self, name)!r}: {allowed}")
+
+        need(self.method in METHODS, "method", f"must be one of {METHODS}")
+        for name, cls in (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LLMConfig),
+                          ("answer", LLMConfig), ("mpm_sampling", Sampling), ("answer_sampling", Sampling),
+                          ("extractive", ExtractiveConfig)):
+            need(isinstance(getattr(self, name), cls), name, f"must be a {cls.__name__}")
+        need(self.judge is None or isinstance(self.judge, LLMConfig), "judge", "must be an LLMConfig or None")
+        need(isinstance(self.structured, bool), "structured", "must be true or false")
+        need(isinstance(self.strip_think, bool), "strip_think", "must be true or false")
+        need(self.mpm_sampling.json_schema is None, "mpm_sampling",
+             "json_schema must be unset: set structured: true and each window gets decision_schema(n)")
+        for name in ("schema_max_content", "schema_max_reason"):
+            v = getattr(self, name)
+            need(isinstance(v, int) and not isinstance(v, bool) and v >= (1 if name == "schema_max_content" else 0),
+                 name, "must be an integer >= 1" if name == "schema_max_content" else "must be an integer >= 0")
+        need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
+
+    @classmethod
+    def from_dict(cls, values: Mapping) -> "PipelineConfig":
+        """Build from a mapping (a recipe's ``pipeline:`` section); errors name the bad field."""
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"pipeline: expected a mapping, got {type(values).__name__}")
+        check_fields(cls, values, "pipeline")
+        v = dict(values)
+        for name, builder in (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LLMConfig),
+                              ("answer", LLMConfig), ("judge", LLMConfig), ("mpm_sampling", Sampling),
+                              ("answer_sampling", Sampling), ("extractive", ExtractiveConfig)):
+            if name in v and v[name] is not None:
+                v[name] = _section(builder, v[name], f"pipeline.{name}")
+        try:
+            return cls(**v)
+        except ConfigError as e:
+            raise ConfigError(f"pipeline: {e}") from None
+
+    @classmethod
+    def from_yaml(cls, path: str) -> "PipelineConfig":
+        """Load a YAML file: its ``pipeline:`` section, or the whole file when it has none."""
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+        return cls.from_dict(data.get("pipeline", data) if isinstance(data, Mapping) else data)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready values (API keys never appear: LLMConfig holds only the variable name)."""
+        return dataclasses.asdict(self)

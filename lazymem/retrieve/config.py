@@ -1,0 +1,99 @@
+"""Settings of the retrieval stage (paper Section 3.1): one frozen ``RetrievalConfig``.
+
+>>> RetrievalConfig(n=20, sparse="bm25s").depth
+100
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from lazymem.errors import ConfigError, check_fields
+from lazymem.retrieve.dense import OFFLINE_MINILM
+
+SPARSE_BACKENDS = ("rank_bm25", "bm25s")
+RERANKER_BACKENDS = ("flag", "sentence-transformers")
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Settings of the hybrid retrieval stage; the same keys as configs/*.yaml ``retrieval:``."""
+
+    n: int = field(default=50, metadata=_h("pool size kept after (re)ranking; the paper uses 50"))
+    depth: int | None = field(default=100, metadata=_h("length of each ranked list before fusion; None = whole history"))
+    rrf_k: float = field(default=60, metadata=_h("RRF constant k in 1/(k + rank); 60 as in Cormack et al."))
+    sparse: str | None = field(default="rank_bm25", metadata=_h("'rank_bm25' (paper), 'bm25s' (fast) or None"))
+    dense_model: str | None = field(
+        default=OFFLINE_MINILM,
+        metadata=_h("'minilm-offline' (all-MiniLM-L6-v2 shipped on PyPI), a hub name such as "
+                    "'Qwen/Qwen3-Embedding-8B' (online), a local path, or None"))
+    reranker: str | None = field(
+        default=None,
+        metadata=_h("None = no rerank (fused order); 'BAAI/bge-reranker-v2-m3' (online) or a local cross-encoder dir"))
+    reranker_backend: str = field(default="flag", metadata=_h("'flag' (FlagEmbedding FlagReranker) or 'sentence-transformers' (CrossEncoder)"))
+    rerank_depth: int = field(default=100, metadata=_h("how many fused candidates the reranker scores (>= n)"))
+    cache_dir: str | None = field(default=None, metadata=_h("embedding cache root; None = $LAZYMEM_CACHE/embeddings or ~/.cache/lazymem/embeddings"))
+    disk_cache: bool = field(default=True, metadata=_h("keep message embeddings on disk between runs"))
+    batch_size: int = field(default=64, metadata=_h("encoder / reranker batch size"))
+    device: str = field(default="cpu", metadata=_h("torch device for encoder and reranker"))
+    query_prefix: str = field(default="", metadata=_h("literal text put before each query (encoder prompt)"))
+    doc_prefix: str = field(default="", metadata=_h("literal text put before each message (encoder prompt)"))
+    query_prompt_name: str | None = field(
+        default=None, metadata=_h("named prompt in the model config for queries; None = the model's 'query' prompt if any"))
+    doc_prompt_name: str | None = field(default=None, metadata=_h("named prompt for messages; None = the model's 'document' prompt if any"))
+    bm25_k1: float = field(default=1.5, metadata=_h("BM25 k1 (rank-bm25 default)"))
+    bm25_b: float = field(default=0.75, metadata=_h("BM25 b (rank-bm25 default)"))
+    bm25_epsilon: float = field(
+        default=0.25, metadata=_h("rank_bm25 only: idf floor (epsilon * mean idf) for terms in > half the messages; bm25s acts as 0"))
+    num_threads: int | None = field(default=None, metadata=_h("torch threads while embedding messages and reranking; None = torch's setting"))
+    query_threads: int | None = field(
+        default=1, metadata=_h("torch threads while embedding one query; 1 avoids OpenMP stalls on shared cores; None = torch's"))
+
+    def __post_init__(self):
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        def need(ok: bool, name: str, allowed: str):
+            if not ok:
+                raise ConfigError(f"RetrievalConfig.{name}={getattr(self, name)!r}: {allowed}")
+
+        need(is_int(self.n) and self.n >= 1, "n", "must be an integer >= 1")
+        need(self.depth is None or (is_int(self.depth) and self.depth >= 1), "depth", "must be None or an integer >= 1")
+        need(isinstance(self.rrf_k, (int, float)) and not isinstance(self.rrf_k, bool) and math.isfinite(self.rrf_k)
+             and self.rrf_k >= 0, "rrf_k", "must be a number >= 0")
+        need(self.sparse is None or self.sparse in SPARSE_BACKENDS, "sparse", f"must be one of {SPARSE_BACKENDS} or None")
+        need(self.dense_model is None or (isinstance(self.dense_model, str) and self.dense_model.strip() != ""),
+             "dense_model", "must be a model name/path or None")
+        need(self.sparse is not None or self.dense_model is not None, "sparse",
+             "sparse and dense_model cannot both be None: nothing would retrieve")
+        need(self.reranker is None or (isinstance(self.reranker, str) and self.reranker.strip() != ""),
+             "reranker", "must be None, a model name or a local directory")
+        need(self.reranker_backend in RERANKER_BACKENDS, "reranker_backend", f"must be one of {RERANKER_BACKENDS}")
+        need(is_int(self.rerank_depth) and self.rerank_depth >= 1, "rerank_depth", "must be an integer >= 1")
+        need(self.reranker is None or self.rerank_depth >= self.n, "rerank_depth",
+             f"must be >= n ({self.n}) when a reranker is set, or the pool could not be filled")
+        need(self.cache_dir is None or isinstance(self.cache_dir, str), "cache_dir", "must be a path string or None")
+        need(isinstance(self.disk_cache, bool), "disk_cache", "must be true or false")
+        need(is_int(self.batch_size) and self.batch_size >= 1, "batch_size", "must be an integer >= 1")
+        need(isinstance(self.device, str) and self.device != "", "device", "must be a torch device string such as 'cpu'")
+        for name in ("query_prefix", "doc_prefix"):
+            need(isinstance(getattr(self, name), str), name, "must be a string ('' for none)")
+        for name in ("query_prompt_name", "doc_prompt_name"):
+            need(getattr(self, name) is None or isinstance(getattr(self, name), str), name, "must be a string or None")
+        need(isinstance(self.bm25_k1, (int, float)) and self.bm25_k1 >= 0, "bm25_k1", "must be a number >= 0")
+        need(isinstance(self.bm25_b, (int, float)) and 0 <= self.bm25_b <= 1, "bm25_b", "must be in [0, 1]")
+        need(isinstance(self.bm25_epsilon, (int, float)) and self.bm25_epsilon >= 0, "bm25_epsilon", "must be >= 0")
+        for name in ("num_threads", "query_threads"):
+            v = getattr(self, name)
+            need(v is None or (is_int(v) and v >= 1), name, "must be None or an integer >= 1")
+
+    @classmethod
+    def from_dict(cls, values: Mapping) -> "RetrievalConfig":
+        """Build from a mapping (a YAML section); unknown keys raise ConfigError naming them."""
+        check_fields(cls, values, "RetrievalConfig")
+        return cls(**values)

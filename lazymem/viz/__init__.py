@@ -1,0 +1,36 @@
+"""Figures and static HTML views for the notebooks: pure functions of records and dicts.
+
+Inputs are the package's records (History, Window, Decision, GateVerdict) or plain dicts
+with the same field names, so a run's JSONL records can be shown exactly like live
+objects; plotly is imported inside the functions, so ``import lazymem.viz`` stays cheap.
+
+Modules:
+
+- ``records``: ``window_records`` (one plain record per window), ``cell_states`` and the
+  state colours and labels shared by the figures and the explorer;
+- ``figures``: plotly figures: ``window_strip``, ``all_at_k_vs_w`` (beside the paper's
+  Table 2), ``window_length_hist``, ``type_counts``, ``split_table_fig``, ``history_stats``,
+  ``method_comparison``;
+- ``explorer``: the static HTML window explorer (``window_explorer_html``, ``explorer_view``);
+- ``save``: ``save_figures``/``save_figure`` write ``figures/<name>.html`` (plotly.js written
+  once beside them: renders offline) and ``figures/<name>.png`` (kaleido, which needs a Chromium).
+"""
+from lazymem.viz.explorer import explorer_view, window_explorer_html
+from lazymem.viz.figures import (
+    PAPER_ALL_AT_50,
+    all_at_k_vs_w,
+    history_stats,
+    method_comparison,
+    split_table_fig,
+    type_counts,
+    window_length_hist,
+    window_strip,
+)
+from lazymem.viz.records import COLORS, GOLD_COLOR, HIT_COLOR, STATE_CODE, STATE_LABELS, cell_states, window_records
+from lazymem.viz.save import PNG_FIX, save_figure, save_figures
+
+__all__ = [
+    "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "history_stats", "method_comparison",
+    "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
+    "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",
+]
