@@ -178,6 +178,54 @@ def cmd_eval(args) -> int:
     return run_from_args(args, command=["lazymem", *sys.argv[1:]])
 
 
+def _recipe_data(path: str, sets: list[str]) -> dict:
+    """A YAML recipe's mapping with ``--set key=value`` overrides applied (errors name the file)."""
+    import yaml
+
+    from lazymem.errors import ConfigError
+    from lazymem.eval.config import apply_overrides
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the recipe: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a recipe is a mapping of keys, got {type(data).__name__}")
+    return apply_overrides(data, sets)
+
+
+def cmd_train(args) -> int:
+    from lazymem.llm import LLMConfig
+    from lazymem.train.modeling import LoraSettings
+    from lazymem.train.recipe import build_recipe
+
+    t0 = time.perf_counter()
+    data = _recipe_data(args.config, args.set)
+    if args.train_command == "sft-data":
+        from lazymem.train.sft_data import SFTDataConfig, build_sft_data
+
+        card = build_sft_data(SFTDataConfig.from_dict(data))
+    elif args.train_command == "rl-data":
+        from lazymem.train.rl_data import RLDataConfig, build_rl_prompts
+
+        card = build_rl_prompts(RLDataConfig.from_dict(data))
+    elif args.train_command == "sft":
+        from lazymem.train.sft import SFTRecipe, run_sft
+
+        card = run_sft(build_recipe(SFTRecipe, data, args.config, {"lora": LoraSettings}))
+    else:
+        from lazymem.train.grpo import GRPORecipe, run_grpo
+
+        card = run_grpo(build_recipe(GRPORecipe, data, args.config, {"lora": LoraSettings, "judge": LLMConfig}))
+    card = {k: v for k, v in card.items() if k != "log_history"}
+    _print_json(card) if args.json else print(json.dumps(card, indent=1, default=str)[:4000])
+    print(f"[train {args.train_command} done in {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from lazymem.demo import run_demo
 
@@ -271,6 +319,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", default="python3")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(func=cmd_notebooks_run)
+
+    train = sub.add_parser("train", help="train the memory-processing model (paper Sec. 3.3)").add_subparsers(
+        dest="train_command", required=True)
+    for name, text in (("sft-data", "SFT query-window pairs, teacher targets, balancing, data card"),
+                       ("rl-data", "RL prompts balanced 50/50 by gold presence, pool card"),
+                       ("sft", "supervised fine-tuning with TRL's SFTTrainer (full or LoRA), resumable"),
+                       ("grpo", "GRPO with TRL's GRPOTrainer: gated reward, curriculum, resumable")):
+        s = train.add_parser(name, help=text)
+        s.add_argument("--config", required=True, help="YAML recipe (configs/train_*.yaml)")
+        s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a recipe key (dotted for nested keys, e.g. lora.r=8)")
+        s.add_argument("--json", action="store_true", help="print the card / result as JSON")
+        s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Write notebooks/0[0-4]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
+"""Write notebooks/0[0-6]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
 
     .venv/bin/python scripts/make_notebooks.py            # write, execute, keep only checked outputs
     .venv/bin/python scripts/make_notebooks.py --no-execute  # write sources only (outputs cleared)
@@ -401,7 +401,137 @@ print(nb.metrics_table(metrics))
 _ = nb.record_metrics(metrics, metrics_path)"""),
     ],
 }
-NOTEBOOKS = {**NOTEBOOKS_PIPELINE, **NOTEBOOKS}
+TRAIN_SPEC = "synthetic:messages=200,seed=0,histories=2,questions=12"
+
+NOTEBOOKS_TRAIN = {
+    "05_sft_data": [
+        md("""
+# 05 · SFT data: query-window pairs, teacher targets, balance
+
+**Purpose.** Build the memory-processing model's supervised fine-tuning data as the paper's
+Appendix "SFT data construction": training questions sampled by type, query-window pairs from the
+real retrieval and windowing (prompts built by the same `window_prompts` as inference, byte for
+byte), a teacher's KEEP/DROP targets, discards by reason, window-level balancing (every window
+with a KEEP paired with as many sampled all-DROP windows), and a data card beside the paper's numbers.
+
+Offline the teacher is the explicit **gold-label teacher** (KEEP the gold messages verbatim, DROP
+the rest), named as such in the card; with a model teacher set `teacher` to a served model (see
+`configs/train_data_synthetic.yaml`). At scale: `lazymem train sft-data --config configs/train_data_locomo.yaml`.
+"""),
+        code(SETUP + """
+
+import pandas as pd
+from IPython.display import Markdown, display
+
+from lazymem import viz
+from lazymem.train import SFTDataConfig, build_sft_data
+from lazymem.train.datacard import decision_shares, example_targets, instance_lengths, read_jsonl"""),
+        code(f"""\
+dataset = "{TRAIN_SPEC}"  # dataset SPEC whose train split supplies the questions (LoCoMo conversations 9-10 are refused)
+questions = 100  # at most this many training questions, sampled by type (paper: 100 of 360)
+teacher = "gold"  # "gold" = the offline gold-label teacher; a model needs a recipe with an LLM section
+balance = True  # pair every window with a KEEP decision with a sampled all-DROP window (paper)
+output_dir = "runs/nb05_sft_data"  # sft.jsonl, annotations.jsonl, card.json, card.md
+n_examples = 2  # example targets shown
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+config = SFTDataConfig.from_dict({"datasets": [dataset], "split": "train", "questions": questions, "teacher": teacher,
+                                  "balance": balance, "output_dir": output_dir, "progress": False})
+card = build_sft_data(config)
+rows = read_jsonl(card["files"]["sft"]["path"])
+display(Markdown(open(f"{output_dir}/card.md", encoding="utf-8").read()))"""),
+        md("## 1. KEEP / DROP balance and lengths"),
+        code("""\
+lengths, unit = instance_lengths(rows)
+figs = {
+    "05_keep_drop": viz.keep_drop_balance({
+        "raw annotations": {"KEEP": card["keep_share"], "DROP": 1 - card["keep_share"]},
+        "SFT instances (balanced)": decision_shares(rows),
+    }),
+    "05_lengths": viz.length_histograms(lengths, unit=unit, paper_means={"input": card["paper"]["input_tokens_mean"],
+                                                                         "target": card["paper"]["target_tokens_mean"]}),
+}
+for fig in figs.values():
+    fig.show()
+saved = viz.save_figures(figs, figures_dir, png=png)"""),
+        md("## 2. Example targets (what the model learns to write)"),
+        code("""\
+pd.DataFrame(example_targets(rows, n_examples))"""),
+        md("## 3. Record metrics"),
+        code(f"""\
+{CHECK}
+metrics = {{
+    "teacher": card["teacher"],
+    "questions": card["questions"],
+    "query_window_pairs": card["query_window_pairs"],
+    "keep_share": card["keep_share"],
+    "discarded": card["discarded"],
+    "windows_with_keep": card["windows_with_keep"],
+    "instances": card["instances"],
+}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+    "06_grpo": [
+        md("""
+# 06 · GRPO: reward, format validity, the lambda switch, KL, completion length
+
+**Purpose.** Read a GRPO run's trainer logs (`lazymem train grpo --config ...`, its
+`output_dir/train_result.json`) and plot what the paper's recipe steers: the composite reward
+(format gate x ((1 - lambda) R_act + lambda R_qual)), the strict format gate and the paper's Gate
+Fmt. on the rollouts, the curriculum's validation format validity and its lambda switch (0 -> 0.5
+past tau = 0.99), the k3 KL to the SFT reference, and the completion length.
+
+With `run_dir = ""` (the default) it first runs `lazymem.train.grpo.tiny_demo_run`: two GRPO steps
+of a tiny **random** Qwen3-architecture model on real RL prompts, phase 1 (no judge). A random model
+writes no valid decision array, so its rewards are 0 — it checks the machinery, not the method. Point
+`run_dir` at a real run to see training.
+"""),
+        code(SETUP + """
+
+import json
+
+import pandas as pd
+
+from lazymem import viz
+from lazymem.train.grpo import tiny_demo_run
+from lazymem.train.logs import curriculum_events, log_rows"""),
+        code("""\
+run_dir = ""  # a finished `lazymem train grpo` output_dir (holds train_result.json); "" = the tiny demo run below
+demo_dir = "runs/nb06_grpo_demo"  # where the demo run writes (resumes: a rerun reuses its checkpoint)
+demo_steps = 2  # GRPO steps of the demo run (~25 s each on 2 CPU cores)
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+result = json.load(open(f"{run_dir}/train_result.json")) if run_dir else tiny_demo_run(demo_dir, steps=demo_steps)
+rows = log_rows(result["log_history"])
+events = curriculum_events(rows)
+pd.DataFrame(rows).set_index("step")[[c for c in ("reward", "lazymem/strict_gate", "lazymem/gate_fmt", "kl",
+                                                   "completions/mean_length", "curriculum/strict_gate", "curriculum/lam")
+                                      if any(c in r for r in rows)]]"""),
+        md("## 1. Curves over steps (the dashed line marks the lambda switch, when there is one)"),
+        code("""\
+metrics_plotted = [m for m in ("reward", "lazymem/strict_gate", "curriculum/strict_gate", "curriculum/lam", "kl",
+                               "completions/mean_length") if any(m in r for r in rows)]
+fig = viz.training_curves(rows, metrics_plotted, title=f"GRPO ({'demo: tiny random model' if not run_dir else run_dir})",
+                          events=events)
+fig.show()
+saved = viz.save_figures({"06_grpo_curves": fig}, figures_dir, png=png)"""),
+        md("## 2. Record metrics"),
+        code(f"""\
+{CHECK}
+cur = result["curriculum"]
+metrics = {{
+    "steps": result["global_step"],
+    "validations": len(cur["history"]),
+    "lambda": cur["lam"],
+    "switched_at": cur["switched_at"],
+    "logged_reward_steps": sum("reward" in r for r in rows),
+}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+}
+NOTEBOOKS = {**NOTEBOOKS_PIPELINE, **NOTEBOOKS, **NOTEBOOKS_TRAIN}
 
 
 def build(name: str, cells: list) -> nbformat.NotebookNode:

@@ -502,7 +502,7 @@ def test_api_keys_never_reach_records_manifests_or_logs(tmp_path, monkeypatch, c
     for p in written:
         assert sentinel.encode() not in p.read_bytes() and pasted.encode() not in p.read_bytes(), p
     assert sentinel not in captured.out + captured.err and sentinel not in caplog.text
-    assert pasted not in captured.out  # --print-config scrubs it (lazymem.llm.client's own log line does not)
+    assert pasted not in captured.out  # --print-config scrubs it (lazymem.llm.factory's own log line does not)
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["config"]["pipeline"]["mpm"]["api_key_env"] == "OPENAI_API_KEY"
     assert m["config"]["pipeline"]["mpm"]["extra_body"] == {"api_key": "<redacted>"}
@@ -720,3 +720,31 @@ def test_server_killed_mid_eval_records_errors_and_rerun_completes(served, tmp_p
     with capsys.disabled():
         print(f"\n  server killed after {len(ok_before)} answered; {len(errors)} recorded as errors; "
               f"rerun completed {len(redone)}, kept {len(ok_before)}")
+
+
+def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
+    import dataclasses
+
+    from lazymem.eval import EvalConfig, config_fingerprint
+
+    c = EvalConfig.from_dict({"dataset": "synthetic:messages=50,seed=0", "pipeline": {"method": "rag"}})
+    d = c.to_dict()
+    for role in ("mpm", "answer"):
+        del d["pipeline"][role]["adapter"]  # what a config looked like before the field existed
+    import hashlib
+    import json
+
+    from lazymem.eval.config import _OPERATIONAL
+
+    for k in _OPERATIONAL["eval"]:
+        d.pop(k, None)
+    for role in ("mpm", "answer"):
+        for k in _OPERATIONAL["llm"]:
+            d["pipeline"][role].pop(k, None)
+    for k in _OPERATIONAL["retrieval"]:
+        d["pipeline"]["retrieval"].pop(k, None)
+    old = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+    assert config_fingerprint(c) == old
+    adapted = dataclasses.replace(c, pipeline=dataclasses.replace(
+        c.pipeline, mpm=dataclasses.replace(c.pipeline.mpm, adapter="runs/train/sft/final")))
+    assert config_fingerprint(adapted) != old  # a set adapter is part of what decides the records

@@ -154,6 +154,8 @@ def config_fingerprint(config: EvalConfig) -> str:
         if p.get(role):
             for k in _OPERATIONAL["llm"]:
                 p[role].pop(k, None)
+            if p[role].get("adapter") is None:  # a field added later: unset, it leaves older runs resumable
+                p[role].pop("adapter", None)
     for k in _OPERATIONAL["retrieval"]:
         p["retrieval"].pop(k, None)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()

@@ -285,7 +285,7 @@ def windows_summary(windows_by_question: Mapping[str, Sequence[Window]]) -> dict
     """Mean windows per question and mean window length (None when there is nothing to average).
 
     >>> windows_summary({"q1": build_windows(100, [10, 14, 18]), "q2": []})
-    {'questions': 2, 'mean_windows_per_question': 1.0, 'mean_window_length': 6.5}
+    {'questions': 2, 'mean_windows_per_question': 1.0, 'mean_window_length': 7.0}
     """
     lengths = [len(w) for ws in windows_by_question.values() for w in ws]
     n = len(windows_by_question)

@@ -5,17 +5,16 @@ the NAME of their environment variable), git commit, package versions, dataset s
 prompt hashes, model ids, the reranker that ran, times and command line of every run into
 the folder.
 
->>> len(now()) == len("2024-01-01T00:00:00+00:00")
-True
+>>> package_versions(["surely-not-installed-xyz"])
+{'surely-not-installed-xyz': None}
 """
 from __future__ import annotations
 
-import os
 import sys
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from lazymem.runinfo import git_commit
+from lazymem.runinfo import package_versions as _package_versions
 from lazymem.secrets import redact
 
 if TYPE_CHECKING:
@@ -26,38 +25,9 @@ MANIFEST_PACKAGES = ("lazymem", "numpy", "torch", "transformers", "tokenizers", 
                      "rank-bm25", "bm25s", "FlagEmbedding", "openai", "outlines", "vllm", "nltk", "tqdm", "pyyaml")
 
 
-def now() -> str:
-    """The current UTC time, ISO 8601 to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def git_commit(path: str | os.PathLike | None = None) -> str:
-    """``git rev-parse HEAD`` of the checkout holding `path` (the package), else "unknown"."""
-    import subprocess
-
-    where = Path(path) if path else Path(__file__).resolve().parent
-    try:
-        r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown"
-
-
 def package_versions(names: Sequence[str] = MANIFEST_PACKAGES) -> dict[str, str | None]:
-    """Installed version of each distribution (None when not installed), read without importing it.
-
-    >>> package_versions(["surely-not-installed-xyz"])
-    {'surely-not-installed-xyz': None}
-    """
-    from importlib.metadata import PackageNotFoundError, version
-
-    out: dict[str, str | None] = {}
-    for n in names:
-        try:
-            out[n] = version(n)
-        except PackageNotFoundError:
-            out[n] = None
-    return out
+    """Installed version of each manifest distribution (None when not installed), read without importing it."""
+    return _package_versions(names)
 
 
 def new_manifest(config: "EvalConfig", dataset: "Dataset", n_selected: int, fingerprint: str, cache_dir: str | None,

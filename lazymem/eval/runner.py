@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lazymem.eval.config import EvalConfig, config_fingerprint, resolve_cache, seeded, select_questions
 from lazymem.eval.f1 import contains_gold, locomo_f1, token_f1
 from lazymem.eval.judge import check_judge, judge_answer
-from lazymem.eval.provenance import close_manifest, new_manifest, now
+from lazymem.eval.provenance import close_manifest, new_manifest
+from lazymem.runinfo import now
 from lazymem.eval.runfiles import (
     ERRORS_FILE,
     MANIFEST_FILE,

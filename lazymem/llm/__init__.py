@@ -9,6 +9,7 @@ Modules:
 - ``vllm_engine``: ``VLLMBackend``, ``vllm.LLM`` in this process (CUDA only).
 - ``cache``: ``CachedClient``, the sqlite store of completed calls.
 - ``fake``: ``FakeBackend``, scripted answers for tests and notebooks.
+- ``multi``: ``generate_n``, several samples per prompt (rollouts) from any client.
 - ``models``: the embedded SmolLM2 model and the tiny test model.
 - ``tokens``: Qwen3 token counting.
 
@@ -28,6 +29,7 @@ from lazymem.llm.cache import CachedClient  # noqa: F401
 from lazymem.llm.factory import make_client  # noqa: F401
 from lazymem.llm.fake import FakeBackend  # noqa: F401
 from lazymem.llm.hf import TransformersBackend  # noqa: F401
+from lazymem.llm.multi import generate_n  # noqa: F401
 from lazymem.llm.models import (  # noqa: F401
     SMOLLM2_ALIAS,
     resolve_model,

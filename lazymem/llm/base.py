@@ -146,6 +146,8 @@ class LLMConfig:
     retry_wait: float = field(default=1.0, metadata=_h("openai: first backoff wait in seconds (doubles, jittered, <= 60)"))
     batch_size: int = field(default=8, metadata=_h("transformers: prompts per generate batch"))
     device: str = field(default="cpu", metadata=_h("transformers: torch device"))
+    adapter: str | None = field(
+        default=None, metadata=_h("transformers: a PEFT adapter directory loaded on top of `model` (no merge step)"))
     num_threads: int | None = field(default=None, metadata=_h("transformers: torch CPU threads while generating; None = torch's setting"))
     dtype: str = field(default="auto", metadata=_h(f"one of {DTYPES}; auto = float32 on CPU, the checkpoint's on GPU"))
     cache_dir: str | None = field(default=None, metadata=_h("directory of the call cache (sqlite); None = no cache"))
@@ -159,6 +161,12 @@ class LLMConfig:
         default="response_format", metadata=_h(f"openai: how a json_schema is sent, one of {STRUCTURED_OUTPUTS}"))
 
     def __post_init__(self):
+        if self.adapter is not None and (not isinstance(self.adapter, str) or not self.adapter.strip()):
+            raise ConfigError(f"LLMConfig.adapter={self.adapter!r}: must be an adapter directory or None")
+        if self.adapter is not None and self.backend not in ("transformers", "fake"):
+            raise ConfigError(f"LLMConfig.adapter is for backend 'transformers' (got {self.backend!r}); serve an "
+                              "adapter with vLLM's --lora-modules and name it as the model instead")
+
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
 
@@ -216,9 +224,12 @@ class LLMConfig:
 
     def identity(self) -> dict:
         """What decides the output besides prompt and sampling (the cache key's model part)."""
-        return {"backend": self.backend, "model": self.model, "extra_body": self.extra_body,
-                "chat_template_kwargs": self.chat_template_kwargs,
-                "structured_output": self.structured_output if self.backend == "openai" else None}
+        out = {"backend": self.backend, "model": self.model, "extra_body": self.extra_body,
+               "chat_template_kwargs": self.chat_template_kwargs,
+               "structured_output": self.structured_output if self.backend == "openai" else None}
+        if self.adapter is not None:  # only when set, so caches made before adapters existed stay valid
+            out["adapter"] = _adapter_identity(self.adapter)
+        return out
 
 
 @runtime_checkable
@@ -240,3 +251,16 @@ def run_sync(coro):
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+def _adapter_identity(path: str) -> str:
+    """An adapter's cache identity: its path and the sha256 of its weights (a retrained adapter
+    at the same path must not hit the old one's cached outputs)."""
+    import hashlib
+    from pathlib import Path
+
+    p = Path(path)
+    h = hashlib.sha256()
+    for f in sorted(p.glob("adapter_model.*")) + sorted(p.glob("adapter_config.json")):
+        h.update(f.read_bytes())
+    return f"{p.resolve()}#{h.hexdigest()[:16]}"

@@ -47,6 +47,14 @@ class TransformersBackend:
                 dtype = "float32" if self.config.device == "cpu" else "auto"
             model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=dtype if dtype == "auto" else getattr(torch, dtype))
+            if self.config.adapter:  # e.g. a LoRA saved by `lazymem train sft` / `grpo`: no merge step needed
+                from peft import PeftModel
+
+                try:
+                    model = PeftModel.from_pretrained(model, self.config.adapter)
+                except (OSError, ValueError) as e:
+                    raise ConfigError(f"adapter {self.config.adapter!r} could not be loaded on "
+                                      f"{self.config.model!r}: {e}") from e
             model.to(self.config.device).eval()
             self._model, self._tokenizer = model, tok
         return self._model, self._tokenizer

@@ -21,12 +21,12 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.notebooks.params import expand_grid, load_grid, notebook_parameters, project_root, resolve_notebook, run_id
+from lazymem.runinfo import now
 from lazymem.secrets import REDACTED, is_secret, redact
 
 # Packages whose versions go into every manifest (those missing are recorded as None).
@@ -77,10 +77,6 @@ def git_state(root: str | Path) -> dict:
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 # --- the runner ---------------------------------------------------------------------------------
@@ -221,7 +217,7 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
         manifest = {
             "run_id": rid, "notebook": str(nb_path), "notebook_sha256": nb_sha, "params": shown,
             "kernel": kernel, "git": git, "lazymem_version": lazymem.__version__, "python": sys.version.split()[0],
-            "packages": versions, "start": _now(), "end": None, "duration_s": None, "status": "running",
+            "packages": versions, "start": now(), "end": None, "duration_s": None, "status": "running",
             "error": None, "output_notebook": str(run_dir / nb_path.name), "metrics_path": str(metrics_path),
         }
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -238,7 +234,7 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
         if error is None and metrics is None:
             error = f"the notebook wrote no metrics to {METRICS_PARAM}"
         status = "failed" if error else "ok"
-        manifest.update(end=_now(), duration_s=duration, status=status, error=error)
+        manifest.update(end=now(), duration_s=duration, status=status, error=error)
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         results.append(RunResult(rid, shown, status, str(run_dir), metrics, error, duration, tuple(notes)))
     bar.close()

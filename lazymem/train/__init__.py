@@ -1,14 +1,47 @@
-"""Training the memory-processing model (paper Sec. 3.3), landing here one module per concern:
+"""Training the memory-processing model (paper Sec. 3.3): SFT data, rewards, curriculum, SFT and GRPO.
 
-- SFT data: query-window pairs from the real retrieval and windowing, teacher annotations
-  through the LLM client, discards by reason, window-level balancing, a data card;
-- rewards: the format gate, the action reward R_act (eta-weighted gold / non-gold accuracy),
-  the judged quality reward R_qual, their composite and the lambda curriculum;
-- curriculum: the callback that switches lambda once validation format validity reaches tau;
-- GRPO: TRL's GRPOTrainer configured as the paper's recipe, with a pure-PyTorch reference of
-  its objective.
+Modules, in the order a run uses them:
 
-Training sits beside evaluation, above the query pipeline: it builds its prompts with the same
-public functions as inference (``lazymem.construct.window_prompts``) and never imports
-``lazymem.eval``.
+- ``sft_data`` (+ ``teacher``, ``datacard``): query-window pairs from the real retrieval and
+  windowing, built by the same ``window_prompts`` as inference; a teacher (any LLM client, or
+  the explicit offline gold-label teacher), discards by reason, window-level balancing, TRL
+  prompt/completion JSONL and a data card;
+- ``rl_data``: RL prompts balanced 50/50 by gold presence, with the columns the reward reads;
+- ``rewards`` (+ ``quality``): the format gate, R_act (eta-weighted gold / non-gold accuracy),
+  the judged R_qual, the composite ``LazyMemReward`` with TRL's reward signature;
+- ``diagnostics``: the reward-ordering diagnostic (Micro / Symmetric / eta-weighted);
+- ``curriculum``: ``FormatCurriculum``, the callback moving lambda 0 -> 0.5 past tau;
+- ``objective``: a pure-PyTorch reference of the paper's GRPO objective, and the TRL settings
+  under which TRL computes exactly it;
+- ``sft``, ``grpo`` (+ ``modeling``, ``recipe``, ``logs``): the TRL trainers as the paper's recipes,
+  resumable, driven by ``configs/train_*.yaml`` and ``lazymem train ...``.
+
+Training sits beside evaluation, above the query pipeline, and never imports ``lazymem.eval``.
+Nothing heavy is imported at import time.
 """
+from lazymem.train.diagnostics import Ordering, RolloutScore, reward_ordering
+from lazymem.train.objective import TRL_PAPER_SETTINGS, group_advantages, grpo_loss, k3_kl
+from lazymem.train.quality import JudgeParseError, QualityJudge, parse_quality_judgement, quality_reward, quality_score
+from lazymem.train.rewards import (
+    ETA,
+    LAMBDA_PHASE1,
+    LAMBDA_PHASE2,
+    TAU,
+    LazyMemReward,
+    action_accuracies,
+    action_reward,
+    completion_text,
+    composite_reward,
+    curriculum_lambda,
+    format_gate,
+)
+from lazymem.train.rl_data import RLDataConfig, build_rl_prompts
+from lazymem.train.sft_data import HELD_OUT_HISTORIES, HeldOutError, SFTDataConfig, build_sft_data
+
+__all__ = [
+    "Ordering", "RolloutScore", "reward_ordering", "TRL_PAPER_SETTINGS", "group_advantages", "grpo_loss", "k3_kl",
+    "JudgeParseError", "QualityJudge", "parse_quality_judgement", "quality_reward", "quality_score", "ETA",
+    "LAMBDA_PHASE1", "LAMBDA_PHASE2", "TAU", "LazyMemReward", "action_accuracies", "action_reward",
+    "completion_text", "composite_reward", "curriculum_lambda", "format_gate", "RLDataConfig", "build_rl_prompts",
+    "HELD_OUT_HISTORIES", "HeldOutError", "SFTDataConfig", "build_sft_data",
+]

@@ -11,6 +11,8 @@ Modules:
 - ``figures``: plotly figures: ``window_strip``, ``all_at_k_vs_w`` (beside the paper's
   Table 2), ``window_length_hist``, ``type_counts``, ``split_table_fig``, ``history_stats``,
   ``method_comparison``;
+- ``training``: ``keep_drop_balance``, ``length_histograms``, ``training_curves`` (SFT data cards
+  and trainer logs);
 - ``explorer``: the static HTML window explorer (``window_explorer_html``, ``explorer_view``);
 - ``save``: ``save_figures``/``save_figure`` write ``figures/<name>.html`` (plotly.js written
   once beside them: renders offline) and ``figures/<name>.png`` (kaleido, which needs a Chromium).
@@ -28,9 +30,11 @@ from lazymem.viz.figures import (
 )
 from lazymem.viz.records import COLORS, GOLD_COLOR, HIT_COLOR, STATE_CODE, STATE_LABELS, cell_states, window_records
 from lazymem.viz.save import PNG_FIX, save_figure, save_figures
+from lazymem.viz.training import keep_drop_balance, length_histograms, training_curves
 
 __all__ = [
     "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "history_stats", "method_comparison",
     "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
     "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",
+    "keep_drop_balance", "length_histograms", "training_curves",
 ]

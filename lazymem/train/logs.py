@@ -1,0 +1,47 @@
+"""Trainer logs as rows: what the training notebooks plot and the README's tables quote.
+
+``log_rows(log_history)`` merges Hugging Face ``TrainerState.log_history`` entries (and the
+curriculum's ``curriculum/*`` entries) into one row per step, numeric values only;
+``curriculum_events`` finds the step where lambda_qual switched.
+
+>>> rows = log_rows([{"step": 1, "loss": 0.5, "reward": 0.1}, {"curriculum/step": 1, "step": 1,
+...                  "curriculum/lam": 0.0}, {"step": 2, "loss": 0.4, "curriculum/lam": 0.5}])
+>>> rows
+[{'step': 1, 'loss': 0.5, 'reward': 0.1, 'curriculum/lam': 0.0}, {'step': 2, 'loss': 0.4, 'curriculum/lam': 0.5}]
+>>> curriculum_events(rows)
+{2: 'lambda_qual 0.0 -> 0.5'}
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+
+def log_rows(log_history: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """One dict per step (sorted), merging every entry logged at that step; non-numbers dropped."""
+    by_step: dict[int, dict] = {}
+    for entry in log_history:
+        step = entry.get("step", entry.get("curriculum/step"))
+        if step is None:
+            continue
+        row = by_step.setdefault(int(step), {"step": int(step)})
+        for k, v in entry.items():
+            if k in ("step", "curriculum/step") or isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            if isinstance(v, float) and not math.isfinite(v):
+                continue
+            row[k] = v
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def curriculum_events(rows: Sequence[Mapping[str, Any]], key: str = "curriculum/lam") -> dict[int, str]:
+    """Steps where the logged lambda changed, with a label."""
+    out, last = {}, None
+    for r in rows:
+        lam = r.get(key)
+        if lam is None:
+            continue
+        if last is not None and lam != last:
+            out[int(r["step"])] = f"lambda_qual {last} -> {lam}"
+        last = lam
+    return out

@@ -1,0 +1,82 @@
+"""Load the model a training stage starts from: a base model, optionally with a PEFT adapter.
+
+``base`` is anything ``lazymem.llm.models.resolve_model`` understands (the offline alias
+``smollm2-offline``, a local directory, a hub id online). An ``adapter`` directory (a PEFT
+LoRA saved by the SFT stage) is loaded on top, trainable, so GRPO continues it and TRL keeps
+a frozen copy of it as the reference policy (the paper's pi_ref = the SFT checkpoint).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lazymem.errors import ConfigError
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """A LoRA adapter's shape (peft.LoraConfig); None in a recipe means full fine-tuning."""
+
+    r: int = field(default=16, metadata={"help": "rank"})
+    alpha: int = field(default=32, metadata={"help": "scaling numerator (lora_alpha)"})
+    dropout: float = field(default=0.05, metadata={"help": "dropout on the adapter input"})
+    target_modules: tuple[str, ...] | str = field(
+        default="all-linear", metadata={"help": "module names to adapt, or 'all-linear'"})
+
+    def __post_init__(self):
+        if not (isinstance(self.r, int) and self.r >= 1 and isinstance(self.alpha, int) and self.alpha >= 1):
+            raise ConfigError(f"LoraSettings: r and alpha must be integers >= 1, got r={self.r!r} alpha={self.alpha!r}")
+        if not (0.0 <= float(self.dropout) < 1.0):
+            raise ConfigError(f"LoraSettings.dropout must be in [0, 1), got {self.dropout!r}")
+
+    def peft_config(self):
+        from peft import LoraConfig
+
+        targets = self.target_modules if isinstance(self.target_modules, str) else list(self.target_modules)
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=targets,
+                          task_type="CAUSAL_LM")
+
+
+def load_tokenizer(base: str) -> Any:
+    """The base model's tokenizer, padded on the left (generation) with a pad token set."""
+    from transformers import AutoTokenizer
+
+    from lazymem.llm.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model(base))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_policy(base: str, adapter: str | None = None, dtype: str = "float32", trainable: bool = True) -> Any:
+    """The base model (resolved offline aliases included), with ``adapter`` on top when given."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from lazymem.llm.models import resolve_model
+
+    if dtype not in DTYPES:
+        raise ConfigError(f"dtype {dtype!r}: must be one of {DTYPES}")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(resolve_model(base), dtype=getattr(torch, dtype))
+    except OSError as e:
+        raise OSError(f"base model {base!r} could not be loaded: {e}\nOffline, use 'smollm2-offline' or a local "
+                      "directory; a hub id needs the network.") from e
+    if adapter:
+        from peft import PeftModel
+
+        try:
+            model = PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
+        except (OSError, ValueError) as e:
+            raise OSError(f"adapter {adapter!r} could not be loaded on {base!r}: {e}") from e
+    return model
+
+
+def has_cuda() -> bool:
+    """Whether torch sees a CUDA GPU (trainers run on CPU otherwise)."""
+    import torch
+
+    return torch.cuda.is_available()

@@ -1,0 +1,55 @@
+"""Training recipes as YAML: one frozen dataclass per stage, the same keys in ``configs/train_*.yaml``.
+
+Nested sections (``lora:``, ``judge:``) become their dataclasses; unknown keys and wrong
+types are ConfigErrors naming the file and the field; ``lora: null`` means full fine-tuning.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping, TypeVar
+
+from lazymem.errors import ConfigError, check_fields
+
+T = TypeVar("T")
+
+
+def build_recipe(cls: type[T], values: Mapping, where: str, nested: Mapping[str, type] | None = None) -> T:
+    """``cls(**values)`` with nested mappings turned into their dataclasses; errors name ``where``."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of {cls.__name__} fields, got {type(values).__name__}")
+    check_fields(cls, values, where)
+    v = dict(values)
+    for name, sub in (nested or {}).items():
+        if isinstance(v.get(name), Mapping):
+            check_fields(sub, v[name], f"{where}.{name}")
+            try:
+                v[name] = sub(**v[name])
+            except (ConfigError, TypeError) as e:
+                raise ConfigError(f"{where}.{name}: {e}") from None
+    for f in dataclasses.fields(cls):  # YAML lists for tuple fields
+        if isinstance(v.get(f.name), list) and "tuple" in str(f.type):
+            v[f.name] = tuple(v[f.name])
+    try:
+        return cls(**v)
+    except (ConfigError, TypeError) as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def load_recipe(cls: type[T], path: str | Path, nested: Mapping[str, type] | None = None) -> T:
+    """Read a YAML recipe file into ``cls``."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: recipe file not found")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    return build_recipe(cls, data, str(p), nested)
+
+
+def recipe_dict(recipe: Any) -> dict:
+    """A recipe as plain JSON-ready values (for run records)."""
+    return dataclasses.asdict(recipe)

@@ -1,0 +1,150 @@
+"""Supervised fine-tuning of the memory-processing model with TRL's SFTTrainer (paper Sec. 3.3).
+
+The data is ``lazymem.train.sft_data``'s conversational prompt/completion JSONL (the window
+prompt exactly as inference builds it, the teacher's target); the loss is on the completion
+only. Full fine-tuning (the paper) or a LoRA adapter (``lora:``, the CPU recipe). A run
+resumes from the last complete checkpoint in ``output_dir`` (``resume: true``), so an
+interrupted CPU run loses at most ``save_steps`` steps, and a finished run of the same recipe
+is not trained again (its recorded result is returned). ``configs/train_sft_paper.yaml`` is the paper's
+table; ``configs/train_sft_cpu.yaml`` the laptop recipe.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lazymem.errors import ConfigError
+from lazymem.train.modeling import DTYPES, LoraSettings, has_cuda, load_policy, load_tokenizer
+from lazymem.train.recipe import load_recipe, recipe_dict
+
+RESULT_FILE = "train_result.json"
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class SFTRecipe:
+    """One SFT run; the same keys as ``configs/train_sft_*.yaml``."""
+
+    base: str = field(default="smollm2-offline", metadata=_h("base model: alias, local dir or hub id (paper: Qwen3-4B)"))
+    data: str = field(default="", metadata=_h("SFT JSONL (prompt/completion) from `lazymem train sft-data`"))
+    output_dir: str = field(default="runs/train/sft", metadata=_h("checkpoints, the final model/adapter, train_result.json"))
+    lora: LoraSettings | None = field(default_factory=LoraSettings, metadata=_h("LoRA adapter; null = full fine-tuning"))
+    learning_rate: float = field(default=5e-6, metadata=_h("paper: 5e-6"))
+    lr_scheduler_type: str = field(default="cosine", metadata=_h("paper: cosine"))
+    warmup_ratio: float = field(default=0.03, metadata=_h("paper: 0.03"))
+    num_train_epochs: float = field(default=2.0, metadata=_h("paper: 2"))
+    per_device_train_batch_size: int = field(default=1, metadata=_h("paper: 1 (x 8 accumulation x 2 GPUs = 16)"))
+    gradient_accumulation_steps: int = field(default=8, metadata=_h("paper: 8"))
+    max_length: int = field(default=8192, metadata=_h("max tokens of prompt + completion (paper: 8192 input)"))
+    bf16: bool = field(default=False, metadata=_h("bf16 mixed precision (paper: true; on CPU autocast)"))
+    dtype: str = field(default="float32", metadata=_h(f"weights dtype, one of {DTYPES}"))
+    max_steps: int = field(default=-1, metadata=_h("stop after this many optimizer steps (-1 = the epochs)"))
+    logging_steps: int = field(default=1, metadata=_h("log every N steps"))
+    save_steps: int = field(default=50, metadata=_h("checkpoint every N steps (resume point)"))
+    save_total_limit: int = field(default=3, metadata=_h("checkpoints kept"))
+    seed: int = field(default=42, metadata=_h("training seed"))
+    resume: bool = field(default=True, metadata=_h("continue from the last checkpoint in output_dir"))
+    report_to: str = field(default="none", metadata=_h("'none', 'tensorboard', 'wandb', ..."))
+
+    def __post_init__(self):
+        if self.lora is not None and not isinstance(self.lora, LoraSettings):
+            raise ConfigError(f"SFTRecipe.lora must be a mapping of LoraSettings fields or null, got {self.lora!r}")
+        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "logging_steps",
+                     "save_steps", "save_total_limit"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+                raise ConfigError(f"SFTRecipe.{name} must be an integer >= 1, got {v!r}")
+        if not (isinstance(self.learning_rate, (int, float)) and self.learning_rate > 0):
+            raise ConfigError(f"SFTRecipe.learning_rate must be > 0, got {self.learning_rate!r}")
+        if not (isinstance(self.warmup_ratio, (int, float)) and 0 <= self.warmup_ratio < 1):
+            raise ConfigError(f"SFTRecipe.warmup_ratio must be in [0, 1), got {self.warmup_ratio!r}")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"SFTRecipe.dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "SFTRecipe":
+        return load_recipe(cls, path, {"lora": LoraSettings})
+
+
+def last_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest COMPLETE ``checkpoint-N`` in ``output_dir`` (one whose trainer state was written:
+    a run killed while saving leaves a partial folder, which is skipped); None when there is none."""
+    d = Path(output_dir)
+    if not d.is_dir():
+        return None
+    done = [p for p in d.glob("checkpoint-*") if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()]
+    return str(max(done, key=lambda p: int(p.name.split("-")[-1]))) if done else None
+
+
+def finished_result(output_dir: str | Path, recipe: Any) -> dict | None:
+    """The recorded result when ``output_dir`` already holds a finished run of this same recipe
+    (a rerun returns it instead of training again; resuming a finished run would train one more
+    step in transformers 5 / TRL 1.16)."""
+    path = Path(output_dir) / RESULT_FILE
+    try:
+        done = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    same = json.loads(json.dumps(recipe_dict(recipe), default=str)) == done.get("recipe")
+    return {**done, "already_finished": True} if same else None
+
+
+def load_sft_dataset(path: str | Path) -> Any:
+    """The prompt/completion columns of an SFT JSONL as a ``datasets.Dataset``."""
+    from datasets import load_dataset
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"SFT data {p} not found: build it with `lazymem train sft-data --config ...`")
+    ds = load_dataset("json", data_files=str(p), split="train")
+    missing = {"prompt", "completion"} - set(ds.column_names)
+    if missing:
+        raise ConfigError(f"{p}: SFT data needs the columns prompt and completion; missing {sorted(missing)}")
+    return ds.select_columns(["prompt", "completion"])
+
+
+def run_sft(recipe: SFTRecipe, callbacks: list | None = None) -> dict:
+    """Train; returns (and writes to ``output_dir/train_result.json``) steps, loss, wall time, paths."""
+    from trl import SFTConfig, SFTTrainer
+
+    if not recipe.data:
+        raise ConfigError("SFTRecipe.data is empty: point it at an SFT JSONL (`lazymem train sft-data`)")
+    out = Path(recipe.output_dir)
+    if recipe.resume and (done := finished_result(out, recipe)) is not None:
+        return done
+    dataset = load_sft_dataset(recipe.data)
+    tokenizer = load_tokenizer(recipe.base)
+    model = load_policy(recipe.base, dtype=recipe.dtype)
+    args = SFTConfig(
+        output_dir=str(out), learning_rate=recipe.learning_rate, lr_scheduler_type=recipe.lr_scheduler_type,
+        warmup_steps=recipe.warmup_ratio,  # transformers 5: a float in [0, 1) is a ratio of total steps
+        num_train_epochs=recipe.num_train_epochs, max_steps=recipe.max_steps,
+        per_device_train_batch_size=recipe.per_device_train_batch_size,
+        gradient_accumulation_steps=recipe.gradient_accumulation_steps, max_length=recipe.max_length,
+        completion_only_loss=True, bf16=recipe.bf16, logging_steps=recipe.logging_steps,
+        save_strategy="steps", save_steps=recipe.save_steps, save_total_limit=recipe.save_total_limit,
+        seed=recipe.seed, report_to=recipe.report_to, use_cpu=not has_cuda(), dataloader_num_workers=0,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                         peft_config=recipe.lora.peft_config() if recipe.lora else None, callbacks=callbacks)
+    resume_from = last_checkpoint(out) if recipe.resume else None
+    t0 = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    final = out / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    record = {
+        "stage": "sft", "recipe": recipe_dict(recipe), "resumed_from": resume_from,
+        "global_step": trainer.state.global_step, "train_loss": result.training_loss,
+        "wall_s": round(time.perf_counter() - t0, 1), "final": str(final),
+        "adapter": bool(recipe.lora), "examples": len(dataset),
+        "log_history": trainer.state.log_history,
+    }
+    (out / RESULT_FILE).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+    return record

@@ -1,0 +1,357 @@
+"""SFT data (paper Sec. 3.3 and App. "SFT data construction"): teacher-annotated query-window pairs.
+
+``build_sft_data(SFTDataConfig(...)) -> card`` runs, for training questions sampled by type:
+
+1. the real query path's first steps: hybrid retrieval and windowing (``question_windows``,
+   one shared Retriever) and the one window-prompt builder (``window_prompts``), so every
+   prompt is byte-identical to what inference sends the MPM;
+2. the teacher on every window (``lazymem.train.teacher``): an LLM client, all windows of a
+   batch of questions in one ``generate`` call, or the explicit gold-label teacher;
+3. discards (failed call, gate failure kind, dropped gold), counted by reason;
+4. window-level balancing: every window with a KEEP, and as many sampled all-DROP windows;
+5. ``sft.jsonl`` in TRL's conversational prompt/completion form with metadata columns,
+   ``annotations.jsonl`` (every window's raw output and verdict) and the data card.
+
+Question selection (``select_questions``, shared with RL prompts) takes one split of the
+paper's stratified split (seed 42) of each dataset, keeps questions with gold evidence and
+refuses LoCoMo conversations 9-10 (conv-49, conv-50: the paper's LoCoMo test set) with
+``HeldOutError``. ``sample_by_type`` then draws questions in proportion to their types.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
+
+from lazymem.construct import BRIDGES, WindowPrompt, window_prompts
+from lazymem.data import DEFAULT_SPEC, allocate, load_dataset, stratified_split
+from lazymem.errors import ConfigError, check_fields
+from lazymem.llm import LLMConfig, Sampling
+from lazymem.pipeline import question_windows
+from lazymem.retrieve import RetrievalConfig, WindowConfig
+
+if TYPE_CHECKING:
+    from lazymem.llm import LLMClient
+    from lazymem.records import Dataset, History, Question
+
+# The paper's LoCoMo test set (conversations 9-10): never training data.
+HELD_OUT_HISTORIES = frozenset({"conv-49", "conv-50"})
+# The paper gives no teacher decoding settings; a high-thinking trace needs room (its mean target is 873 tokens).
+DEFAULT_TEACHER_SAMPLING = Sampling(temperature=0.0, max_tokens=8192)
+
+
+class HeldOutError(ConfigError):
+    """Training data would include a held-out test conversation (LoCoMo conv-49 / conv-50)."""
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class PairsConfig:
+    """Which questions, and how their query-window pairs are built (shared by SFT data and RL prompts)."""
+
+    datasets: tuple[str, ...] = field(default=(DEFAULT_SPEC,), metadata=_h("dataset SPECs (lazymem.data.load_dataset)"))
+    split: str | None = field(default="train", metadata=_h("split of the paper's stratified split; None = all questions"))
+    split_seed: int = field(default=42, metadata=_h("seed of the stratified split (the paper's: 42)"))
+    histories: tuple[str, ...] = field(default=(), metadata=_h("only these history ids, e.g. LoCoMo conv-26..conv-48 (empty = all)"))
+    types: tuple[str, ...] = field(default=(), metadata=_h("only these question types, names or abbreviations (empty = all)"))
+    questions: int | None = field(default=None, metadata=_h("at most this many questions, sampled in proportion to type; None = all"))
+    per_type: Mapping[str, int] | None = field(default=None, metadata=_h("exact questions per type instead of `questions`"))
+    seed: int = field(default=0, metadata=_h("seed of question sampling and balancing"))
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=_h("as the pipeline's retrieval:"))
+    window: WindowConfig = field(default_factory=WindowConfig, metadata=_h("as the pipeline's window: (w, L, s)"))
+    bridges: str = field(default="none", metadata=_h(f"as the pipeline's bridges: one of {BRIDGES}"))
+    output_dir: str = field(default="runs/train_data", metadata=_h("where the JSONL files and the data card go"))
+    progress: bool = field(default=True, metadata=_h("tqdm bar over questions"))
+
+    def __post_init__(self):
+        for name in ("datasets", "histories", "types"):
+            v = getattr(self, name)
+            v = (v,) if isinstance(v, str) else v
+            self._need(isinstance(v, (list, tuple)) and all(isinstance(x, str) and x for x in v), name,
+                       "must be a list of non-empty strings")
+            object.__setattr__(self, name, tuple(v))
+        self._need(len(self.datasets) >= 1, "datasets", "needs at least one dataset SPEC")
+        self._need(self.split in (None, "train", "validation", "test"), "split", "must be train, validation, test or None")
+        self._need(self.split != "test", "split", "the test split is never training data")
+        self._need(_is_int(self.split_seed), "split_seed", "must be an integer")
+        self._need(_is_int(self.seed), "seed", "must be an integer")
+        self._need(self.questions is None or (_is_int(self.questions) and self.questions >= 1), "questions",
+                   "must be None (all) or an integer >= 1")
+        if self.per_type is not None:
+            self._need(isinstance(self.per_type, Mapping) and all(isinstance(k, str) and _is_int(n) and n >= 0
+                                                                  for k, n in self.per_type.items()),
+                       "per_type", "must map type names to integers >= 0")
+            self._need(self.questions is None, "per_type", "set questions or per_type, not both")
+            object.__setattr__(self, "per_type", dict(self.per_type))
+        self._need(isinstance(self.retrieval, RetrievalConfig), "retrieval", "must be a RetrievalConfig")
+        self._need(isinstance(self.window, WindowConfig), "window", "must be a WindowConfig")
+        self._need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
+        self._need(isinstance(self.output_dir, str) and self.output_dir != "", "output_dir", "must be a directory path")
+        self._need(isinstance(self.progress, bool), "progress", "must be true or false")
+
+    def _need(self, ok: bool, name: str, allowed: str):
+        if not ok:
+            raise ConfigError(f"{type(self).__name__}.{name}={getattr(self, name)!r}: {allowed}")
+
+    _SECTIONS = {"retrieval": RetrievalConfig, "window": WindowConfig}
+
+    @classmethod
+    def from_dict(cls, values: Mapping):
+        """Build from a mapping (a whole configs/train_data_*.yaml); errors name the bad field."""
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{cls.__name__}: expected a mapping, got {type(values).__name__}")
+        check_fields(cls, values, cls.__name__)
+        v = dict(values)
+        for name, builder in cls._SECTIONS.items():
+            if isinstance(v.get(name), Mapping):
+                check_fields(builder, v[name], f"{cls.__name__}.{name}")
+                v[name] = builder(**v[name])
+        return cls(**v)
+
+    @classmethod
+    def from_yaml(cls, path: str):
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(yaml.safe_load(f) or {})
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def sample_by_type(items: Sequence[tuple[str, str]], n: int | None = None,
+                   per_type: Mapping[str, int] | None = None, seed: int = 0) -> list[str]:
+    """Keys of (key, type) items drawn by type, in input order: ``n`` in proportion to the types
+    (largest remainder, as the paper's split), or ``per_type`` counts; each type shuffled by
+    its own ``random.Random(seed)`` after sorting by key. ``n`` None or >= len(items): all.
+
+    >>> items = [(f"a{i}", "A") for i in range(6)] + [(f"b{i}", "B") for i in range(3)]
+    >>> picked = sample_by_type(items, 3, seed=0)
+    >>> len(picked), sorted(Counter(k[0] for k in picked).items())
+    (3, [('a', 2), ('b', 1)])
+    """
+    by_type: dict[str, list[str]] = {}
+    for key, t in items:
+        by_type.setdefault(t, []).append(key)
+    if per_type is not None:
+        unknown = sorted(set(per_type) - set(by_type))
+        if unknown:
+            raise ConfigError(f"per_type: no eligible question of type(s) {unknown}; types here: {sorted(by_type)}")
+        short = {t: (k, len(by_type[t])) for t, k in per_type.items() if k > len(by_type[t])}
+        if short:
+            raise ConfigError(f"per_type asks for more questions than are eligible: {short} (asked, eligible)")
+        sizes = {t: per_type.get(t, 0) for t in by_type}
+    elif n is None or n >= len(items):
+        return [k for k, _ in items]
+    else:
+        frac = Fraction(n, len(items))
+        sizes = {t: a[0] for t, a in allocate({t: len(v) for t, v in by_type.items()}, (frac, 1 - frac, 0)).items()}
+    chosen: set[str] = set()
+    for t, keys in by_type.items():
+        order = sorted(keys)
+        random.Random(seed).shuffle(order)
+        chosen.update(order[:sizes[t]])
+    return [k for k, _ in items if k in chosen]
+
+
+def select_questions(datasets: Sequence["Dataset"], config: PairsConfig) -> tuple[list[tuple[int, "Question"]], dict]:
+    """The training questions as (dataset index, question), and the selection's counts.
+
+    Raises:
+        HeldOutError: an eligible question is asked over LoCoMo conv-49 or conv-50.
+        ConfigError: ``histories`` or ``types`` names something no dataset has.
+    """
+    known = {h for d in datasets for h in d.histories}
+    missing = [h for h in config.histories if h not in known]
+    if missing:
+        raise ConfigError(f"histories: {missing} in no dataset; e.g. {sorted(known)[:5]}")
+    names = {n for d in datasets for q in d.questions for n in (q.type, q.abbrev)}
+    unknown = [t for t in config.types if t not in names]
+    if unknown:
+        raise ConfigError(f"types: {unknown} match no question; types here: {sorted(names)}")
+    eligible: list[tuple[int, "Question"]] = []
+    counts = []
+    for k, d in enumerate(datasets):
+        qs = list(d.questions)
+        if config.split is not None:
+            keep = set(stratified_split(d.questions, seed=config.split_seed).ids(config.split))
+            qs = [q for q in qs if q.id in keep]
+        n_split = len(qs)
+        if config.histories:
+            qs = [q for q in qs if q.history_id in set(config.histories)]
+        if config.types:
+            qs = [q for q in qs if q.type in config.types or q.abbrev in config.types]
+        with_evidence = [q for q in qs if q.evidence]
+        counts.append({"spec": config.datasets[k], "questions": len(d.questions), "in_split": n_split,
+                       "after_filters": len(qs), "with_gold_evidence": len(with_evidence)})
+        eligible += [(k, q) for q in with_evidence]
+    held = sorted({q.history_id for _, q in eligible if q.history_id in HELD_OUT_HISTORIES})
+    if held:
+        raise HeldOutError(f"LoCoMo conversation(s) {held} are the paper's test set and never training data; "
+                           f"select conversations 1-8 with histories: [conv-26, ..., conv-48]")
+    keys = {f"{k}\t{q.id}": (k, q) for k, q in eligible}
+    if len(keys) != len(eligible):
+        raise ConfigError("duplicate question ids within one dataset")
+    picked = sample_by_type([(key, q.type) for key, (_, q) in keys.items()], config.questions, config.per_type,
+                            config.seed)
+    selected = [keys[key] for key in picked]
+    by_type = Counter(q.type for _, q in selected)
+    return selected, {"datasets": counts, "eligible": len(eligible), "requested": config.questions,
+                      "per_type_requested": dict(config.per_type) if config.per_type else None,
+                      "used": len(selected), "used_by_type": dict(sorted(by_type.items())),
+                      "gold_messages": sum(len(set(q.evidence)) for _, q in selected)}
+
+
+@dataclass(frozen=True)
+class QueryWindow:
+    """One query-window pair: a question and one of its windows as the MPM sees it."""
+
+    dataset: str  # the SPEC it came from
+    history: "History"
+    question: "Question"
+    prompt: WindowPrompt  # messages, decision positions, gold labels, window
+    index: int  # the window's index among its question's windows
+
+
+def load_sources(config: PairsConfig) -> tuple[list["Dataset"], list[dict]]:
+    """The datasets and their card entries (spec, name, source, sha256)."""
+    ds = [load_dataset(spec) for spec in config.datasets]
+    return ds, [{"spec": s, "name": d.name, "source": d.source, "sha256": d.sha256} for s, d in zip(config.datasets, ds)]
+
+
+def query_window_pairs(datasets: Sequence["Dataset"], selected: Sequence[tuple[int, "Question"]],
+                       config: PairsConfig, desc: str = "questions") -> Iterator[list[QueryWindow]]:
+    """Each selected question's query-window pairs (one list per question), questions grouped
+    by history so each history is indexed once; a tqdm bar counts questions."""
+    from tqdm.auto import tqdm
+
+    from lazymem.retrieve import Retriever
+
+    retriever = Retriever(config.retrieval)
+    order = sorted(range(len(selected)), key=lambda i: (selected[i][0], selected[i][1].history_id, i))
+    for i in tqdm(order, desc=desc, unit="q", disable=not config.progress):
+        k, q = selected[i]
+        history = datasets[k].history(q)
+        _, windows = question_windows(history, q, retriever, config.window)
+        prompts = window_prompts(history, q, windows, config.window, config.bridges)
+        yield [QueryWindow(config.datasets[k], history, q, p, j) for j, p in enumerate(prompts)]
+
+
+def gold_in_windows(pairs: Iterable[QueryWindow]) -> int:
+    """How many distinct (question, gold message) pairs some window shows: retrieval's gold recall."""
+    return len({(p.dataset, p.question.id, pos) for p in pairs
+                for pos, gold in zip(p.prompt.decision_positions, p.prompt.gold_labels) if gold})
+
+
+def pair_columns(pair: QueryWindow) -> dict:
+    """Metadata columns every training row carries (JSON-ready)."""
+    p, q = pair.prompt, pair.question
+    return {"dataset": pair.dataset, "question_id": q.id, "question_type": q.type, "history_id": q.history_id,
+            "window_index": pair.index, "window_positions": list(p.window.positions),
+            "decision_positions": list(p.decision_positions), "gold_labels": list(p.gold_labels),
+            "n_gold": sum(p.gold_labels)}
+
+
+# --- SFT ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SFTDataConfig(PairsConfig):
+    """SFT data: PairsConfig plus the teacher and balancing; the keys of configs/train_data_*.yaml."""
+
+    questions: int | None = field(default=100, metadata=_h("at most this many, by type (the paper: 100 of 360)"))
+    teacher: LLMConfig | str | None = field(
+        default=None, metadata=_h("required: an LLM config, or 'gold' for the offline gold-label teacher"))
+    teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=_h("teacher decoding"))
+    batch_questions: int = field(default=16, metadata=_h("questions whose windows go in one generate call"))
+    balance: bool = field(default=True, metadata=_h("pair the windows with a KEEP with as many sampled all-DROP windows"))
+    output_dir: str = field(default="runs/train_data/sft", metadata=_h("where sft.jsonl and the data card go"))
+
+    _SECTIONS = {**PairsConfig._SECTIONS, "teacher": LLMConfig, "teacher_sampling": Sampling}
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._need(self.teacher == "gold" or isinstance(self.teacher, LLMConfig), "teacher",
+                   "is required: an LLM config (backend, model, ...) or the literal 'gold' (gold-label teacher)")
+        self._need(isinstance(self.teacher_sampling, Sampling), "teacher_sampling", "must be a Sampling")
+        self._need(_is_int(self.batch_questions) and self.batch_questions >= 1, "batch_questions", "must be >= 1")
+        self._need(isinstance(self.balance, bool), "balance", "must be true or false")
+
+    @property
+    def teacher_name(self) -> str:
+        from lazymem.train.teacher import GOLD_TEACHER
+
+        return GOLD_TEACHER if self.teacher == "gold" else f"{self.teacher.backend}:{self.teacher.model}"
+
+
+def balance_windows(n_keep: Sequence[int], seed: int = 0) -> list[int]:
+    """Indices of a window-balanced set, ascending: every window with a KEEP, and as many all-DROP
+    windows drawn without replacement by ``random.Random(seed)`` (all of them when fewer).
+
+    >>> balance_windows([0, 2, 0, 0, 1, 0], seed=0)
+    [1, 2, 4, 5]
+    """
+    keep = [i for i, n in enumerate(n_keep) if n > 0]
+    drop = [i for i, n in enumerate(n_keep) if n == 0]
+    return sorted(keep + random.Random(seed).sample(drop, min(len(keep), len(drop))))
+
+
+def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> dict:
+    """Build SFT data into ``config.output_dir`` (see the module docstring); returns the data card.
+
+    ``client`` is a ready teacher client (e.g. a scripted fake); None makes one from
+    ``config.teacher`` (unused with the gold-label teacher).
+
+    Writes ``sft.jsonl`` (the instances), ``annotations.jsonl`` (every query-window pair with
+    the teacher's raw output and verdict), ``card.json`` and ``card.md``. Rerunning rewrites
+    the same files; with ``teacher.cache_dir`` set, teacher calls already made come from disk.
+    """
+    from lazymem.train.datacard import sft_card, write_card, write_jsonl
+    from lazymem.train.teacher import annotate
+
+    datasets, sources = load_sources(config)
+    selected, selection = select_questions(datasets, config)
+    if config.teacher == "gold" and client is not None:
+        raise ConfigError("build_sft_data: a teacher client was given but config.teacher is 'gold'")
+    if config.teacher != "gold" and client is None:
+        from lazymem.llm import make_client
+
+        client = make_client(config.teacher)
+    done: list = []  # (pair, completion, annotation) per query-window pair
+    batch: list[QueryWindow] = []
+
+    def flush():
+        done.extend((pair, *r) for pair, r in zip(batch, annotate([b.prompt for b in batch], [b.history for b in batch],
+                                                                  client, config.teacher_sampling)))
+        batch.clear()
+
+    for n, pairs in enumerate(query_window_pairs(datasets, selected, config, desc="sft data"), start=1):
+        batch += pairs
+        if n % config.batch_questions == 0:
+            flush()
+    flush()
+    selection["gold_messages_in_windows"] = gold_in_windows(pair for pair, _, _ in done)
+    ok = [(pair, ann) for pair, _, ann in done if ann.ok]
+    chosen = balance_windows([a.n_keep for _, a in ok], config.seed) if config.balance else list(range(len(ok)))
+    rows = [{"prompt": list(ok[i][0].prompt.messages), "completion": [{"role": "assistant", "content": ok[i][1].target}],
+             **pair_columns(ok[i][0]), "n_keep": ok[i][1].n_keep, "has_think": ok[i][1].has_think} for i in chosen]
+    out = config.output_dir
+    files = {"sft": write_jsonl(f"{out}/sft.jsonl", rows),
+             "annotations": write_jsonl(f"{out}/annotations.jsonl", (
+                 {**pair_columns(pair), "status": ann.status, "detail": ann.detail, "n_keep": ann.n_keep,
+                  "n_decisions": ann.n_decisions, "has_think": ann.has_think, "model": c.model, "error": c.error,
+                  "finish_reason": c.finish_reason, "output": c.text} for pair, c, ann in done))}
+    card, markdown = sft_card(config, sources, selection, [(pair.prompt, ann) for pair, _, ann in done], rows, files)
+    write_card(out, card, markdown)
+    return card

@@ -1,0 +1,138 @@
+"""The SFT teacher (paper App. "SFT data construction"): annotate windows, keep or discard each.
+
+A teacher is any LLM client prompted with the window's chat messages (the paper: DeepSeek-V4-Flash
+in high-thinking mode), or the offline **gold-label teacher** (``teacher: gold``), which KEEPs
+every gold message with its verbatim text and DROPs the rest. The gold teacher is a named
+option, recorded as such in the data card; it never stands in for a model that failed.
+
+Every output goes through the same format gate as inference (``WindowPrompt.gate``) after a
+leading ``<think>...</think>`` is set aside; the trace stays in the SFT target, as the paper's
+"its reasoning and structured decisions form the SFT target". An instance is discarded when
+the call failed, the gate refuses the output (unparsable, schema violation, wrong number of
+decisions: the gate's failure kind is the reason), or a gold message is dropped.
+
+>>> from lazymem.records import History, Message, Question
+>>> from lazymem.construct import window_prompts
+>>> from lazymem.retrieve import build_windows
+>>> h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in
+...                        enumerate(["I moved to Lisbon.", "Nice!"])))
+>>> q = Question("q", "single-session-user", "Where do I live?", "Lisbon", "h", "2023/06/01", evidence=(0,))
+>>> (p,) = window_prompts(h, q, build_windows(h, [0], gold=q.evidence))
+>>> print(gold_target(p, h))
+[{"op": "KEEP", "compressed_content": "I moved to Lisbon.", "reason": "evidence for the query"}, {"op": "DROP", "compressed_content": "", "reason": "not evidence for the query"}]
+>>> judge(p, gold_completion(p, h)).status, judge(p, completion("[]")).status
+('ok', 'wrong_count')
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from lazymem.construct import FAILURE_KINDS, STRUCTURAL_FAILURES, WindowPrompt, strip_think
+from lazymem.llm import Completion
+
+if TYPE_CHECKING:
+    from lazymem.llm import LLMClient, Sampling
+    from lazymem.records import History
+
+GOLD = "gold"  # the config value that selects the gold-label teacher
+GOLD_TEACHER = "gold-label teacher"  # its name in data cards and Completion.model
+KEEP_REASON = "evidence for the query"
+DROP_REASON = "not evidence for the query"
+OK = "ok"
+FAILED_CALL = "failed_call"
+DROPPED_GOLD = "dropped_gold"
+DISCARD_REASONS: tuple[str, ...] = (FAILED_CALL, DROPPED_GOLD) + FAILURE_KINDS
+# The paper's four discard reasons, each gate failure kind under one of them.
+PAPER_GROUPS = ("failed_call", "drops_gold", "unparsable", "schema_violation", "wrong_count")
+
+
+def paper_group(reason: str) -> str:
+    """The paper's name for a discard reason (a gate failure kind is grouped).
+
+    >>> [paper_group(r) for r in ("dropped_gold", "extra_text", "wrong_count", "bad_op")]
+    ['drops_gold', 'unparsable', 'wrong_count', 'schema_violation']
+    """
+    if reason == FAILED_CALL:
+        return "failed_call"
+    if reason == DROPPED_GOLD:
+        return "drops_gold"
+    if reason == "wrong_count":
+        return "wrong_count"
+    if reason in STRUCTURAL_FAILURES:
+        return "unparsable"
+    if reason in FAILURE_KINDS:
+        return "schema_violation"
+    raise ValueError(f"unknown discard reason {reason!r}")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """The teacher's output for one window and whether it becomes an SFT instance."""
+
+    status: str  # OK or one of DISCARD_REASONS
+    target: str  # the teacher's text as returned (think trace included); "" for a failed call
+    n_keep: int  # KEEP decisions (0 unless the gate passed)
+    n_decisions: int  # decisions parsed (0 unless the gate passed)
+    has_think: bool  # the text opens with a <think>...</think> trace
+    detail: str = ""  # the gate's or the call's error detail
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+def completion(text: str, model: str = GOLD_TEACHER) -> Completion:
+    """A successful Completion holding ``text`` (what the gold teacher returns)."""
+    return Completion(text=text, prompt_tokens=None, completion_tokens=None, latency_s=0.0, model=model,
+                      finish_reason="stop")
+
+
+def gold_target(prompt: WindowPrompt, history: "History") -> str:
+    """The gold-label teacher's output: KEEP each gold message verbatim, DROP the rest (one JSON line)."""
+    items = [{"op": "KEEP", "compressed_content": history[p].text, "reason": KEEP_REASON} if gold
+             else {"op": "DROP", "compressed_content": "", "reason": DROP_REASON}
+             for p, gold in zip(prompt.decision_positions, prompt.gold_labels)]
+    return json.dumps(items, ensure_ascii=False)
+
+
+def gold_completion(prompt: WindowPrompt, history: "History") -> Completion:
+    return completion(gold_target(prompt, history))
+
+
+def judge(prompt: WindowPrompt, out: Completion) -> Annotation:
+    """Keep or discard one teacher output for its window (see the module docstring)."""
+    if out.error is not None:
+        return Annotation(FAILED_CALL, "", 0, 0, False, out.error)
+    text = out.text
+    rest = strip_think(text) if isinstance(text, str) else text
+    has_think = isinstance(text, str) and rest != text
+    verdict = prompt.gate(rest)
+    if not verdict.ok:
+        return Annotation(verdict.reason, text, 0, 0, has_think, verdict.detail)
+    n_keep = sum(d.op == "KEEP" for d in verdict.decisions)
+    dropped = [d.pos for d, gold in zip(verdict.decisions, prompt.gold_labels) if gold and d.op == "DROP"]
+    if dropped:
+        return Annotation(DROPPED_GOLD, text, n_keep, len(verdict.decisions), has_think,
+                          f"gold position(s) {dropped} dropped")
+    return Annotation(OK, text, n_keep, len(verdict.decisions), has_think)
+
+
+def annotate(prompts: Sequence[WindowPrompt], histories: Sequence["History"], client: "LLMClient | None",
+             sampling: "Sampling") -> list[tuple[Completion, Annotation]]:
+    """Teacher outputs for many windows and their verdicts, in order.
+
+    ``client`` None means the gold-label teacher (``histories[i]`` gives window i's texts);
+    otherwise all windows go to the client in one ``generate`` call, so a server backend
+    runs them concurrently and a cached client answers repeats from disk.
+    """
+    if len(prompts) != len(histories):
+        raise ValueError(f"{len(prompts)} prompts but {len(histories)} histories")
+    if client is None:
+        outs = [gold_completion(p, h) for p, h in zip(prompts, histories)]
+    else:
+        outs = client.generate([list(p.messages) for p in prompts], sampling) if prompts else []
+        if len(outs) != len(prompts):
+            raise RuntimeError(f"teacher returned {len(outs)} completions for {len(prompts)} prompts")
+    return [(o, judge(p, o)) for p, o in zip(prompts, outs)]

@@ -1,0 +1,60 @@
+"""Figures of training data and training runs: KEEP/DROP balance, lengths, curves from trainer logs.
+
+Inputs are plain dicts: a data card (``lazymem.train.datacard``), per-instance lengths, and
+the rows of ``lazymem.train.log_rows`` (one per logged step), so the figures never touch a
+trainer.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+def keep_drop_balance(counts: Mapping[str, Mapping[str, float]], title: str = "KEEP / DROP share of decisions"):
+    """Stacked bars of the KEEP and DROP shares per stage, e.g. {"raw annotations": {"KEEP": 0.04,
+    "DROP": 0.96}, "SFT instances": {...}}."""
+    import plotly.graph_objects as go
+
+    stages = list(counts)
+    fig = go.Figure()
+    for op, color in (("KEEP", "#2ca02c"), ("DROP", "#bdbdbd")):
+        vals = [counts[s].get(op, 0.0) for s in stages]
+        fig.add_bar(name=op, x=stages, y=vals, marker_color=color, text=[f"{v:.1%}" for v in vals])
+    fig.update_layout(barmode="stack", title=title, yaxis_title="share of decisions", yaxis_tickformat=".0%",
+                      template="plotly_white")
+    return fig
+
+
+def length_histograms(lengths: Mapping[str, Sequence[int]], unit: str = "tokens",
+                      paper_means: Mapping[str, float] | None = None, title: str = "Instance lengths"):
+    """Overlaid histograms (e.g. {"input": [...], "target": [...]}) with the paper's means as dashed lines."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for name, xs in lengths.items():
+        fig.add_histogram(x=list(xs), name=f"{name} (mean {sum(xs) / max(len(xs), 1):,.0f})", opacity=0.6, nbinsx=30)
+    for name, mean in (paper_means or {}).items():
+        fig.add_vline(x=mean, line_dash="dash", annotation_text=f"paper {name} mean {mean:,.0f}")
+    fig.update_layout(barmode="overlay", title=title, xaxis_title=unit, yaxis_title="instances",
+                      template="plotly_white")
+    return fig
+
+
+def training_curves(rows: Sequence[Mapping], metrics: Sequence[str], title: str = "Training",
+                    events: Mapping[int, str] | None = None):
+    """One panel per metric against the step (rows: {"step": ..., metric: ...}); ``events`` marks
+    steps such as the curriculum's lambda switch with a dashed line."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=len(metrics), cols=1, shared_xaxes=True, subplot_titles=list(metrics),
+                        vertical_spacing=0.06)
+    for i, m in enumerate(metrics, start=1):
+        pts = [(r["step"], r[m]) for r in rows if r.get(m) is not None]
+        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers", name=m),
+                      row=i, col=1)
+        for step, label in (events or {}).items():
+            fig.add_vline(x=step, line_dash="dash", line_color="#d62728", row=i, col=1,
+                          annotation_text=label if i == 1 else None)
+    fig.update_layout(title=title, height=220 * len(metrics) + 80, showlegend=False, template="plotly_white")
+    fig.update_xaxes(title_text="step", row=len(metrics), col=1)
+    return fig

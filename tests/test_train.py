@@ -1,0 +1,242 @@
+"""lazymem.train trainers: a tiny real Qwen3-architecture model through TRL's real SFT and GRPO trainers."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lazymem.errors import ConfigError
+from lazymem.llm import LLMConfig
+
+pytestmark = pytest.mark.slow
+
+VALID = '[{"op": "KEEP", "compressed_content": "Lisbon.", "reason": ""}]'
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from lazymem.llm.models import tiny_test_model
+    from lazymem.llm.tokens import qwen3_tokenizer_dir
+
+    if not (qwen3_tokenizer_dir() / "tokenizer.json").is_file():
+        pytest.skip("Qwen3 tokenizer not fetched (scripts/fetch_qwen3_tokenizer.sh)")
+    return tiny_test_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def _sft_rows(n=8):
+    return [{"prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
+             "completion": [{"role": "assistant", "content": VALID}]} for i in range(n)]
+
+
+def _rl_rows(n=8):
+    return [{"prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
+             "decision_positions": [i], "gold_labels": [i % 2 == 0], "question_id": f"q{i}", "query": "Where?",
+             "query_time": "2023/05/20", "gold_answer": "Lisbon", "reasoning_chain": "",
+             "sources": [{"role": "user", "content": f"I moved to Lisbon ({i}).", "timestamp": "2023/05/01"}]}
+            for i in range(n)]
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def sft_run(tiny, tmp_path_factory):
+    """Two SFT steps with a LoRA adapter, checkpointing every step."""
+    from lazymem.train.modeling import LoraSettings
+    from lazymem.train.sft import SFTRecipe, run_sft
+
+    d = tmp_path_factory.mktemp("sft")
+    recipe = SFTRecipe(base=str(tiny), data=_jsonl(d / "sft.jsonl", _sft_rows()), output_dir=str(d / "out"),
+                       lora=LoraSettings(r=4, alpha=8), learning_rate=1e-3, warmup_ratio=0.0, max_steps=1,
+                       per_device_train_batch_size=2, gradient_accumulation_steps=1, save_steps=1, max_length=256)
+    first = run_sft(recipe)  # "interrupted" after one step: its checkpoint is what a kill leaves behind
+    import dataclasses
+
+    second = run_sft(dataclasses.replace(recipe, max_steps=2))
+    return recipe, first, second
+
+
+def test_sft_trains_a_lora_adapter_and_resumes_from_its_checkpoint(sft_run):
+    recipe, first, second = sft_run
+    assert first["global_step"] == 1 and first["resumed_from"] is None
+    assert second["resumed_from"].endswith("checkpoint-1") and second["global_step"] == 2
+    losses = [(h["step"], h["loss"]) for h in second["log_history"] if "loss" in h]
+    first_losses = [(h["step"], h["loss"]) for h in first["log_history"] if "loss" in h]
+    # step 1 comes back from the checkpoint's trainer state (not retrained); only step 2 is new
+    assert [s for s, _ in losses] == [1, 2] and losses[0] == first_losses[0]
+    from pathlib import Path
+
+    final = Path(second["final"])
+    assert (final / "adapter_config.json").is_file() and (final / "adapter_model.safetensors").is_file()
+
+
+def test_sft_adapter_changes_the_model(sft_run, tiny):
+    import torch
+
+    from lazymem.train.modeling import load_policy, load_tokenizer
+
+    tok = load_tokenizer(str(tiny))
+    ids = tok("window 3", return_tensors="pt").input_ids
+    base = load_policy(str(tiny), trainable=False)
+    tuned = load_policy(str(tiny), sft_run[2]["final"], trainable=False)
+    with torch.no_grad():
+        assert not torch.allclose(base(ids).logits, tuned(ids).logits)
+
+
+def test_grpo_two_steps_curriculum_switch_and_resume(sft_run, tiny, tmp_path):
+    """GRPO from the SFT adapter (frozen copy as reference, KL on), curriculum switching lambda in a
+    constructed case (the validator reports every output valid, tau 0.5), then a resumed run that keeps
+    the switch instead of falling back to phase 1."""
+    import dataclasses
+
+    from lazymem.train.grpo import GRPORecipe, run_grpo
+
+    recipe = GRPORecipe(base=str(tiny), adapter=sft_run[2]["final"], data=_jsonl(tmp_path / "rl.jsonl", _rl_rows()),
+                        output_dir=str(tmp_path / "grpo"), learning_rate=1e-3, max_steps=1,
+                        per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=2,
+                        max_completion_length=8, save_steps=1, eval_steps=1, tau=0.5,
+                        judge=LLMConfig(backend="fake", model="judge"))
+    calls = []
+
+    def validator(model, tokenizer):
+        calls.append(1)
+        return [VALID] * 8
+
+    first = run_grpo(recipe, validator=validator)
+    assert first["global_step"] == 1
+    assert first["curriculum"]["switched_at"] == 0 and first["curriculum"]["lam"] == 0.5
+    logged = [h for h in first["log_history"] if "kl" in h]
+    assert logged and "rewards/lazymem_reward/mean" in logged[0] and "lazymem/strict_gate" in logged[0]
+    second = run_grpo(dataclasses.replace(recipe, max_steps=2), validator=lambda m, t: ["not json"] * 8)
+    assert second["resumed_from"].endswith("checkpoint-1") and second["global_step"] == 2
+    assert second["curriculum"]["lam"] == 0.5 and second["curriculum"]["switched_at"] == 0  # the switch is one-way
+    assert [h["strict_gate"] for h in second["curriculum"]["history"]][-1] == 0.0
+
+
+def test_grpo_stays_in_phase_1_without_a_judge(tiny, tmp_path):
+    from lazymem.train.grpo import GRPORecipe, run_grpo
+
+    r = run_grpo(GRPORecipe(base=str(tiny), lora=None, data=_jsonl(tmp_path / "rl.jsonl", _rl_rows(4)),
+                            output_dir=str(tmp_path / "g"), learning_rate=1e-4, max_steps=1, beta=0.0,
+                            per_device_train_batch_size=2, gradient_accumulation_steps=1, num_generations=2,
+                            max_completion_length=4, save_steps=5, eval_steps=5, tau=0.0),
+                 validator=lambda m, t: [VALID] * 4)
+    assert r["curriculum"]["lam"] == 0.0 and r["curriculum"]["switched_at"] is None
+
+
+def test_recipes_parse_and_name_bad_fields(tmp_path):
+    from lazymem.train.grpo import GRPORecipe
+    from lazymem.train.sft import SFTRecipe
+
+    p = tmp_path / "r.yaml"
+    p.write_text("base: x\nlora: {r: 8, alpha: 16}\nlearning_rate: 1.0e-5\n")
+    assert SFTRecipe.from_yaml(p).lora.r == 8
+    p.write_text("base: x\nlora: null\n")
+    assert SFTRecipe.from_yaml(p).lora is None
+    p.write_text("base: x\nlearnig_rate: 1\n")
+    with pytest.raises(ConfigError, match="learnig_rate"):
+        SFTRecipe.from_yaml(p)
+    p.write_text("judge: {backend: openai, model: Qwen/Qwen3-32B, base_url: http://127.0.0.1:8001/v1}\n")
+    assert GRPORecipe.from_yaml(p).judge.model == "Qwen/Qwen3-32B"
+    p.write_text("num_generations: 1\n")
+    with pytest.raises(ConfigError, match="num_generations"):
+        GRPORecipe.from_yaml(p)
+
+
+def test_paper_recipes_resolve_to_the_papers_table():
+    from pathlib import Path
+
+    from lazymem.train.grpo import GRPORecipe
+    from lazymem.train.sft import SFTRecipe
+
+    root = Path(__file__).resolve().parents[1] / "configs"
+    sft = SFTRecipe.from_yaml(root / "train_sft_paper.yaml")
+    assert (sft.base, sft.lora, sft.learning_rate, sft.lr_scheduler_type, sft.warmup_ratio, sft.num_train_epochs,
+            sft.per_device_train_batch_size * sft.gradient_accumulation_steps * 2, sft.max_length, sft.bf16) == (
+        "Qwen/Qwen3-4B", None, 5e-6, "cosine", 0.03, 2, 16, 8192, True)
+    g = GRPORecipe.from_yaml(root / "train_grpo_paper.yaml")
+    completions_per_rollout_batch = g.per_device_train_batch_size * 2 * g.steps_per_generation
+    completions_per_update = g.per_device_train_batch_size * 2 * g.gradient_accumulation_steps
+    assert completions_per_rollout_batch == 32 * 8 and completions_per_update == 16 * 8  # VERL: mini-batch 16
+    assert (g.learning_rate, g.lr_scheduler_type, g.warmup_ratio, g.num_train_epochs, g.dataloader_drop_last,
+            g.num_generations, g.temperature, g.top_p, g.max_completion_length, g.beta, g.epsilon, g.loss_type,
+            g.weight_decay, g.max_grad_norm, g.bf16, g.eta, g.tau, g.lam_phase2, g.eval_steps, g.save_steps,
+            g.save_total_limit, g.seed) == (1e-6, "constant", 0.0, 3, True, 8, 0.9, 0.95, 3072, 0.001, 0.2, "dapo",
+                                            0.01, 1.0, True, 0.915, 0.99, 0.5, 10, 30, 5, 42)
+    assert g.judge.model == "Qwen/Qwen3-32B"
+    for cpu in ("train_sft_cpu.yaml", "train_grpo_cpu.yaml"):
+        (SFTRecipe if "sft" in cpu else GRPORecipe).from_yaml(root / cpu)
+
+
+def test_transformers_backend_loads_base_plus_adapter_without_merging(sft_run, tiny):
+    from lazymem.llm import LLMConfig, Sampling, generate_n, make_client
+
+    base = make_client(LLMConfig(model=str(tiny)))
+    tuned = make_client(LLMConfig(model=str(tiny), adapter=sft_run[2]["final"]))
+    assert "adapter" in tuned.identity and "adapter" not in base.identity  # distinct cache keys
+    s = Sampling(temperature=0.0, max_tokens=6)
+    a, b = base.generate(["window 3"], s)[0], tuned.generate(["window 3"], s)[0]
+    assert a.error is None and b.error is None
+    assert type(tuned.load()[0]).__name__ == "PeftModelForCausalLM"
+    samples = generate_n(tuned, ["window 1", "window 2"], Sampling(temperature=1.0, max_tokens=6, seed=3), 3)
+    assert [len(r) for r in samples] == [3, 3] and all(c.error is None for r in samples for c in r)
+
+
+def test_sft_killed_mid_run_resumes_from_its_last_checkpoint(tiny, tmp_path):
+    """`lazymem train sft` in a subprocess, SIGKILLed once a checkpoint is on disk; the rerun
+    continues from that checkpoint instead of starting over."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = _jsonl(tmp_path / "sft.jsonl", _sft_rows(16))
+    out = tmp_path / "out"
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text(json.dumps({  # JSON is YAML
+        "base": str(tiny), "data": data, "output_dir": str(out), "lora": {"r": 4, "alpha": 8},
+        "learning_rate": 1e-3, "warmup_ratio": 0.0, "max_steps": 8, "per_device_train_batch_size": 2,
+        "gradient_accumulation_steps": 1, "save_steps": 1, "save_total_limit": 8, "max_length": 256}))
+    cmd = [sys.executable, "-m", "lazymem.cli", "train", "sft", "--config", str(cfg)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not (out / "checkpoint-2" / "trainer_state.json").exists():
+        time.sleep(0.2)
+    if proc.poll() is not None:
+        pytest.fail("the training subprocess ended before it could be killed")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*") if (p / "trainer_state.json").exists())
+    assert done and not (out / "final").exists(), "killed before the end: checkpoints, no final model"
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads((out / "train_result.json").read_text())
+    assert result["global_step"] == 8
+    # continued from the newest checkpoint the kill left, not from scratch
+    assert result["resumed_from"] is not None and int(result["resumed_from"].rsplit("-", 1)[1]) == done[-1] >= 2
+    assert (out / "final" / "adapter_model.safetensors").is_file()
+
+
+def test_last_checkpoint_skips_a_partial_one(tmp_path):
+    from lazymem.train.sft import last_checkpoint
+
+    assert last_checkpoint(tmp_path / "missing") is None
+    for n in (1, 2, 10):
+        (tmp_path / f"checkpoint-{n}").mkdir()
+    assert last_checkpoint(tmp_path) is None
+    for n in (1, 2):
+        (tmp_path / f"checkpoint-{n}" / "trainer_state.json").write_text("{}")
+    assert last_checkpoint(tmp_path).endswith("checkpoint-2")  # 10 was being written when the run died
+
+
+def test_a_finished_run_is_not_trained_again(sft_run):
+    from lazymem.train.sft import run_sft
+
+    import dataclasses
+
+    again = run_sft(dataclasses.replace(sft_run[0], max_steps=2))
+    assert again["already_finished"] and again["global_step"] == 2
