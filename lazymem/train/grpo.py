@@ -28,8 +28,6 @@ TRL settings that realise the paper's table (VERL 0.7.1), and where their meanin
 """
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,9 +36,9 @@ from lazymem.errors import ConfigError
 from lazymem.llm import LLMConfig
 from lazymem.train.modeling import DTYPES, LoraSettings, has_cuda, load_policy, load_tokenizer
 from lazymem.train.objective import TRL_PAPER_SETTINGS
-from lazymem.train.recipe import load_recipe, recipe_dict
+from lazymem.train.recipe import load_recipe
 from lazymem.train.rewards import ETA, LAMBDA_PHASE2, TAU
-from lazymem.train.sft import RESULT_FILE, finished_result, last_checkpoint
+from lazymem.train.sft import finished_result, train_and_record
 
 REQUIRED_COLUMNS = ("prompt", "decision_positions", "gold_labels")
 
@@ -188,23 +186,11 @@ def run_grpo(recipe: GRPORecipe, validator: Any = None, callbacks: list | None =
     trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=train,
                           processing_class=tokenizer, peft_config=recipe.lora.peft_config() if recipe.lora else None,
                           callbacks=[curriculum, *(callbacks or [])])
-    resume_from = last_checkpoint(out) if recipe.resume else None
-    if resume_from:
-        curriculum.restore(resume_from)
-    t0 = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume_from)
-    final = out / "final"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
-    record = {
-        "stage": "grpo", "recipe": recipe_dict(recipe), "resumed_from": resume_from,
-        "global_step": trainer.state.global_step, "train_loss": result.training_loss,
-        "wall_s": round(time.perf_counter() - t0, 1), "final": str(final),
-        "curriculum": curriculum.state(), "judge_failures": dict(getattr(reward.judge, "failures", {}) or {}),
-        "log_history": trainer.state.log_history,
-    }
-    (out / RESULT_FILE).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
-    return record
+    return train_and_record(
+        trainer, tokenizer, recipe, "grpo",
+        extra=lambda: {"curriculum": curriculum.state(),
+                       "judge_failures": dict(getattr(reward.judge, "failures", {}) or {})},
+        before_train=lambda ckpt: ckpt and curriculum.restore(ckpt))
 
 
 DEMO_SPEC = "synthetic:messages=200,seed=0,histories=2,questions=12"

@@ -133,17 +133,32 @@ def run_sft(recipe: SFTRecipe, callbacks: list | None = None) -> dict:
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          peft_config=recipe.lora.peft_config() if recipe.lora else None, callbacks=callbacks)
+    return train_and_record(trainer, tokenizer, recipe, "sft",
+                            {"adapter": bool(recipe.lora), "examples": len(dataset)})
+
+
+def train_and_record(trainer: Any, tokenizer: Any, recipe: Any, stage: str, extra: dict | None = None,
+                     before_train: Any = None) -> dict:
+    """Train (resuming from the newest complete checkpoint when the recipe says so), save the final
+    model/adapter and tokenizer to ``output_dir/final``, and write ``train_result.json``.
+
+    ``before_train(checkpoint)`` runs after the resume point is known (e.g. to restore a callback's
+    state); ``extra`` is a dict, or a callable returning one after training, merged into the record.
+    """
+    out = Path(recipe.output_dir)
     resume_from = last_checkpoint(out) if recipe.resume else None
+    if before_train is not None:
+        before_train(resume_from)
     t0 = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume_from)
     final = out / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     record = {
-        "stage": "sft", "recipe": recipe_dict(recipe), "resumed_from": resume_from,
+        "stage": stage, "recipe": recipe_dict(recipe), "resumed_from": resume_from,
         "global_step": trainer.state.global_step, "train_loss": result.training_loss,
         "wall_s": round(time.perf_counter() - t0, 1), "final": str(final),
-        "adapter": bool(recipe.lora), "examples": len(dataset),
+        **((extra() if callable(extra) else extra) or {}),
         "log_history": trainer.state.log_history,
     }
     (out / RESULT_FILE).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
