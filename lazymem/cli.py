@@ -180,21 +180,10 @@ def cmd_eval(args) -> int:
 
 def _recipe_data(path: str, sets: list[str]) -> dict:
     """A YAML recipe's mapping with ``--set key=value`` overrides applied (errors name the file)."""
-    import yaml
-
-    from lazymem.errors import ConfigError
     from lazymem.eval.config import apply_overrides
+    from lazymem.yamlio import read_mapping
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the recipe: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a recipe is a mapping of keys, got {type(data).__name__}")
-    return apply_overrides(data, sets)
+    return apply_overrides(read_mapping(path), sets)
 
 
 def cmd_train(args) -> int:
@@ -341,13 +330,47 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def error_message(e: BaseException) -> str | None:
+    """The one-line message for bad input the CLI reports without a traceback (None: a bug, re-raise).
+
+    >>> error_message(IsADirectoryError(21, "Is a directory", "runs/x"))
+    'runs/x: is a directory (a file was expected)'
+    >>> error_message(ZeroDivisionError()) is None
+    True
+    """
+    import errno
+
+    if isinstance(e, KeyError):
+        return str(e.args[0]) if e.args else "missing key"
+    if isinstance(e, (ValueError, RuntimeError)):  # LoadError / ConfigError name file, record and field
+        return str(e)
+    if isinstance(e, OSError):
+        where = e.filename or ""
+        what = {errno.EISDIR: "is a directory (a file was expected)",
+                errno.ENOTDIR: "is not a directory (a folder was expected, or a path inside a file was given)",
+                errno.EEXIST: "already exists and is not a directory",
+                errno.ENOENT: "no such file or directory",
+                errno.EACCES: "permission denied"}.get(e.errno, e.strerror or str(e))
+        return f"{where}: {what}" if where else what
+    if isinstance(e, RecursionError):
+        return "input nested too deeply to read"
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - pyyaml is a dependency
+        return None
+    if isinstance(e, yaml.YAMLError):
+        return f"not valid YAML: {e}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, KeyError, RuntimeError) as e:
-        # LoadError/ConfigError are ValueErrors: their message already names file, record and field.
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+    except Exception as e:  # bad input -> a named error and exit 2; anything else is a bug and re-raises
+        msg = error_message(e)
+        if msg is None:
+            raise
         print(f"lazymem: error: {msg}", file=sys.stderr)
         return 2
 

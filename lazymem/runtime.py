@@ -41,3 +41,25 @@ def torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def check_device(device: str, where: str = "device") -> None:
+    """ConfigError when ``device`` names an accelerator this machine does not have (torch imported here)."""
+    from lazymem.errors import ConfigError
+
+    kind = str(device).split(":")[0]
+    if kind == "cpu":
+        return
+    import torch
+
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"{where}={device!r}: no CUDA GPU is available here (torch sees none); use 'cpu'")
+        index = str(device).partition(":")[2]
+        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+            raise ConfigError(f"{where}={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif kind == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise ConfigError(f"{where}={device!r}: no Apple MPS device is available here; use 'cpu'")
+    else:
+        raise ConfigError(f"{where}={device!r}: unknown device; use 'cpu', 'cuda', 'cuda:N' or 'mps'")

@@ -9,6 +9,16 @@ variable) and ``max_tokens`` are not.
 [True, True, True, False, False]
 >>> redact({"api_key_env": "OPENAI_API_KEY", "extra_body": {"api_key": "sk-1"}, "max_tokens": 5})
 {'api_key_env': 'OPENAI_API_KEY', 'extra_body': {'api_key': '<redacted>'}, 'max_tokens': 5}
+
+A value is also redacted, whatever its name, when it *looks* like a credential
+(``looks_secret``): a known key prefix (``sk-``, ``Bearer ``, ``hf_``, ``ghp_``, ``xoxb-``, ...)
+or a long random-looking token. Ordinary config values (model names, paths, URLs,
+prompts, sha256 / git hex digests) are kept.
+
+>>> redact({"extra_body": {"x-goog-api-key": "AIzaSyA1234567890abcdefghijklmnopqrstu"}, "model": "Qwen/Qwen3-8B"})
+{'extra_body': {'x-goog-api-key': '<redacted>'}, 'model': 'Qwen/Qwen3-8B'}
+>>> redact_command(["lazymem", "eval", "--set", "pipeline.mpm.extra_body.api_key=abc", "--set", "seed=1"])
+['lazymem', 'eval', '--set', 'pipeline.mpm.extra_body.api_key=<redacted>', '--set', 'seed=1']
 """
 from __future__ import annotations
 
@@ -31,13 +41,120 @@ def is_secret(name: Any) -> bool:
     return bool(words) and words[-1].lower() in SECRET_WORDS
 
 
+# Known credential prefixes; each must be followed by >= 16 token characters with a digit and
+# nothing else (so "sk-learn", "hf_hub" or "hf_transfer_enabled" stay). OpenAI/Anthropic sk-, Hugging Face hf_, GitHub ghp_/gho_/
+# ghu_/ghs_/ghr_/github_pat_, Slack xox?-, GitLab glpat-, Google AIza, AWS AKIA/ASIA.
+_PREFIXED = re.compile(r"(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|glpat-|AIza|AKIA|ASIA)(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}")
+_HTTP_AUTH = r"(?:[Bb]earer\s+[A-Za-z0-9._~+/=\-]{8,}|Basic\s+(?=[A-Za-z0-9+/]*[0-9])[A-Za-z0-9+/]{8,}={0,2})"
+_BEARER = re.compile(_HTTP_AUTH)
+_TOKEN = re.compile(r"[A-Za-z0-9_\-+=]{32,}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def _entropy(s: str) -> float:
+    from collections import Counter
+    from math import log2
+
+    n = len(s)
+    return -sum(c / n * log2(c / n) for c in Counter(s).values())
+
+
+def looks_secret(value: Any) -> bool:
+    """Whether a value looks like a credential whatever field it sits under.
+
+    True for a string (surrounding whitespace ignored) that is exactly one of:
+
+    - a known key prefix followed by >= 16 characters of ``[A-Za-z0-9_-]``, one a digit: ``sk-``, ``hf_``,
+      ``ghp_`` / ``gho_`` / ``ghu_`` / ``ghs_`` / ``ghr_``, ``github_pat_``, ``xoxb-`` (Slack
+      ``xox[abposr]-``), ``glpat-``, ``AIza``, ``AKIA``, ``ASIA``;
+    - an HTTP credential: ``Bearer`` (or ``bearer``), whitespace, >= 8 token characters; or
+      ``Basic``, whitespace, >= 8 base64 characters including a digit;
+    - a random-looking token: >= 32 characters of ``[A-Za-z0-9_-+=]`` (no ``/``, ``.``, ``:``
+      or spaces, so no path, URL, file name or prose), with upper case, lower case and
+      digits, at most 10% ``-``/``_`` (so not a hyphenated model name), a Shannon entropy
+      >= 4 bits per character, and not all hex (sha256 / git digests are kept).
+
+    Anything else (non-strings, short strings, model names, paths, URLs, prompts) is False.
+
+    >>> [looks_secret(v) for v in ("sk-proj-abcdefgh1234", "Bearer eyJhbGciOi.x", "hf_AbCdEfGhIjKlMn0pQr", "xoxb-1234567890-abcdef")]
+    [True, True, True, True]
+    >>> looks_secret("Zm9vYmFyYmF6cXV4UXVVeEtleTEyMzQ1Njc4OTA")
+    True
+    >>> looks_secret("hf_transfer_enabled"), looks_secret("sk-learn-compat-layer")
+    (False, False)
+    >>> [looks_secret(v) for v in ("sk-1", "sklearn", "hf_hub", "gpt-4o-mini", "Qwen/Qwen3-8B", "/data/runs/a",
+    ...  "http://127.0.0.1:8000/v1", "OPENAI_API_KEY", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    ...  "Llama-2-13B-chat-GPTQ-Instruct-v2", "Answer the question.", "Basic statistics", 42, None)]
+    [False, False, False, False, False, False, False, False, False, False, False, False, False, False]
+    """
+    if not isinstance(value, str):
+        return False
+    v = value.strip()
+    if _PREFIXED.fullmatch(v) or _BEARER.fullmatch(v):
+        return True
+    if not _TOKEN.fullmatch(v) or _HEX.fullmatch(v):
+        return False
+    if not (any(c.isupper() for c in v) and any(c.islower() for c in v) and any(c.isdigit() for c in v)):
+        return False
+    if (v.count("-") + v.count("_")) > 0.1 * len(v):
+        return False
+    return _entropy(v) >= 4.0
+
+
 def redact(obj: Any) -> Any:
-    """A copy of a mapping / list tree with the values under secret names replaced by "<redacted>"."""
+    """A copy of a mapping / list tree with the values under secret names, and the values
+    that look like credentials (``looks_secret``), replaced by "<redacted>".
+
+    A tree without any returns equal (mappings as dicts, tuples as lists): its JSON is unchanged.
+    """
     if isinstance(obj, Mapping):
         return {k: (REDACTED if is_secret(k) and obj[k] is not None else redact(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
-    return obj
+    return REDACTED if looks_secret(obj) else obj
+
+
+_INLINE = re.compile(_HTTP_AUTH + r"|(?<![A-Za-z0-9/._\-])(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|"
+                     r"glpat-|AIza|AKIA|ASIA)(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}")
+
+
+def _secret_flag(flag: str) -> bool:
+    return flag.startswith("-") and is_secret(flag.lstrip("-"))
+
+
+def redact_command(argv: Iterable[Any]) -> list:
+    """A command line (``sys.argv``-like) with its credentials replaced by "<redacted>".
+
+    - ``--set KEY=VALUE`` / ``--set=KEY=VALUE``: the VALUE when KEY's last part (after the
+      last ``.``) is secret, or VALUE looks secret or holds a prefixed key / ``Bearer`` token
+      anywhere (e.g. a JSON mapping);
+    - a secret-named flag (``--api-key X``, ``--hf-token=X``, ``--password X``): its value;
+    - any other item that looks secret or holds such a token: that token.
+
+    >>> redact_command(["x", "--api-key", "abc", "--hf-token=abc", "--set", 'pipeline.mpm.extra_body={"h": "sk-abcdefgh12345678"}'])
+    ['x', '--api-key', '<redacted>', '--hf-token=<redacted>', '--set', 'pipeline.mpm.extra_body=<redacted>']
+    """
+    items = [str(a) for a in argv]
+    out: list = []
+    prev = None
+    for a in items:
+        if prev is not None and _secret_flag(prev) and "=" not in prev:
+            out.append(REDACTED)
+        elif a.startswith("-") and "=" in a and _secret_flag(a.split("=", 1)[0]):
+            out.append(a.split("=", 1)[0] + "=" + REDACTED)
+        elif a.startswith("--set=") or (prev == "--set" and "=" in a):
+            head = "--set=" if a.startswith("--set=") else ""
+            key, value = a[len(head):].split("=", 1) if "=" in a[len(head):] else (a[len(head):], "")
+            if is_secret(key.split(".")[-1]) or looks_secret(value) or _INLINE.search(value):
+                out.append(f"{head}{key}={REDACTED}")
+            else:
+                out.append(a)
+        elif looks_secret(a):
+            out.append(REDACTED)
+        else:
+            out.append(_INLINE.sub(REDACTED, a))
+        prev = a
+    return out
 
 
 class Masker:
@@ -59,5 +176,23 @@ class Masker:
         return text
 
     def dumps(self, obj: Any, **kw) -> str:
-        """``json.dumps`` (non-ASCII kept, unknown types as str) with every secret value masked."""
-        return self.mask(json.dumps(obj, ensure_ascii=False, default=str, **kw))
+        """``json.dumps`` (non-ASCII kept, unknown types as str) with every secret value masked:
+        the known values anywhere in the text, and string values that ``looks_secret`` (by value
+        only: names are not judged here, as records have fields like ``cache_key``).
+
+        >>> Masker([]).dumps({"h": "Bearer abcdefgh123", "model": "gpt-4o-mini"})
+        '{"h": "***", "model": "gpt-4o-mini"}'
+        """
+        return self.mask(json.dumps(_mask_values(obj, self.mask_text), ensure_ascii=False, default=str, **kw))
+
+
+def _mask_values(obj: Any, mask: str) -> Any:
+    """A copy of a JSON-like tree with the string values that look secret replaced by `mask`
+    (the tree itself when none does, so ordinary dumps are untouched)."""
+    if isinstance(obj, Mapping):
+        new = {k: _mask_values(v, mask) for k, v in obj.items()}
+        return obj if all(new[k] is obj[k] for k in obj) else new
+    if isinstance(obj, (list, tuple)):
+        new_items = [_mask_values(v, mask) for v in obj]
+        return obj if all(a is b for a, b in zip(new_items, obj)) else new_items
+    return mask if looks_secret(obj) else obj

@@ -12,6 +12,7 @@ Modules:
   (``generate_records``, ``write_synthetic``, ``parse_spec``, ...; its docstring maps its modules).
 - ``split``: the paper's stratified train/validation/test split (``SPLITS``, ``allocate``,
   ``stratified_split``).
+- ``deletions``: the Deletion record, ``DeletionIncomplete``, and the atomic audit-log/tombstone files;
 - ``store``: the verbatim append-only per-user store with deletion (``MemoryStore``), and
   ``text_hash`` (from ``lazymem.text``), the key its deletion notices carry.
 
@@ -41,6 +42,7 @@ from lazymem.data.split import (  # noqa: F401
     stratified_split,
 )
 from lazymem.data.store import (  # noqa: F401
+    DeletionIncomplete,
     MemoryStore,
     text_hash,
 )

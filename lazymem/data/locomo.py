@@ -26,8 +26,6 @@ the session's ``session_N_date_time`` ("1:56 pm on 8 May, 2023"). Choices made h
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import warnings
 from dataclasses import replace
@@ -36,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
+from lazymem.data.jsonio import read_json
 from lazymem.errors import LoadError
 from lazymem.records import LOCOMO_CATEGORIES, Dataset, History, LoadIssue, Message, Question
 
@@ -234,14 +233,7 @@ def load_locomo(path: str | Path, subset: str | None = None, categories: Iterabl
         keep = tuple(c for c in keep if c in wanted)
     path = Path(path).expanduser()
     file = str(path)
-    data = path.read_bytes()
-    try:
-        samples = json.loads(data)
-    except json.JSONDecodeError as e:
-        raise LoadError(file, None, None, f"not valid JSON (truncated or malformed?): {e.msg} at line {e.lineno} "
-                        f"column {e.colno} (char {e.pos} of {len(data)})") from None
-    except UnicodeDecodeError as e:
-        raise LoadError(file, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    samples, sha256 = read_json(path)
     if not isinstance(samples, list):
         raise LoadError(file, None, None,
                         f"expected a list of LoCoMo samples (sample_id, conversation, qa), found {_kind(samples)}")
@@ -279,4 +271,4 @@ def load_locomo(path: str | Path, subset: str | None = None, categories: Iterabl
         warnings.warn(f"{file}: dropped {loader.dropped} evidence ids that point to no turn (see Dataset.issues)",
                       stacklevel=2)
     name = path.stem if subset in (None, "full") else f"{path.stem}-{subset}"
-    return Dataset(name, histories, tuple(questions), file, hashlib.sha256(data).hexdigest(), tuple(loader.issues))
+    return Dataset(name, histories, tuple(questions), file, sha256, tuple(loader.issues))

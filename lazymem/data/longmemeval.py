@@ -35,7 +35,6 @@ turns). Choices made here:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
+from lazymem.data.jsonio import read_json
 from lazymem.errors import LoadError
 from lazymem.records import LONGMEMEVAL_TYPES, Dataset, History, LoadIssue, Message, Question
 
@@ -381,13 +381,5 @@ def load_longmemeval(source: str | Path, name: str | None = None, *, bad_evidenc
                                     f"({', '.join(HUB_FILES)})")
         name = name or str(source)
         path = _download(str(source), cache_dir)
-    data = path.read_bytes()
-    sha256 = hashlib.sha256(data).hexdigest()
-    try:
-        records = json.loads(data)
-    except json.JSONDecodeError as e:
-        raise LoadError(str(path), None, None, f"not valid JSON (truncated or malformed?): {e.msg} at line {e.lineno} "
-                        f"column {e.colno} (char {e.pos} of {len(data)})") from None
-    except UnicodeDecodeError as e:
-        raise LoadError(str(path), None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    records, sha256 = read_json(path)
     return parse_records(records, str(path), name or path.stem, sha256, bad_evidence=bad_evidence)

@@ -44,7 +44,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--baseline", help="a finished run folder to compare with")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any recipe key, e.g. --set pipeline.retrieval.n=20 (repeatable)")
-    p.add_argument("--overwrite", action="store_true", help="discard earlier records in the run folder")
+    p.add_argument("--force-new", action="store_true",
+                   help="start afresh: move earlier records, errors and summary of the run folder into "
+                        "previous-<time>/ inside it (never deleted) instead of resuming them")
+    p.add_argument("--overwrite", action="store_true", help="the old name of --force-new (nothing is deleted)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -53,11 +56,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def config_from_args(args: argparse.Namespace) -> EvalConfig:
     """The EvalConfig of parsed ``lazymem eval`` arguments (recipe, then flags, then --set)."""
-    import yaml
+    from lazymem.yamlio import read_mapping
 
     path = Path(args.config) if args.config else default_config_path()
-    with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f) or {}
+    data = read_mapping(path)
     flags = {"dataset": args.dataset, "subset": args.subset, "split": args.split, "limit": args.limit,
              "judge": args.judge, "seed": args.seed, "workers": args.workers, "baseline": args.baseline,
              "llm_cache_dir": args.cache_dir}
@@ -75,7 +77,8 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``lazymem eval``: run a recipe; exit 0 when every selected question is ok, 1 otherwise."""
+    """``lazymem eval``: run a recipe; exit 0 when every selected question is ok, 1 otherwise
+    (``lazymem`` exits 2 for a ConfigError: a locked folder, records that must not be resumed, ...)."""
     args = build_parser().parse_args(argv)
     return run_from_args(args, command=None if argv is None else ["lazymem", "eval", *argv])
 
@@ -90,7 +93,8 @@ def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None
         return 0
     stem = Path(args.config).stem if args.config else "eval_demo"
     out = args.out or str(Path("runs") / "eval" / stem)
-    summary = runner.evaluate(config, out, progress=not args.no_progress, overwrite=args.overwrite, command=command)
+    summary = runner.evaluate(config, out, progress=not args.no_progress, command=command,
+                              force_new=args.force_new or args.overwrite)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -102,4 +106,10 @@ def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from lazymem.errors import ConfigError
+
+    try:
+        sys.exit(main())
+    except ConfigError as e:  # e.g. RunLockedError, ResumeMismatchError: the message says what to do
+        print(f"lazymem eval: error: {e}", file=sys.stderr)
+        sys.exit(2)

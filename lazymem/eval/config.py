@@ -101,11 +101,9 @@ class EvalConfig:
     @classmethod
     def from_yaml(cls, path: str | os.PathLike, overrides: Sequence[str] = ()) -> "EvalConfig":
         """Load a YAML recipe; ``overrides`` are ``dotted.key=value`` strings (values parsed as YAML)."""
-        import yaml
+        from lazymem.yamlio import read_mapping
 
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-        return cls.from_dict(apply_overrides(data, overrides))
+        return cls.from_dict(apply_overrides(read_mapping(path), overrides))
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values."""
@@ -137,7 +135,10 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
             if not isinstance(node[p], dict):
                 raise ConfigError(f"override {item!r}: {p!r} is not a section")
             node = node[p]
-        node[parts[-1]] = yaml.safe_load(raw)
+        try:
+            node[parts[-1]] = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"override {item!r}: the value is not valid YAML: {e}") from None
     return out
 
 

@@ -3,7 +3,10 @@
 ``manifest.json`` holds the resolved config (credentials redacted: API keys never, only
 the NAME of their environment variable), git commit, package versions, dataset sha256,
 prompt hashes, model ids, the reranker that ran, times and command line of every run into
-the folder.
+the folder. Credentials are kept out by ``lazymem.secrets``: the config through ``redact``
+(secret names at any depth, and values that ``looks_secret``), each run's ``command``
+through ``redact_command`` (``--set KEY=VALUE`` with a secret KEY or a secret-looking VALUE,
+``--api-key``-like flags).
 
 >>> package_versions(["surely-not-installed-xyz"])
 {'surely-not-installed-xyz': None}
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from lazymem.runinfo import git_commit
 from lazymem.runinfo import package_versions as _package_versions
-from lazymem.secrets import redact
+from lazymem.secrets import redact, redact_command
 
 if TYPE_CHECKING:
     from lazymem.eval.config import EvalConfig
@@ -35,6 +38,11 @@ def new_manifest(config: "EvalConfig", dataset: "Dataset", n_selected: int, fing
     """The manifest of a run starting now (earlier runs into the same folder are kept in ``runs``)."""
     from lazymem.prompts import prompt_hashes
 
+    # In place: the runner keeps updating this very dict (end, status), which the manifest lists.
+    if run_info.get("command") is not None:
+        run_info["command"] = redact_command(run_info["command"])
+    old_runs = [dict(r, command=redact_command(r["command"])) if isinstance(r, Mapping) and r.get("command") else r
+                for r in (old_manifest or {}).get("runs", [])]  # runs recorded before this rule
     p = config.pipeline
     judged = p.judge is not None and config.judge != "none"
     return {
@@ -52,7 +60,7 @@ def new_manifest(config: "EvalConfig", dataset: "Dataset", n_selected: int, fing
         "retrieval": {"sparse": p.retrieval.sparse, "dense_model": p.retrieval.dense_model,
                       "reranker_config": p.retrieval.reranker, "reranker_ran": None},
         "llm_cache_dir": cache_dir,
-        "runs": list((old_manifest or {}).get("runs", [])) + [run_info],
+        "runs": old_runs + [run_info],
         "start": (old_manifest or {}).get("start") or run_info["start"],  # of the first run into the folder
         "end": None,
         "status": "running",

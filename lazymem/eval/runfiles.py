@@ -4,6 +4,12 @@ A run folder holds ``records.jsonl`` (one line per question, appended and fsynce
 finishes), ``errors.jsonl`` (error records that a rerun redid), ``summary.json``,
 ``manifest.json`` and ``windows.jsonl`` (one line per window, for the window explorer).
 
+One run writes a folder at a time: ``RunLock`` holds an exclusive lock on ``.lock`` (the OS
+drops it when the holder dies, even by kill -9) and names its holder in ``.lock.json``.
+A rerun resumes only records of the same configuration, dataset bytes and prompts
+(``run_identity``); anything else, or records without a manifest, is refused until
+``set_aside`` (``--force-new``) moves the old results into ``previous-<time>/``.
+
 >>> latest_records([{"question_id": "a", "status": "error"}, {"question_id": "b"},
 ...                 {"question_id": "a", "status": "ok"}])["a"]["status"]
 'ok'
@@ -12,8 +18,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from lazymem.errors import ConfigError
 from lazymem.secrets import Masker
@@ -26,7 +35,48 @@ ERRORS_FILE = "errors.jsonl"
 SUMMARY_FILE = "summary.json"
 MANIFEST_FILE = "manifest.json"
 WINDOWS_FILE = "windows.jsonl"  # read by lazymem.notebooks.load_window_records
-RESULT_FILES = (RECORDS_FILE, ERRORS_FILE, SUMMARY_FILE, WINDOWS_FILE)  # what overwrite=True discards
+RESULT_FILES = (RECORDS_FILE, ERRORS_FILE, SUMMARY_FILE, WINDOWS_FILE)  # what force_new=True sets aside
+LOCK_FILE = ".lock"  # flock'ed by the one run writing the folder
+LOCK_INFO_FILE = ".lock.json"  # who holds it: pid, host, start, command
+PREVIOUS_PREFIX = "previous-"  # previous-<UTC time>/: results set aside by force_new
+WAY_OUT = ("rerun with --force-new (evaluate(..., force_new=True)) to move the old results aside into "
+           "{out}/previous-<time>/ and start afresh, or use another output folder")
+
+
+# --- errors -----------------------------------------------------------------------------------------
+
+
+class RunLockedError(ConfigError):
+    """Another run holds the run folder's lock; names the folder and the holder (pid, host, start)."""
+
+    def __init__(self, folder: str | os.PathLike, holder: Mapping | None):
+        self.folder, self.holder = str(folder), dict(holder or {})
+        h = self.holder
+        who = (f"pid {h.get('pid')} on host {h.get('host')}, started {h.get('start')}"
+               if h else f"holder unknown (no readable {LOCK_INFO_FILE})")
+        super().__init__(f"{self.folder} is locked by another run ({who}); one run writes a run folder at a time: "
+                         f"wait for it to end or use another output folder "
+                         f"(lock {Path(self.folder) / LOCK_FILE}, released by the OS when its holder dies)")
+
+
+class ResumeMismatchError(ConfigError):
+    """The folder's records came from another config, dataset or prompts; lists each change (old -> new)."""
+
+    def __init__(self, folder: str | os.PathLike, changes: list[str]):
+        self.folder, self.changes = str(folder), list(changes)
+        what = "a different configuration" if any(c.startswith("config") for c in changes) else "different inputs"
+        super().__init__(f"{self.folder} holds records of {what}; refusing to mix them: " + "; ".join(changes)
+                         + ". " + WAY_OUT.format(out=self.folder))
+
+
+class UnmanifestedRecordsError(ConfigError):
+    """records.jsonl without a readable manifest.json: what made the records is unknown, so no resume."""
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = str(folder)
+        super().__init__(f"{self.folder} has {RECORDS_FILE} but no readable {MANIFEST_FILE}, so which config, "
+                         f"dataset and prompts made those records is unknown; refusing to resume them. "
+                         + WAY_OUT.format(out=self.folder))
 
 
 # --- reading ----------------------------------------------------------------------------------------
@@ -157,24 +207,186 @@ def append_synced(f, text: str) -> None:
     os.fsync(f.fileno())
 
 
-def discard_results(out: Path) -> None:
-    """Delete the records, errors, summary and windows of a run folder (the manifest stays)."""
-    for name in RESULT_FILES:
-        (out / name).unlink(missing_ok=True)
+# --- one writer per folder ---------------------------------------------------------------------------
 
 
-def resume(out: Path, fingerprint: str, old_manifest: Mapping | None, masker: Masker) -> tuple[list[dict], bool]:
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive lock on `fd` without waiting; False when someone else holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except (BlockingIOError, PermissionError):
+        return False
+
+
+def _unlock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+class RunLock:
+    """The exclusive lock of a run folder (``.lock``), with its holder (pid, host, start) in ``.lock.json``.
+
+    ``acquire`` never waits: when another process holds it, RunLockedError names that holder.
+    The lock belongs to the open file, so the OS releases it when the holder exits or is killed
+    (no stale lock to clean up); the fd is not inherited by subprocesses (PEP 446).
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> with RunLock(d):
+    ...     RunLock(d).acquire()
+    Traceback (most recent call last):
+    ...
+    lazymem.eval.runfiles.RunLockedError: ... is locked by another run (pid ...
+    >>> RunLock(d).acquire().release()
+    """
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder)
+        self.info: dict[str, Any] | None = None
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        from lazymem.runinfo import now
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        if not _try_lock(fd):
+            os.close(fd)
+            raise RunLockedError(self.folder, read_json(self.folder / LOCK_INFO_FILE))
+        self._fd = fd
+        # no command line: it may hold a pasted key, and this note outlives a killed run unmasked
+        self.info = {"pid": os.getpid(), "host": socket.gethostname(), "start": now()}
+        try:
+            write_atomic(self.folder / LOCK_INFO_FILE, json.dumps(self.info) + "\n")
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            (self.folder / LOCK_INFO_FILE).unlink(missing_ok=True)  # ours: we hold the lock
+        finally:
+            try:
+                _unlock(fd)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+# --- resuming ----------------------------------------------------------------------------------------
+
+
+def run_identity(config_sha256: str, dataset_sha256: str | None, prompt_hashes: Mapping[str, str]) -> dict:
+    """What decides whether earlier records belong to this run: config, dataset bytes, prompts."""
+    return {"config_sha256": config_sha256, "dataset_sha256": dataset_sha256, "prompt_hashes": dict(prompt_hashes)}
+
+
+def manifest_identity(manifest: Mapping) -> dict:
+    """The run_identity a manifest recorded (None for what an older manifest lacks)."""
+    return {"config_sha256": manifest.get("config_sha256"),
+            "dataset_sha256": (manifest.get("dataset") or {}).get("sha256"),
+            "prompt_hashes": manifest.get("prompt_hashes")}
+
+
+def _short(h: Any) -> str:
+    return str(h)[:12] if h not in (None, "") else repr(h)
+
+
+def identity_changes(old: Mapping, new: Mapping) -> list[str]:
+    """What changed from `old` to `new` (run_identity dicts), as 'what: old -> new' with short hashes.
+
+    Only keys present in `new` are compared, and a value an older manifest lacks (None) is no change.
+
+    >>> identity_changes(run_identity("a" * 64, "b" * 64, {"answer": "c" * 64, "old": "d" * 64}),
+    ...                  run_identity("a" * 64, "e" * 64, {"answer": "f" * 64, "new": "0" * 64}))
+    ['dataset sha256: bbbbbbbbbbbb -> eeeeeeeeeeee', 'prompt answer: cccccccccccc -> ffffffffffff', \
+'prompt new: added (000000000000)', 'prompt old: removed (was dddddddddddd)']
+    """
+    out = []
+    if "config_sha256" in new and old.get("config_sha256") not in (None, new["config_sha256"]):
+        out.append(f"config_sha256: {_short(old['config_sha256'])} -> {_short(new['config_sha256'])}")
+    if "dataset_sha256" in new and old.get("dataset_sha256") is not None \
+            and old["dataset_sha256"] != new["dataset_sha256"]:
+        out.append(f"dataset sha256: {_short(old['dataset_sha256'])} -> {_short(new['dataset_sha256'])}")
+    op, np_ = old.get("prompt_hashes"), new.get("prompt_hashes")
+    if "prompt_hashes" in new and op is not None and op != np_:
+        np_ = np_ or {}
+        for name in sorted(set(op) | set(np_)):
+            if name not in np_:
+                out.append(f"prompt {name}: removed (was {_short(op[name])})")
+            elif name not in op:
+                out.append(f"prompt {name}: added ({_short(np_[name])})")
+            elif op[name] != np_[name]:
+                out.append(f"prompt {name}: {_short(op[name])} -> {_short(np_[name])}")
+    return out
+
+
+def set_aside(out: Path) -> Path | None:
+    """Move the results of `out` (records, errors, summary, windows) into ``out/previous-<UTC time>/``,
+    with a copy of the manifest; never deletes anything. Returns that folder (None: nothing to move)."""
+    names = [n for n in RESULT_FILES if (out / n).exists()]
+    if not names:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    dest, i = out / f"{PREVIOUS_PREFIX}{stamp}", 1
+    while dest.exists():
+        dest, i = out / f"{PREVIOUS_PREFIX}{stamp}-{i}", i + 1
+    dest.mkdir()
+    if (out / MANIFEST_FILE).exists():
+        shutil.copy2(out / MANIFEST_FILE, dest / MANIFEST_FILE)
+    for name in names:
+        os.replace(out / name, dest / name)
+    _fsync_dir(dest)
+    _fsync_dir(out)
+    return dest
+
+
+def resume(out: Path, identity: Mapping | str, old_manifest: Mapping | None,
+           masker: Masker) -> tuple[list[dict], bool]:
     """Earlier ok records of `out` (one per question) and whether a cut-off last line was dropped.
 
     The records file is rewritten to hold exactly those; error records (to be redone) move to
-    errors.jsonl. Records of another configuration raise instead of mixing two runs.
+    errors.jsonl. Records made with another config, dataset or prompts than `identity`
+    (a run_identity; a bare string is a config fingerprint) raise ResumeMismatchError, and
+    records without a manifest UnmanifestedRecordsError, instead of mixing two runs.
     """
     records_path, errors_path = out / RECORDS_FILE, out / ERRORS_FILE
+    if isinstance(identity, str):
+        identity = {"config_sha256": identity}
+    if not old_manifest and records_path.exists() and records_path.stat().st_size > 0:
+        raise UnmanifestedRecordsError(out)
     existing, truncated = read_records(records_path)
-    if existing and old_manifest and old_manifest.get("config_sha256") not in (None, fingerprint):
-        raise ConfigError(
-            f"{out} holds records of a different configuration (config_sha256 {old_manifest['config_sha256'][:12]} "
-            f"!= {fingerprint[:12]}); use another output folder or overwrite=True (--overwrite)")
+    if existing and old_manifest:
+        changes = identity_changes(manifest_identity(old_manifest), identity)
+        if changes:
+            raise ResumeMismatchError(out, changes)
     # Keep one line per question: its ok record. Error records (to redo) move to errors.jsonl.
     latest = latest_records(existing)
     kept = [r for r in latest.values() if r["status"] == "ok"]

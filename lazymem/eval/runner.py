@@ -8,6 +8,11 @@
   flushed and fsynced as soon as its question is done, so a killed run loses nothing
   finished. A rerun resumes: questions recorded "ok" are skipped, those recorded "error"
   are redone (their old lines move to ``errors.jsonl``), a half-written last line is dropped.
+  It resumes only records of the same config fingerprint, dataset sha256 and prompt hashes
+  (else ResumeMismatchError; records without a manifest: UnmanifestedRecordsError);
+  ``force_new=True`` (``--force-new``) moves the old results into ``previous-<time>/`` first.
+- ``.lock`` / ``.lock.json``: one run writes a folder at a time; a second one fails at once
+  with RunLockedError naming the holder (pid, host, start). The OS frees the lock of a killed run.
 - ``summary.json``: accuracy per type (judge labels), LoCoMo F1 per category, Gate Fmt.,
   gold-keep recall, memory tokens, latency percentiles per stage, counts, and the ratios to
   a baseline run when one is given (lazymem.eval.scoring).
@@ -42,13 +47,15 @@ from lazymem.eval.runfiles import (
     RECORDS_FILE,
     SUMMARY_FILE,
     WINDOWS_FILE,
+    RunLock,
     append_synced,
-    discard_results,
     read_json,
     read_jsonl,
     read_records,
     resume,
+    run_identity,
     secret_masker,
+    set_aside,
     window_lines,
     write_atomic,
 )
@@ -129,7 +136,8 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
 
 def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = True, *,
              clients: Mapping[str, "LLMClient"] | None = None, dataset: "Dataset | None" = None,
-             retriever: Any = None, overwrite: bool = False, command: Sequence[str] | None = None) -> dict:
+             retriever: Any = None, overwrite: bool = False, command: Sequence[str] | None = None,
+             force_new: bool = False) -> dict:
     """Run (or resume) an evaluation into `out_dir`; returns the summary (also in summary.json).
 
     Args:
@@ -140,13 +148,31 @@ def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = Tr
             wrapping); e.g. scripted fakes.
         dataset: an already loaded dataset (else ``load_dataset(config.dataset, config.subset)``).
         retriever: a ready Retriever (or anything with ``retrieve(history, query) -> Pool``).
-        overwrite: discard earlier records in `out_dir` instead of resuming.
+        overwrite: the old name of force_new (nothing is deleted any more).
         command: the command line for the manifest (default sys.argv).
+        force_new: move earlier results into ``out_dir/previous-<time>/`` and start afresh
+            instead of resuming (needed when the config, dataset or prompts changed).
+
+    Raises:
+        RunLockedError: another run is writing `out_dir` (raised at once, nothing touched).
+        ResumeMismatchError / UnmanifestedRecordsError: earlier records that must not be resumed.
     """
+    out = Path(out_dir)
+    lock = RunLock(out).acquire()  # before anything in the folder is read or written
+    try:
+        return _evaluate(config, out, progress, clients=clients, dataset=dataset, retriever=retriever,
+                         force_new=force_new or overwrite, command=command, lock=lock)
+    finally:
+        lock.release()
+
+
+def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping[str, "LLMClient"] | None,
+              dataset: "Dataset | None", retriever: Any, force_new: bool, command: Sequence[str] | None,
+              lock: RunLock) -> dict:
+    """evaluate() with the folder's lock held."""
+    from lazymem import prompts
     from lazymem.pipeline import LazyMemPipeline
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     config, cache_dir = resolve_cache(seeded(config))
     masker = secret_masker([config.pipeline.mpm, config.pipeline.answer, config.pipeline.judge])
     fingerprint = config_fingerprint(config)
@@ -159,18 +185,27 @@ def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = Tr
     check_judge(questions, config.judge)
 
     old_manifest = read_json(manifest_path)
-    if overwrite:
-        discard_results(out)
-        old_manifest = None
-    kept, truncated = resume(out, fingerprint, old_manifest, masker)
+    set_aside_to = None
+    if force_new:
+        dest = set_aside(out)
+        if dest is not None:
+            set_aside_to = dest.name
+            if old_manifest:  # the history stays; each earlier run says where its results went
+                old_manifest = dict(old_manifest, runs=[r if r.get("moved_to") else dict(r, moved_to=dest.name)
+                                                        for r in old_manifest.get("runs", [])])
+    identity = run_identity(fingerprint, dataset.sha256, prompts.prompt_hashes())
+    kept, truncated = resume(out, identity, old_manifest, masker)
     done = {r["question_id"] for r in kept}
     attempts = Counter(r["question_id"] for r in read_jsonl(out / ERRORS_FILE))
     todo = [q for q in questions if q.id not in done]
 
     run_id = uuid.uuid4().hex[:12]
     run_info = {"run_id": run_id, "start": now(), "end": None, "status": "running", "pid": os.getpid(),
+                "host": (lock.info or {}).get("host"),
                 "command": list(command if command is not None else sys.argv), "questions_todo": len(todo),
-                "resumed_ok": len(done & {q.id for q in questions}), "dropped_truncated_line": truncated}
+                "resumed_ok": len(done & {q.id for q in questions}), "dropped_truncated_line": truncated,
+                "force_new": force_new, "set_aside_to": set_aside_to,
+                "dataset_sha256": dataset.sha256, "config_sha256": fingerprint}
     p = config.pipeline
     manifest = new_manifest(config, dataset, len(questions), fingerprint, cache_dir, clients, old_manifest, run_info)
     write_atomic(manifest_path, masker.dumps(manifest, indent=2) + "\n")

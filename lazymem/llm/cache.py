@@ -2,6 +2,22 @@
 
 One file, ``<cache_dir>/llm_calls.sqlite``, keyed by the sha256 of (the client's identity,
 the prompt, the sampling settings). Only successful completions are stored.
+
+Credentials never reach the key or the file: the identity is passed through
+``lazymem.secrets.redact`` first, so a value under a secret name (``api_key``,
+``Authorization``, ...) at any depth of ``extra_body`` / ``chat_template_kwargs`` / headers,
+or one that looks like a key (``sk-...``, ``Bearer ...``), becomes "<redacted>". Two
+different keys therefore share one entry: a credential decides who may call, not what the
+model answers. An identity without credentials is hashed exactly as before (old caches
+keep hitting); the stored ``request`` column holds the redacted request.
+
+>>> from lazymem.llm.fake import FakeBackend
+>>> import tempfile
+>>> inner = FakeBackend(); inner.identity = {"backend": "openai", "extra_body": {"api_key": "sk-abcdefgh123"}}
+>>> with tempfile.TemporaryDirectory() as d:
+...     c = CachedClient(inner, d); r = c.request_json("hi"); c.close()
+>>> "sk-abcdefgh123" in r, '"<redacted>"' in r
+(False, True)
 """
 from __future__ import annotations
 
@@ -17,6 +33,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lazymem.llm.base import Completion, LLMClient, Prompt, Sampling, to_messages
+from lazymem.secrets import redact
 
 
 class CachedClient:
@@ -34,6 +51,7 @@ class CachedClient:
         self.inner = inner
         self.model_id = inner.model_id
         self.identity = inner.identity
+        self._key_identity = redact(inner.identity)  # credentials out of the key and the file (see module doc)
         self.path = Path(cache_dir) / self.FILENAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -44,8 +62,13 @@ class CachedClient:
                              "request TEXT NOT NULL, completion TEXT NOT NULL, created REAL NOT NULL)")
             self._db.commit()
 
+    def request_json(self, prompt: Prompt, sampling: Sampling = Sampling()) -> str:
+        """The request text that is hashed into the key and stored: the identity with its
+        credentials redacted, the prompt, the sampling settings."""
+        return self._request(prompt, sampling)
+
     def _request(self, prompt: Prompt, sampling: Sampling) -> str:
-        return json.dumps({"model": self.identity, "prompt": prompt if isinstance(prompt, str) else to_messages(prompt),
+        return json.dumps({"model": self._key_identity, "prompt": prompt if isinstance(prompt, str) else to_messages(prompt),
                            "sampling": sampling.as_dict()}, sort_keys=True, ensure_ascii=False)
 
     @staticmethod

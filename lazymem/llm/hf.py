@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
-from lazymem.runtime import torch_threads
+from lazymem.runtime import check_device, torch_threads
 
 log = logging.getLogger("lazymem.llm")
 
@@ -38,7 +39,11 @@ class TransformersBackend:
 
             from lazymem.llm.models import resolve_model
 
+            check_device(self.config.device, "LLMConfig.device")
             path = resolve_model(self.config.model)
+            if str(path).startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(str(path))):
+                raise ConfigError(f"LLMConfig.model={self.config.model!r}: no model directory there (a local path "
+                                  "must hold config.json and weights; offline, 'smollm2-offline' ships with the package)")
             tok = AutoTokenizer.from_pretrained(path, padding_side="left")
             if tok.pad_token is None:
                 tok.pad_token = tok.eos_token

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 from lazymem.errors import ConfigError
 from lazymem.notebooks.params import expand_grid, load_grid, notebook_parameters, project_root, resolve_notebook, run_id
 from lazymem.runinfo import now
-from lazymem.secrets import REDACTED, is_secret, redact
+from lazymem.secrets import REDACTED, is_secret, looks_secret, redact
 
 # Packages whose versions go into every manifest (those missing are recorded as None).
 MANIFEST_PACKAGES = ("lazymem", "papermill", "nbformat", "nbclient", "ipykernel", "numpy", "pandas", "plotly",
@@ -82,17 +82,19 @@ def git_state(root: str | Path) -> dict:
 # --- the runner ---------------------------------------------------------------------------------
 
 def _secret_values(obj: Any) -> list[str]:
-    """The values ``redact`` hides in a parameter tree (secret names, at any depth), as text.
+    """The values ``redact`` hides in a parameter tree (secret names, or values that look like
+    credentials, at any depth), as text.
 
-    >>> _secret_values({"api_key": "sk-1", "hf_token": None, "extra": {"client_secret": 7}, "w": 2})
-    ['sk-1', '7']
+    >>> _secret_values({"api_key": "sk-1", "hf_token": None, "extra": {"client_secret": 7}, "w": 2,
+    ...                 "judge_auth_header": "Bearer abcdef123456"})
+    ['sk-1', '7', 'Bearer abcdef123456']
     """
     if isinstance(obj, Mapping):
         return [v for k, x in obj.items()
                 for v in ([str(x)] if is_secret(k) and x is not None else _secret_values(x))]
     if isinstance(obj, (list, tuple)):
         return [v for x in obj for v in _secret_values(x)]
-    return []
+    return [obj] if looks_secret(obj) else []
 
 
 def _scrub_notebook(path: Path, secrets: Sequence[str], dest: Path) -> None:

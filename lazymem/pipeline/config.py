@@ -114,11 +114,10 @@ class PipelineConfig:
     @classmethod
     def from_yaml(cls, path: str) -> "PipelineConfig":
         """Load a YAML file: its ``pipeline:`` section, or the whole file when it has none."""
-        import yaml
+        from lazymem.yamlio import read_mapping
 
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-        return cls.from_dict(data.get("pipeline", data) if isinstance(data, Mapping) else data)
+        data = read_mapping(path)
+        return cls.from_dict(data.get("pipeline", data))
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values (API keys never appear: LLMConfig holds only the variable name)."""

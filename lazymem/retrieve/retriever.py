@@ -15,7 +15,7 @@ import time
 import weakref
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -118,10 +118,17 @@ class Retriever:
 
     Index work (tokenising, BM25, message embeddings) happens once per distinct history
     content and is kept in memory (the last ``max_indexes``) and, for embeddings, on disk.
+
+    Deleted text is not kept: ``purge(hashes)`` drops indexes and disk rows and forbids the
+    hashes from then on, and ``is_deleted`` (e.g. ``MemoryStore.is_deleted``, handed to the
+    cache too) names deleted hashes across restarts. A history still holding deleted text
+    (one taken before the deletion) is searched, but neither its index is kept in memory
+    nor its deleted rows written to disk.
     """
 
     def __init__(self, config: RetrievalConfig | None = None, cache: EmbeddingCache | None = None,
-                 encoder: DenseEncoder | None = None, max_indexes: int = 32):
+                 encoder: DenseEncoder | None = None, max_indexes: int = 32,
+                 is_deleted: Callable[[str], bool] | None = None):
         self.config = c = config or RetrievalConfig()
         self.encoder = encoder
         if self.encoder is None and c.dense_model is not None:
@@ -130,6 +137,10 @@ class Retriever:
                                         query_prompt_name=c.query_prompt_name, doc_prompt_name=c.doc_prompt_name,
                                         num_threads=c.num_threads, query_threads=c.query_threads)
         self.cache = cache if cache is not None else (EmbeddingCache(c.cache_dir) if c.disk_cache else None)
+        self.is_deleted = is_deleted
+        if is_deleted is not None and self.cache is not None:
+            self.cache.is_deleted = is_deleted
+        self._purged: set[str] = set()  # text hashes purged through this retriever
         self.reranker = (Reranker(c.reranker, c.reranker_backend, c.device, c.batch_size, c.num_threads)
                          if c.reranker else None)
         self.max_indexes = max_indexes
@@ -183,6 +194,8 @@ class Retriever:
                 emb = self.encoder.encode_docs(texts, progress=progress)
             timings["dense"] = time.perf_counter() - t0
         idx = HistoryIndex(history, fp, hashes, bm25, emb, timings)
+        if any(self._deleted(h) for h in hashes):
+            return idx  # a stale history (taken before a deletion): usable now, not kept
         self._indexes[key] = idx
         while len(self._indexes) > self.max_indexes:
             self._indexes.popitem(last=False)
@@ -255,12 +268,29 @@ class Retriever:
         return Pool(query=query, hits=hits, reranker=self.reranker.model_id if rerank else "none (fused order)",
                     stages=tuple(stages), history_id=idx.history.id, timings=timings)
 
+    def _deleted(self, text_hash: str) -> bool:
+        return text_hash in self._purged or (self.is_deleted is not None and bool(self.is_deleted(text_hash)))
+
     def purge(self, text_hashes: Iterable[str]) -> int:
-        """Forget these texts' embeddings on disk and drop in-memory indexes that hold them."""
-        gone = set(text_hashes)
+        """Forget these texts' embeddings on disk and drop in-memory indexes that hold them.
+
+        Unless ``is_deleted`` is wired (then it decides), the hashes stay forbidden for this
+        retriever and its cache (nothing of them is kept or written again), so retrieval on a
+        History taken before the deletion cannot bring them back. The cost: a text stored again
+        later is embedded per index build rather than cached, until a new Retriever.
+        """
+        gone = {h if isinstance(h, str) else h.decode() for h in text_hashes}
+        # With an authoritative is_deleted (the store's tombstones, lifted when a text is stored
+        # again) nothing more is needed; without one, remember the hashes for this object's life.
+        if self.is_deleted is None:
+            self._purged |= gone
         for key in [key for key, idx in self._indexes.items() if gone.intersection(idx.text_hashes)]:
             del self._indexes[key]
-        return self.cache.purge(gone) if self.cache is not None else 0
+        if self.cache is None:
+            return 0
+        if self.cache.is_deleted is None:
+            self.cache.forbid(gone)  # before the purge, so no concurrent embed writes them back
+        return self.cache.purge(gone)
 
 
 def retrieve_many(

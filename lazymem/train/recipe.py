@@ -38,16 +38,9 @@ def build_recipe(cls: type[T], values: Mapping, where: str, nested: Mapping[str,
 
 def load_recipe(cls: type[T], path: str | Path, nested: Mapping[str, type] | None = None) -> T:
     """Read a YAML recipe file into ``cls``."""
-    import yaml
+    from lazymem.yamlio import read_mapping
 
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: recipe file not found")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {e}") from None
-    return build_recipe(cls, data, str(p), nested)
+    return build_recipe(cls, read_mapping(path), str(path), nested)
 
 
 def recipe_dict(recipe: Any) -> dict:

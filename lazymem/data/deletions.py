@@ -1,0 +1,69 @@
+"""What a deletion from the verbatim store is: the record subscribers get, the error when some of
+them fail, and the atomic line files behind the audit log and the tombstones (hashes, never text)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """What a delete call removed; sent to every subscriber."""
+
+    user_id: str  # whose history
+    scope: str  # "message", "session" or "user"
+    message_ids: tuple[str, ...]  # ids of the removed messages ("<user>:<seq>")
+    text_hashes: tuple[str, ...]  # sha256 of their texts (cache keys)
+    id: str = ""  # the audit-log record id (retries and complete_pending() reuse it)
+    target: str | None = None  # the message id, session id, or None for a whole user
+
+
+def subscriber_name(index: int, callback: Callable) -> str:
+    name = getattr(callback, "__qualname__", None) or getattr(type(callback), "__qualname__", repr(callback))
+    return f"subscriber #{index} ({name})"
+
+
+class DeletionIncomplete(RuntimeError):
+    """Some deletion subscribers raised; the others ran, and the deletion is recorded as pending.
+
+    ``deletion``: the (first) incomplete Deletion; ``failures``: (deletion id, subscriber name,
+    exception) for every failure. The text is already gone from the store; retry the same delete
+    call or call ``store.complete_pending()`` to run the subscribers again for the recorded hashes.
+    """
+
+    def __init__(self, deletion: Deletion, failures: list[tuple[str, str, BaseException]]):
+        self.deletion, self.failures = deletion, list(failures)
+        what = "; ".join(f"{name} failed on deletion {did}: {type(exc).__name__}: {exc}"
+                         for did, name, exc in self.failures)
+        super().__init__(
+            f"deletion {deletion.id} ({deletion.scope} {deletion.target or deletion.user_id!r} of user "
+            f"{deletion.user_id!r}) is incomplete: {what}. The text is gone from the store and the deletion is "
+            f"recorded as pending in deletions.log (with its text hashes); every other subscriber ran. Retry the "
+            f"same delete call or call store.complete_pending() once the cause is fixed.")
+
+
+def read_log_lines(path: Path) -> list[tuple[str, dict | None]]:
+    """(raw line, parsed record or None when not valid JSON, e.g. a torn last line) of a JSON-lines log."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.append((line, json.loads(line)))
+            except json.JSONDecodeError:
+                out.append((line, None))
+    return out
+
+
+def write_lines_atomic(path: Path, lines: Iterable[str]) -> None:
+    """Replace ``path`` with these lines (temp file, fsync, rename): readers never see half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
