@@ -37,7 +37,7 @@ import ast  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 PKG = Path(__file__).resolve().parents[1] / "lazymem"
-GROUND = {"__init__", "errors", "records", "prompts", "paths", "text", "secrets", "stats", "runtime", "runinfo",
+GROUND = {"__init__", "errors", "records", "prompts", "paths", "text", "secrets", "stats", "runtime", "runinfo", "files",
           "yamlio"}
 _STAGES = {"ground", "data", "retrieve", "llm", "construct"}
 # part -> parts it may import (besides itself). Imports only go down; siblings never import each other.

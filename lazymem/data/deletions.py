@@ -1,12 +1,11 @@
 """What a deletion from the verbatim store is: the record subscribers get, the error when some of
-them fail, and the atomic line files behind the audit log and the tombstones (hashes, never text)."""
+them fail, and reading the audit log (hashes, never text; written with ``lazymem.files.write_lines_atomic``)."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -57,13 +56,3 @@ def read_log_lines(path: Path) -> list[tuple[str, dict | None]]:
             except json.JSONDecodeError:
                 out.append((line, None))
     return out
-
-
-def write_lines_atomic(path: Path, lines: Iterable[str]) -> None:
-    """Replace ``path`` with these lines (temp file, fsync, rename): readers never see half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(line + "\n" for line in lines)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

