@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: demo test test-fast env chromium bench-retrieval clean-env
+.PHONY: demo test test-fast env chromium bench-retrieval clean-env lazymem-135m
 
 env: $(STAMP)
 
@@ -40,6 +40,12 @@ test: $(STAMP) chromium
 # everything except tests marked slow (for quick iteration; `make test` runs them all)
 test-fast: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m pytest tests lazymem --doctest-modules -m "not slow and not notebooks"
+
+# LazyMem-135M: the whole training recipe on CPU (hours; every step resumes where it stopped, a
+# finished step returns at once), as notebook 07 executed by papermill: the executed copy goes to
+# papermill_runs/07_lazymem135m/. The steps: lazymem/notebooks/recipe.py; README "LazyMem-135M".
+lazymem-135m: $(STAMP)
+	$(OFFLINE) $(BIN)/lazymem notebooks run 07_lazymem135m -p run=True
 
 bench-retrieval: $(STAMP)
 	$(OFFLINE) $(BIN)/lazymem bench retrieval --out figures/bench_retrieval.json

@@ -6,8 +6,10 @@
     lazymem coverage SPEC [--k 50] [--w 0,1,2,3] [--json] [--out FILE]
     lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
     lazymem eval [CONFIG] [--out DIR] [...]
+    lazymem eval-table --config FILE [--set only=[row]]
+    lazymem train sft-data|rl-data|sft|grpo|eval-windows|release --config FILE [--set k=v]
     lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v]
-    lazymem demo
+    lazymem demo [--mpm lazymem-135m|base|extractive]
 """
 from __future__ import annotations
 
@@ -187,38 +189,36 @@ def _recipe_data(path: str, sets: list[str]) -> dict:
 
 
 def cmd_train(args) -> int:
-    from lazymem.llm import LLMConfig
-    from lazymem.train.modeling import LoraSettings
-    from lazymem.train.recipe import build_recipe
+    from lazymem.notebooks.recipe import run_step
 
     t0 = time.perf_counter()
-    data = _recipe_data(args.config, args.set)
-    if args.train_command == "sft-data":
-        from lazymem.train.sft_data import SFTDataConfig, build_sft_data
+    out = run_step(args.train_command, _recipe_data(args.config, args.set), args.config)
+    if args.train_command == "eval-windows":
+        from lazymem.train.heldout import table_markdown
 
-        card = build_sft_data(SFTDataConfig.from_dict(data))
-    elif args.train_command == "rl-data":
-        from lazymem.train.rl_data import RLDataConfig, build_rl_prompts
-
-        card = build_rl_prompts(RLDataConfig.from_dict(data))
-    elif args.train_command == "sft":
-        from lazymem.train.sft import SFTRecipe, run_sft
-
-        card = run_sft(build_recipe(SFTRecipe, data, args.config, {"lora": LoraSettings}))
+        _print_json(out) if args.json else print(table_markdown(out))
     else:
-        from lazymem.train.grpo import GRPORecipe, run_grpo
-
-        card = run_grpo(build_recipe(GRPORecipe, data, args.config, {"lora": LoraSettings, "judge": LLMConfig}))
-    card = {k: v for k, v in card.items() if k != "log_history"}
-    _print_json(card) if args.json else print(json.dumps(card, indent=1, default=str)[:4000])
+        drop = ("log_history", "window_table", "pipeline_table", "sft_data", "rl_data")
+        out = {k: v for k, v in out.items() if k not in drop}
+        _print_json(out) if args.json else print(json.dumps(out, indent=1, default=str)[:4000])
     print(f"[train {args.train_command} done in {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
+    return 0
+
+
+def cmd_eval_table(args) -> int:
+    from lazymem.eval.table import EvalTableConfig, run_eval_table, table_markdown
+    from lazymem.train.recipe import build_recipe
+
+    config = build_recipe(EvalTableConfig, _recipe_data(args.config, args.set), args.config)
+    table = run_eval_table(config, progress=not args.no_progress)  # the recipe's step, with --no-progress
+    _print_json(table) if args.json else print(table_markdown(table, config.reference))
     return 0
 
 
 def cmd_demo(args) -> int:
     from lazymem.demo import run_demo
 
-    run_demo(args.spec, n_construct=args.questions, with_eval=not args.no_eval)
+    run_demo(args.spec, n_construct=args.questions, with_eval=not args.no_eval, mpm=args.mpm)
     return 0
 
 
@@ -314,7 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("sft-data", "SFT query-window pairs, teacher targets, balancing, data card"),
                        ("rl-data", "RL prompts balanced 50/50 by gold presence, pool card"),
                        ("sft", "supervised fine-tuning with TRL's SFTTrainer (full or LoRA), resumable"),
-                       ("grpo", "GRPO with TRL's GRPOTrainer: gated reward, curriculum, resumable")):
+                       ("grpo", "GRPO with TRL's GRPOTrainer: gated reward, curriculum, resumable"),
+                       ("eval-windows", "models x held-out query-window sets: Gate Fmt., gold-keep recall, reward"),
+                       ("release", "ship a trained adapter as lazymem-135m with its model card")):
         s = train.add_parser(name, help=text)
         s.add_argument("--config", required=True, help="YAML recipe (configs/train_*.yaml)")
         s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -322,10 +324,20 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true", help="print the card / result as JSON")
         s.set_defaults(func=cmd_train)
 
+    s = sub.add_parser("eval-table", help="several methods on the same questions: one eval run per cell, one table")
+    s.add_argument("--config", required=True, help="YAML: base recipe, sets, rows (configs/*_eval_table.yaml)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key (e.g. only=[sft])")
+    s.add_argument("--json", action="store_true", help="print the table as JSON")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(func=cmd_eval_table)
+
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")
     s.add_argument("--questions", type=int, default=4, help="questions to run construction on")
-    s.add_argument("--no-eval", action="store_true", help="stop before the SmolLM2 construct/answer stage")
+    s.add_argument("--no-eval", action="store_true", help="stop before the construct/answer stage")
+    s.add_argument("--mpm", default="lazymem-135m", choices=("lazymem-135m", "base", "extractive"),
+                   help="memory processor of the construct/answer stage: LazyMem-135M (the shipped adapter), "
+                        "the untrained base (constrained decoding) or the extractive processor")
     s.set_defaults(func=cmd_demo)
     return p
 

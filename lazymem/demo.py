@@ -2,17 +2,69 @@
 
 Stages: data summary -> hybrid retrieval over every question (All@k by window radius, as
 the paper's Table 2) -> windows + training-free extractive construction on a few
-questions -> figures in figures/ (HTML + PNG) -> the whole query path with SmolLM2-135M
-as memory-processing model and answerer on a few questions (`lazymem eval
-configs/eval_demo.yaml`, records in runs/eval/demo/; a rerun reads the LLM cache).
+questions -> figures in figures/ (HTML + PNG) -> the whole query path on the demo questions
+(`lazymem eval configs/eval_demo.yaml`, records in runs/eval/demo-<mpm>/; a rerun reads the LLM
+cache), printing per question the kept memory next to the gold evidence. The memory-processing
+model (``mpm``) is LazyMem-135M (SmolLM2-135M-Instruct + the LoRA adapter this project trained,
+free generation) by default; ``base`` is the untrained SmolLM2 with schema-constrained decoding,
+``extractive`` the training-free processor.
 """
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lazymem.eval import EvalConfig
+    from lazymem.records import Dataset
+
+DEMO_MPMS = ("lazymem-135m", "base", "extractive")
+# Overrides of configs/eval_demo.yaml (which runs LazyMem-135M) per --mpm choice.
+_MPM_OVERRIDES = {
+    "lazymem-135m": [],
+    "base": ["pipeline.mpm.adapter=null", "pipeline.structured=true", "pipeline.schema_max_content=100",
+             "pipeline.schema_max_reason=0"],  # untrained SmolLM2 wrote 0/30 valid arrays freely
+    "extractive": ["pipeline.method=extractive"],
+}
+
+
+def demo_eval_config(mpm: str = "lazymem-135m") -> "EvalConfig":
+    """configs/eval_demo.yaml with the memory-processing model ``mpm`` (one of DEMO_MPMS)."""
+    from pathlib import Path
+
+    from lazymem.errors import ConfigError
+    from lazymem.eval import EvalConfig
+
+    if mpm not in _MPM_OVERRIDES:
+        raise ConfigError(f"demo mpm {mpm!r}: one of {', '.join(DEMO_MPMS)}")
+    recipe = Path(__file__).resolve().parents[1] / "configs" / "eval_demo.yaml"
+    return EvalConfig.from_yaml(recipe, _MPM_OVERRIDES[mpm])
+
+
+def show_memories(records: dict[str, dict], ds: "Dataset", width: int = 104) -> None:
+    """Per question: the answers, then the gold evidence (kept or not) and the kept memory lines."""
+    for qid, r in records.items():
+        q = ds.question(qid)
+        history = ds.history(q)
+        kept = {d["pos"]: d for d in r.get("decisions") or () if d["op"] == "KEEP"}
+        c = r.get("construction") or {}
+        print(f"- [{q.abbrev}] {q.text}\n    gold answer: {q.answer!r}   model answer: {r.get('answer', '')[:80]!r}")
+        if c:
+            print(f"    {c['n_windows']} windows, gate ok {c['n_valid']}/{c['n_windows']}, kept {c['n_kept']}/"
+                  f"{c['n_messages']} messages, gold kept {c['n_gold_kept']}/{c['n_gold']} (gold in windows)")
+        for pos in q.evidence:
+            m = history.messages[pos]
+            mark = "KEPT   " if pos in kept else "dropped" if c else "       "
+            print(f"    gold  [{mark}] {m.role}: {m.text[:width]}")
+        for pos, d in sorted(kept.items()):
+            tag = "gold" if pos in q.evidence else "    "
+            print(f"    kept  [{tag}]    {d['content'][:width]}")
+        if not kept:
+            print("    kept  (nothing)")
 
 
 def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "figures", with_eval: bool = True,
-             eval_out: str = "runs/eval/demo") -> dict:
+             eval_out: str | None = None, mpm: str = "lazymem-135m") -> dict:
     """Run every stage on `spec` (default: the embedded synthetic set) and print a summary."""
     from lazymem.data import DEFAULT_SPEC, load_dataset, summarize, summary_text
     from lazymem.eval import coverage_table
@@ -66,19 +118,40 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
         print(f"  {name}: {paths['html']}" + (f", {paths['png']}" if paths.get("png") else " (no PNG: see warning)"))
     result = {"summary": summarize(ds), "coverage": cov, "figures": written}
     if with_eval:
-        from pathlib import Path
-
-        from lazymem.eval import EvalConfig, evaluate
-        from lazymem.eval import summary_text as eval_summary_text
-
-        recipe = Path(__file__).resolve().parents[1] / "configs" / "eval_demo.yaml"
-        print(f"\n== 5. construct + answer with SmolLM2-135M-Instruct on CPU ({recipe.name} -> {eval_out}/) ==")
-        print("   schema-constrained decoding (untrained SmolLM2 writes no valid decision array freely); "
-              "first run converts the model and builds the grammar (~2-3 min), reruns read the LLM cache")
-        t = time.perf_counter()
-        summary = evaluate(EvalConfig.from_yaml(recipe), eval_out, command=["lazymem", "demo"])
-        print(eval_summary_text(summary))
-        print(f"[eval stage {time.perf_counter() - t:.1f} s]")
-        result["eval"] = summary
+        result["eval"] = _eval_stage(mpm, eval_out)
     print(f"\n[demo done in {time.perf_counter() - t0:.1f} s]")
     return result
+
+
+def _eval_stage(mpm: str, eval_out: str | None) -> dict:
+    from lazymem.data import load_dataset
+    from lazymem.errors import ConfigError
+    from lazymem.eval import evaluate
+    from lazymem.eval import summary_text as eval_summary_text
+    from lazymem.eval.runfiles import latest_records, read_records
+
+    if mpm == "lazymem-135m":
+        from lazymem.llm.models import resolve_adapter
+
+        try:
+            resolve_adapter("lazymem-135m")
+        except ConfigError as e:
+            print(f"\nnote: {e}\n      -> running the untrained base instead (--mpm base)")
+            mpm = "base"
+    config = demo_eval_config(mpm)
+    out = eval_out or f"runs/eval/demo-{mpm}"
+    what = {"lazymem-135m": "LazyMem-135M (SmolLM2-135M-Instruct + this project's LoRA adapter, free generation)",
+            "base": "untrained SmolLM2-135M-Instruct, schema-constrained decoding",
+            "extractive": "the training-free extractive processor"}[mpm]
+    print(f"\n== 5. construct + answer on {config.limit or 'all'} questions: {what}; SmolLM2 answers ({out}/) ==")
+    print("   first run converts the model (~20 s); reruns read the LLM cache. Other processors: "
+          "lazymem demo --mpm {" + ",".join(DEMO_MPMS) + "}")
+    t = time.perf_counter()
+    summary = evaluate(config, out, command=["lazymem", "demo", "--mpm", mpm])
+    print(eval_summary_text(summary))
+    records, _ = read_records(f"{out}/records.jsonl")
+    show_memories(latest_records(records), load_dataset(config.dataset))
+    print(f"[eval stage {time.perf_counter() - t:.1f} s]  More: lazymem eval configs/eval_demo.yaml --limit 0 "
+          "--out runs/eval/demo-all (every question), configs/eval_locomo_paper.yaml (LoCoMo), "
+          "lazymem train eval-windows --config configs/lazymem135m_eval_windows.yaml (the training table)")
+    return summary

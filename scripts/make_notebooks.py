@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Write notebooks/0[0-6]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
+"""Write notebooks/0[0-7]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
 
     .venv/bin/python scripts/make_notebooks.py            # write, execute, keep only checked outputs
     .venv/bin/python scripts/make_notebooks.py --no-execute  # write sources only (outputs cleared)
@@ -526,6 +526,94 @@ metrics = {{
     "lambda": cur["lam"],
     "switched_at": cur["switched_at"],
     "logged_reward_steps": sum("reward" in r for r in rows),
+}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+    "07_lazymem135m": [
+        md("""
+# 07 · LazyMem-135M: the project's own recipe, SFT then GRPO, on CPU
+
+**Purpose.** Train, measure and ship the memory-processing model the workbench uses by default:
+a LoRA adapter on SmolLM2-135M-Instruct trained on the synthetic generator (seed 1, varied
+phrasings, two windowings, gold labels with a message-by-message think trace), then GRPO phase 1
+(format gate x eta-weighted action reward), evaluated on held-out windows (synthetic seed 2, the
+default data set, LoCoMo conversations 1-8) and through the whole pipeline (base free /
+constrained, SFT, GRPO, extractive, RAG Top50), and shipped with its model card
+(`lazymem/assets/lazymem-135m`).
+
+With `run = False` (the default) it only reads what the recipe wrote: the committed training
+checkpoints, the tables, the model card. `run = True` runs the recipe (`lazymem.notebooks.recipe`:
+hours on a 2-core CPU; every step resumes where it stopped): `make lazymem-135m` executes this
+notebook that way with papermill and keeps the executed copy under `papermill_runs/`.
+"""),
+        code(SETUP + """
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from lazymem import viz
+from lazymem.notebooks.recipe import RECIPE, run_recipe
+from lazymem.train.logs import log_rows
+from lazymem.train.release import run_summary
+from lazymem.yamlio import read_mapping"""),
+        code("""\
+run = False  # True: run the recipe (hours on CPU; each step resumes, finished steps return at once)
+until = ""  # with run: stop after this step (sft-data, sft, ..., release); "" = every step
+sft_dir = "models/lazymem-135m/train/sft"  # the SFT run (committed checkpoints resume on any machine)
+grpo_dir = "models/lazymem-135m/train/grpo"  # the GRPO run
+card_path = "lazymem/assets/lazymem-135m/card.json"  # the shipped adapter's card (tables, times)
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+seconds = run_recipe(until or None) if run else {}
+pd.DataFrame([{"step": s.name, "config": s.config, "seconds this run": seconds.get(s.name)} for s in RECIPE])"""),
+        md("## 1. Training so far (from the runs' files)"),
+        code("""\
+runs = {"sft": run_summary(sft_dir), "grpo": run_summary(grpo_dir)}
+pd.DataFrame([{"stage": k, **({c: v.get(c) for c in ("finished", "global_step", "max_steps", "wall_s_total",
+                                                      "segments", "final_loss")} if v else {"finished": None})}
+              for k, v in runs.items()])"""),
+        code("""\
+figs = {}
+for stage, r in runs.items():
+    rows = log_rows(r["log_history"]) if r else []
+    metrics_plotted = [m for m in ("loss", "mean_token_accuracy", "reward", "lazymem/strict_gate", "lazymem/gate_fmt")
+                       if any(m in x for x in rows)]
+    if metrics_plotted:
+        figs[f"07_{stage}_curves"] = viz.training_curves(rows, metrics_plotted, title=f"LazyMem-135M {stage.upper()}")
+        figs[f"07_{stage}_curves"].show()
+saved = viz.save_figures(figs, figures_dir, png=png) if figs else {}"""),
+        md("## 2. The tables (held-out windows; whole pipeline)"),
+        code("""\
+card = json.loads(Path(card_path).read_text()) if Path(card_path).is_file() else {}
+tables = {"windows": card.get("window_table") or (json.loads(Path(p).read_text()) if Path(
+              p := "runs/lazymem135m_eval_windows/table.json").is_file() else None),
+          "pipeline": card.get("pipeline_table") or (json.loads(Path(p).read_text()) if Path(
+              p := "runs/lazymem135m_eval_table/table.json").is_file() else None)}
+for name, t in tables.items():
+    if not t:
+        print(f"{name}: not measured yet")
+        continue
+    for set_name, rows in t.items():
+        print(f"{name} / {set_name}")
+        display(pd.DataFrame(rows).T.select_dtypes("number").round(3))"""),
+        md("## 3. Record the recipe's settings"),
+        code(f"""\
+{CHECK}
+sft = read_mapping("configs/lazymem135m_sft.yaml")
+grpo = read_mapping("configs/lazymem135m_grpo.yaml")
+data = read_mapping("configs/lazymem135m_sft_data.yaml")
+metrics = {{
+    "steps": len(RECIPE),
+    "lora_r": sft["lora"]["r"],
+    "lora_layers": len(sft["lora"]["layers"]),
+    "sft_learning_rate": f"{sft['learning_rate']:g}",
+    "sft_epochs": sft["num_train_epochs"],
+    "grpo_max_steps": grpo["max_steps"],
+    "grpo_eta": grpo["eta"],
+    "teacher": data["teacher"],
 }}
 print(nb.metrics_table(metrics))
 _ = nb.record_metrics(metrics, metrics_path)"""),

@@ -548,9 +548,17 @@ def test_baseline_ratios(tmp_path):
 
 def test_recipes_in_configs_load():
     demo = EvalConfig.from_yaml(REPO / "configs" / "eval_demo.yaml")
-    assert demo.pipeline.method == "lazymem" and demo.pipeline.structured and demo.judge == "none"
+    assert demo.pipeline.method == "lazymem" and not demo.pipeline.structured and demo.judge == "none"
     assert demo.pipeline.mpm.backend == "transformers" and demo.pipeline.mpm.model == "smollm2-offline"
-    assert demo.dataset.startswith("synthetic") and demo.limit <= 5
+    assert demo.pipeline.mpm.adapter == "lazymem-135m"  # the shipped LazyMem-135M, free generation
+    assert demo.dataset.startswith("synthetic") and demo.limit <= 6
+    from lazymem.demo import demo_eval_config
+
+    base = demo_eval_config("base")
+    assert base.pipeline.mpm.adapter is None and base.pipeline.structured and base.pipeline.schema_max_reason == 0
+    assert demo_eval_config("extractive").pipeline.method == "extractive"
+    with pytest.raises(ConfigError, match="demo mpm"):
+        demo_eval_config("gpt")
     paper = EvalConfig.from_yaml(REPO / "configs" / "eval_locomo_paper.yaml")
     assert paper.dataset.endswith("locomo10.json#paper") or paper.subset == "paper"
     assert paper.pipeline.mpm.model == "smollm2-offline" and paper.pipeline.structured

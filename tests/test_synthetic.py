@@ -252,15 +252,41 @@ def test_synthetic_dataset_name_and_sha(tmp_path):
 
 
 def test_parse_spec():
-    defaults = {"n_messages": 400, "seed": 0, "n_histories": 1, "questions_per_history": 12}
+    defaults = {"n_messages": 400, "seed": 0, "n_histories": 1, "questions_per_history": 12, "varied": 0}
     assert parse_spec("synthetic") == parse_spec("synthetic:") == defaults
     assert parse_spec("synthetic:messages=1k,seed=3,histories=2,questions=8") == {
-        "n_messages": 1000, "seed": 3, "n_histories": 2, "questions_per_history": 8}
+        "n_messages": 1000, "seed": 3, "n_histories": 2, "questions_per_history": 8, "varied": 0}
     assert parse_spec("synthetic: messages = 100k ")["n_messages"] == 100_000
     assert parse_spec("synthetic:messages=1.5k")["n_messages"] == 1500
     assert parse_spec("synthetic:messages=1M")["n_messages"] == 1_000_000
-    kwargs = {"n_messages": 2000, "seed": 7, "n_histories": 3, "questions_per_history": 5}
+    kwargs = {"n_messages": 2000, "seed": 7, "n_histories": 3, "questions_per_history": 5, "varied": 0}
     assert parse_spec(spec_string(**kwargs)) == kwargs
+    assert parse_spec(spec_string(**{**kwargs, "varied": 1}))["varied"] == 1
+
+
+def test_varied_keeps_evidence_answers_and_the_plain_data_set():
+    from lazymem.data.synthetic.vary import HARD_NEGATIVES, OPENERS
+
+    plain, plain_facts = generate_with_facts(400, 3, n_histories=2, questions_per_history=12)
+    varied, facts = generate_with_facts(400, 3, n_histories=2, questions_per_history=12, varied=1)
+    assert generate_records(400, 3, n_histories=2) == plain  # the plain data set is untouched by the option
+    assert [r["answer"] for r in varied] == [r["answer"] for r in plain]
+    assert facts == plain_facts  # same gold turns, same answer-bearing strings
+    assert sum(a["question"] != b["question"] for a, b in zip(plain, varied)) >= 12  # paraphrase frames
+    endings = tuple(h.split("{topic}")[-1] for h in HARD_NEGATIVES)
+    hard, opened = 0, 0
+    for rec in varied:
+        gold_sessions = set(rec["answer_session_ids"])
+        for sid, session in zip(rec["haystack_session_ids"], rec["haystack_sessions"]):
+            for t, turn in enumerate(session):
+                is_hard = turn["content"].endswith(endings)
+                hard += is_hard
+                opened += turn["content"].startswith(OPENERS)
+                assert not (is_hard and turn["has_answer"]), (sid, t)  # a hard negative is never evidence
+        for ev in facts[rec["question_id"]]:
+            i = rec["haystack_session_ids"].index(ev.session_id)
+            assert all(c in rec["haystack_sessions"][i][ev.turn]["content"] for c in ev.contains)
+    assert hard > 0 and opened > 0
 
 
 @pytest.mark.parametrize("spec, needle", [

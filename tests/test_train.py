@@ -70,6 +70,10 @@ def test_sft_trains_a_lora_adapter_and_resumes_from_its_checkpoint(sft_run):
 
     final = Path(second["final"])
     assert (final / "adapter_config.json").is_file() and (final / "adapter_model.safetensors").is_file()
+    # total training time spans both processes: the first one's time comes back from its checkpoint
+    saved = json.loads((Path(second["resumed_from"]) / "wall_clock.json").read_text())
+    assert saved["segments"] == 1 and 0 < saved["seconds"] <= first["wall_s_total"] + 1
+    assert second["segments"] == 2 and saved["seconds"] < second["wall_s_total"] <= saved["seconds"] + second["wall_s"] + 1
 
 
 def test_sft_adapter_changes_the_model(sft_run, tiny):
@@ -170,7 +174,7 @@ def test_paper_recipes_resolve_to_the_papers_table():
         (SFTRecipe if "sft" in cpu else GRPORecipe).from_yaml(root / cpu)
 
 
-def test_transformers_backend_loads_base_plus_adapter_without_merging(sft_run, tiny):
+def test_transformers_backend_loads_base_plus_adapter_merged(sft_run, tiny):
     from lazymem.llm import LLMConfig, Sampling, generate_n, make_client
 
     base = make_client(LLMConfig(model=str(tiny)))
@@ -179,7 +183,8 @@ def test_transformers_backend_loads_base_plus_adapter_without_merging(sft_run, t
     s = Sampling(temperature=0.0, max_tokens=6)
     a, b = base.generate(["window 3"], s)[0], tuned.generate(["window 3"], s)[0]
     assert a.error is None and b.error is None
-    assert type(tuned.load()[0]).__name__ == "PeftModelForCausalLM"
+    assert type(tuned.load()[0]).__name__ == type(base.load()[0]).__name__  # merged into the base weights
+    assert any((p1 - p2).abs().max() > 0 for p1, p2 in zip(tuned.load()[0].parameters(), base.load()[0].parameters()))
     samples = generate_n(tuned, ["window 1", "window 2"], Sampling(temperature=1.0, max_tokens=6, seed=3), 3)
     assert [len(r) for r in samples] == [3, 3] and all(c.error is None for r in samples for c in r)
 

@@ -147,7 +147,8 @@ class LLMConfig:
     batch_size: int = field(default=8, metadata=_h("transformers: prompts per generate batch"))
     device: str = field(default="cpu", metadata=_h("transformers: torch device"))
     adapter: str | None = field(
-        default=None, metadata=_h("transformers: a PEFT adapter directory loaded on top of `model` (no merge step)"))
+        default=None, metadata=_h("transformers: a PEFT adapter directory loaded on top of `model` (merged at load); "
+                                  "'lazymem-135m' = the shipped LazyMem-135M adapter (model: smollm2-offline)"))
     num_threads: int | None = field(default=None, metadata=_h("transformers: torch CPU threads while generating; None = torch's setting"))
     dtype: str = field(default="auto", metadata=_h(f"one of {DTYPES}; auto = float32 on CPU, the checkpoint's on GPU"))
     cache_dir: str | None = field(default=None, metadata=_h("directory of the call cache (sqlite); None = no cache"))
@@ -259,7 +260,9 @@ def _adapter_identity(path: str) -> str:
     import hashlib
     from pathlib import Path
 
-    p = Path(path)
+    from lazymem.llm.models import resolve_adapter
+
+    p = Path(resolve_adapter(path))
     h = hashlib.sha256()
     for f in sorted(p.glob("adapter_model.*")) + sorted(p.glob("adapter_config.json")):
         h.update(f.read_bytes())

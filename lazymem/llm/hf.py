@@ -52,14 +52,19 @@ class TransformersBackend:
                 dtype = "float32" if self.config.device == "cpu" else "auto"
             model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=dtype if dtype == "auto" else getattr(torch, dtype))
-            if self.config.adapter:  # e.g. a LoRA saved by `lazymem train sft` / `grpo`: no merge step needed
+            if self.config.adapter:  # e.g. a LoRA saved by `lazymem train sft` / `grpo`
                 from peft import PeftModel
 
+                from lazymem.llm.models import resolve_adapter
+
                 try:
-                    model = PeftModel.from_pretrained(model, self.config.adapter)
+                    model = PeftModel.from_pretrained(model, resolve_adapter(self.config.adapter))
                 except (OSError, ValueError) as e:
                     raise ConfigError(f"adapter {self.config.adapter!r} could not be loaded on "
                                       f"{self.config.model!r}: {e}") from e
+                # Folded into the base weights (W + BA): the same model without a LoRA branch per
+                # linear layer at every decoding step; the files on disk stay a separate adapter.
+                model = model.merge_and_unload()
             model.to(self.config.device).eval()
             self._model, self._tokenizer = model, tok
         return self._model, self._tokenizer

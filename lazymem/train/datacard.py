@@ -152,7 +152,7 @@ def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: 
     md = "\n".join([
         "# SFT data card", "",
         f"Teacher: **{config.teacher_name}**" + (" (KEEP every gold message verbatim, DROP the rest; no model)"
-                                                 if config.teacher == "gold" else ""),
+                                                 if config.gold else ""),
         f"Seeds: seed {config.seed}, split seed {config.split_seed}; split {config.to_dict()['split']!r}; "
         f"balance {'on' if config.balance else 'off'}", "", "Sources:", sources_md(sources), "",
         f"Questions used by type: {selection['used_by_type']}; their gold messages shown in some window: "

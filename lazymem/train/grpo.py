@@ -79,6 +79,8 @@ class GRPORecipe:
     weight_decay: float = field(default=0.01, metadata=_h("paper: 0.01"))
     max_grad_norm: float = field(default=1.0, metadata=_h("paper: 1.0"))
     bf16: bool = field(default=False, metadata=_h("bf16 mixed precision (paper: true)"))
+    gradient_checkpointing: bool = field(default=False, metadata=_h(
+        "recompute activations in the backward pass: less memory, more time"))
     dtype: str = field(default="float32", metadata=_h(f"weights dtype, one of {DTYPES}"))
     dataloader_drop_last: bool = field(default=True, metadata=_h("paper: drop the last incomplete batch"))
     eta: float = field(default=ETA, metadata=_h("gold-retention weight of R_act (paper: 0.915)"))
@@ -178,6 +180,7 @@ def run_grpo(recipe: GRPORecipe, validator: Any = None, callbacks: list | None =
         temperature=recipe.temperature, top_p=recipe.top_p, max_completion_length=recipe.max_completion_length,
         beta=recipe.beta, epsilon=recipe.epsilon, loss_type=recipe.loss_type, scale_rewards=recipe.scale_rewards,
         weight_decay=recipe.weight_decay, max_grad_norm=recipe.max_grad_norm, bf16=recipe.bf16,
+        gradient_checkpointing=recipe.gradient_checkpointing,
         dataloader_drop_last=recipe.dataloader_drop_last, save_strategy="steps", save_steps=recipe.save_steps,
         save_total_limit=recipe.save_total_limit, logging_steps=recipe.logging_steps, seed=recipe.seed,
         use_vllm=recipe.use_vllm, vllm_mode=recipe.vllm_mode, report_to=recipe.report_to,

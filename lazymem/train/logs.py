@@ -45,3 +45,44 @@ def curriculum_events(rows: Sequence[Mapping[str, Any]], key: str = "curriculum/
             out[int(r["step"])] = f"lambda_qual {last} -> {lam}"
         last = lam
     return out
+
+
+WALL_FILE = "wall_clock.json"  # written into every checkpoint folder
+
+
+def wall_clock_callback(resume_from: str | None = None) -> Any:
+    """A TrainerCallback that keeps the run's total training seconds across interruptions.
+
+    Each checkpoint gets ``wall_clock.json`` (``seconds``: training time up to that checkpoint
+    summed over every process that worked on the run; ``segments``: how many); a resumed run
+    starts from the value saved with its checkpoint. ``.total()`` is the time so far.
+    """
+    import json
+    import time
+    from pathlib import Path
+
+    from transformers import TrainerCallback
+
+    before, segments = 0.0, 0
+    if resume_from and (Path(resume_from) / WALL_FILE).is_file():
+        saved = json.loads((Path(resume_from) / WALL_FILE).read_text(encoding="utf-8"))
+        before, segments = float(saved.get("seconds", 0.0)), int(saved.get("segments", 0))
+
+    class WallClock(TrainerCallback):
+        def __init__(self):
+            self.start = time.perf_counter()
+            self.segments = segments + 1
+
+        def total(self) -> float:
+            return before + time.perf_counter() - self.start
+
+        def on_train_begin(self, args, state, control, **kw):
+            self.start = time.perf_counter()
+
+        def on_save(self, args, state, control, **kw):
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if ckpt.is_dir():
+                (ckpt / WALL_FILE).write_text(json.dumps({"seconds": round(self.total(), 1),
+                                                          "segments": self.segments}) + "\n", encoding="utf-8")
+
+    return WallClock()

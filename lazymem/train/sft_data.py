@@ -69,6 +69,8 @@ class PairsConfig:
     seed: int = field(default=0, metadata=_h("seed of question sampling and balancing"))
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=_h("as the pipeline's retrieval:"))
     window: WindowConfig = field(default_factory=WindowConfig, metadata=_h("as the pipeline's window: (w, L, s)"))
+    extra_windows: tuple[WindowConfig, ...] = field(default=(), metadata=_h(
+        "more windowings of the same questions (e.g. {w: 1, L: 4, s: 3}): windows of every size in training"))
     bridges: str = field(default="none", metadata=_h(f"as the pipeline's bridges: one of {BRIDGES}"))
     output_dir: str = field(default="runs/train_data", metadata=_h("where the JSONL files and the data card go"))
     progress: bool = field(default=True, metadata=_h("tqdm bar over questions"))
@@ -95,6 +97,10 @@ class PairsConfig:
             object.__setattr__(self, "per_type", dict(self.per_type))
         self._need(isinstance(self.retrieval, RetrievalConfig), "retrieval", "must be a RetrievalConfig")
         self._need(isinstance(self.window, WindowConfig), "window", "must be a WindowConfig")
+        extra = self.extra_windows
+        self._need(isinstance(extra, (list, tuple)) and all(isinstance(w, WindowConfig) for w in extra),
+                   "extra_windows", "must be a list of window configs ({w, L, s})")
+        object.__setattr__(self, "extra_windows", tuple(extra))
         self._need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
         self._need(isinstance(self.output_dir, str) and self.output_dir != "", "output_dir", "must be a directory path")
         self._need(isinstance(self.progress, bool), "progress", "must be true or false")
@@ -116,6 +122,14 @@ class PairsConfig:
             if isinstance(v.get(name), Mapping):
                 check_fields(builder, v[name], f"{cls.__name__}.{name}")
                 v[name] = builder(**v[name])
+        if isinstance(v.get("extra_windows"), (list, tuple)):
+            items = []
+            for i, w in enumerate(v["extra_windows"]):
+                if isinstance(w, Mapping):
+                    check_fields(WindowConfig, w, f"{cls.__name__}.extra_windows[{i}]")
+                    w = WindowConfig(**w)
+                items.append(w)
+            v["extra_windows"] = tuple(items)
         return cls(**v)
 
     @classmethod
@@ -233,7 +247,8 @@ def load_sources(config: PairsConfig) -> tuple[list["Dataset"], list[dict]]:
 def query_window_pairs(datasets: Sequence["Dataset"], selected: Sequence[tuple[int, "Question"]],
                        config: PairsConfig, desc: str = "questions") -> Iterator[list[QueryWindow]]:
     """Each selected question's query-window pairs (one list per question), questions grouped
-    by history so each history is indexed once; a tqdm bar counts questions."""
+    by history so each history is indexed once; a tqdm bar counts questions. With
+    ``extra_windows`` a question's list holds the windows of every windowing, in config order."""
     from tqdm.auto import tqdm
 
     from lazymem.retrieve import Retriever
@@ -243,8 +258,10 @@ def query_window_pairs(datasets: Sequence["Dataset"], selected: Sequence[tuple[i
     for i in tqdm(order, desc=desc, unit="q", disable=not config.progress):
         k, q = selected[i]
         history = datasets[k].history(q)
-        _, windows = question_windows(history, q, retriever, config.window)
-        prompts = window_prompts(history, q, windows, config.window, config.bridges)
+        prompts = []
+        for window in (config.window, *config.extra_windows):
+            _, windows = question_windows(history, q, retriever, window)
+            prompts += window_prompts(history, q, windows, window, config.bridges)
         yield [QueryWindow(config.datasets[k], history, q, p, j) for j, p in enumerate(prompts)]
 
 
@@ -272,7 +289,8 @@ class SFTDataConfig(PairsConfig):
 
     questions: int | None = field(default=100, metadata=_h("at most this many, by type (the paper: 100 of 360)"))
     teacher: LLMConfig | str | None = field(
-        default=None, metadata=_h("required: an LLM config, or 'gold' for the offline gold-label teacher"))
+        default=None, metadata=_h("required: an LLM config, 'gold' (the offline gold-label teacher) or 'gold-trace' "
+                                  "(the same with a think trace walking the window message by message)"))
     teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=_h("teacher decoding"))
     batch_questions: int = field(default=16, metadata=_h("questions whose windows go in one generate call"))
     balance: bool = field(default=True, metadata=_h("pair the windows with a KEEP with as many sampled all-DROP windows"))
@@ -282,8 +300,9 @@ class SFTDataConfig(PairsConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        self._need(self.teacher == "gold" or isinstance(self.teacher, LLMConfig), "teacher",
-                   "is required: an LLM config (backend, model, ...) or the literal 'gold' (gold-label teacher)")
+        self._need(self.teacher in ("gold", "gold-trace") or isinstance(self.teacher, LLMConfig), "teacher",
+                   "is required: an LLM config (backend, model, ...), 'gold' (gold-label teacher) or 'gold-trace' "
+                   "(gold labels with a message-by-message think trace)")
         self._need(isinstance(self.teacher_sampling, Sampling), "teacher_sampling", "must be a Sampling")
         self._need(_is_int(self.batch_questions) and self.batch_questions >= 1, "batch_questions", "must be >= 1")
         self._need(isinstance(self.balance, bool), "balance", "must be true or false")
@@ -292,7 +311,14 @@ class SFTDataConfig(PairsConfig):
     def teacher_name(self) -> str:
         from lazymem.train.teacher import GOLD_TEACHER
 
+        if self.teacher == "gold-trace":
+            return GOLD_TEACHER + " with a message trace"
         return GOLD_TEACHER if self.teacher == "gold" else f"{self.teacher.backend}:{self.teacher.model}"
+
+    @property
+    def gold(self) -> bool:
+        """The offline gold-label teacher (with or without its trace): no model is called."""
+        return isinstance(self.teacher, str)
 
 
 def balance_windows(n_keep: Sequence[int], seed: int = 0) -> list[int]:
@@ -322,9 +348,9 @@ def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> 
 
     datasets, sources = load_sources(config)
     selected, selection = select_questions(datasets, config)
-    if config.teacher == "gold" and client is not None:
-        raise ConfigError("build_sft_data: a teacher client was given but config.teacher is 'gold'")
-    if config.teacher != "gold" and client is None:
+    if config.gold and client is not None:
+        raise ConfigError(f"build_sft_data: a teacher client was given but config.teacher is {config.teacher!r}")
+    if not config.gold and client is None:
         from lazymem.llm import make_client
 
         client = make_client(config.teacher)
@@ -333,7 +359,8 @@ def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> 
 
     def flush():
         done.extend((pair, *r) for pair, r in zip(batch, annotate([b.prompt for b in batch], [b.history for b in batch],
-                                                                  client, config.teacher_sampling)))
+                                                                  client, config.teacher_sampling,
+                                                                  trace=config.teacher == "gold-trace")))
         batch.clear()
 
     for n, pairs in enumerate(query_window_pairs(datasets, selected, config, desc="sft data"), start=1):

@@ -37,7 +37,10 @@ if TYPE_CHECKING:
     from lazymem.records import History
 
 GOLD = "gold"  # the config value that selects the gold-label teacher
+GOLD_TRACE = "gold-trace"  # the gold-label teacher with a think trace that walks the window message by message
+GOLD_TEACHERS = (GOLD, GOLD_TRACE)
 GOLD_TEACHER = "gold-label teacher"  # its name in data cards and Completion.model
+TRACE_WORDS = 8  # words of each message the trace quotes
 KEEP_REASON = "evidence for the query"
 DROP_REASON = "not evidence for the query"
 OK = "ok"
@@ -97,8 +100,38 @@ def gold_target(prompt: WindowPrompt, history: "History") -> str:
     return json.dumps(items, ensure_ascii=False)
 
 
-def gold_completion(prompt: WindowPrompt, history: "History") -> Completion:
-    return completion(gold_target(prompt, history))
+def gold_trace(prompt: WindowPrompt, history: "History") -> str:
+    """A think trace for the gold target: each message numbered, its first words quoted, its op.
+
+    The paper's SFT targets hold the teacher's reasoning before the decisions; a small model
+    trained on this one learns to walk the window in order (one decision per message: the
+    count comes from copying, not from counting) and to look at each message before its op.
+
+    >>> from lazymem.records import History, Message, Question
+    >>> from lazymem.construct import window_prompts
+    >>> from lazymem.retrieve import build_windows
+    >>> h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in
+    ...                        enumerate(["I moved to Lisbon last spring with my two cats.", "Nice!"])))
+    >>> q = Question("q", "single-session-user", "Where do I live?", "Lisbon", "h", "2023/06/01", evidence=(0,))
+    >>> (p,) = window_prompts(h, q, build_windows(h, [0], gold=q.evidence))
+    >>> print(gold_trace(p, h))
+    <think>
+    1. user: "I moved to Lisbon last spring with my ..." -> KEEP
+    2. user: "Nice!" -> DROP
+    </think>
+    """
+    lines = ["<think>"]
+    for i, (pos, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1):
+        m = history[pos]
+        words = m.text.split()
+        quote = " ".join(words[:TRACE_WORDS]) + (" ..." if len(words) > TRACE_WORDS else "")
+        lines.append(f'{i}. {m.role}: "{quote}" -> {"KEEP" if gold else "DROP"}')
+    return "\n".join(lines + ["</think>"])
+
+
+def gold_completion(prompt: WindowPrompt, history: "History", trace: bool = False) -> Completion:
+    target = gold_target(prompt, history)
+    return completion(gold_trace(prompt, history) + "\n" + target if trace else target)
 
 
 def judge(prompt: WindowPrompt, out: Completion) -> Annotation:
@@ -120,17 +153,18 @@ def judge(prompt: WindowPrompt, out: Completion) -> Annotation:
 
 
 def annotate(prompts: Sequence[WindowPrompt], histories: Sequence["History"], client: "LLMClient | None",
-             sampling: "Sampling") -> list[tuple[Completion, Annotation]]:
+             sampling: "Sampling", trace: bool = False) -> list[tuple[Completion, Annotation]]:
     """Teacher outputs for many windows and their verdicts, in order.
 
-    ``client`` None means the gold-label teacher (``histories[i]`` gives window i's texts);
+    ``client`` None means the gold-label teacher (``histories[i]`` gives window i's texts; with
+    ``trace`` its target opens with ``gold_trace``);
     otherwise all windows go to the client in one ``generate`` call, so a server backend
     runs them concurrently and a cached client answers repeats from disk.
     """
     if len(prompts) != len(histories):
         raise ValueError(f"{len(prompts)} prompts but {len(histories)} histories")
     if client is None:
-        outs = [gold_completion(p, h) for p, h in zip(prompts, histories)]
+        outs = [gold_completion(p, h, trace) for p, h in zip(prompts, histories)]
     else:
         outs = client.generate([list(p.messages) for p in prompts], sampling) if prompts else []
         if len(outs) != len(prompts):

@@ -1,0 +1,96 @@
+"""LazyMem-135M's recipe as one list of steps (notebook 07 and `make lazymem-135m` run it).
+
+Each step is a config file and the function that runs it; every step resumes where it stopped
+(data builders rewrite the same files, trainers continue from their newest checkpoint and
+return a finished run at once, the tables read finished cells back), so rerunning the whole
+list after an interruption redoes no finished work.
+
+>>> [s.name for s in RECIPE][:3]
+['sft-data', 'sft', 'heldout-synthetic']
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from lazymem.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    config: str  # relative to the project root
+    kind: str  # which runner reads the config
+
+
+RECIPE = (
+    Step("sft-data", "configs/lazymem135m_sft_data.yaml", "sft-data"),
+    Step("sft", "configs/lazymem135m_sft.yaml", "sft"),
+    Step("heldout-synthetic", "configs/lazymem135m_heldout_synthetic.yaml", "sft-data"),
+    Step("heldout-default", "configs/lazymem135m_heldout_default.yaml", "sft-data"),
+    Step("heldout-locomo", "configs/lazymem135m_heldout_locomo.yaml", "sft-data"),
+    Step("rl-data", "configs/lazymem135m_rl_data.yaml", "rl-data"),
+    Step("grpo", "configs/lazymem135m_grpo.yaml", "grpo"),
+    Step("eval-windows", "configs/lazymem135m_eval_windows.yaml", "eval-windows"),
+    Step("eval-table", "configs/lazymem135m_eval_table.yaml", "eval-table"),
+    Step("release", "configs/lazymem135m_release.yaml", "release"),
+)
+
+
+def run_step(kind: str, data: Mapping, where: str) -> Any:
+    """Run one stage from its recipe mapping (``where`` names the file in errors); what it returns:
+    a data card, a train result, a {set: {row: ...}} table or the shipped model card."""
+    from lazymem.train.modeling import LoraSettings
+    from lazymem.train.recipe import build_recipe
+
+    if kind == "sft-data":
+        from lazymem.train.sft_data import SFTDataConfig, build_sft_data
+
+        return build_sft_data(SFTDataConfig.from_dict(data))
+    if kind == "rl-data":
+        from lazymem.train.rl_data import RLDataConfig, build_rl_prompts
+
+        return build_rl_prompts(RLDataConfig.from_dict(data))
+    if kind == "sft":
+        from lazymem.train.sft import SFTRecipe, run_sft
+
+        return run_sft(build_recipe(SFTRecipe, data, where, {"lora": LoraSettings}))
+    if kind == "grpo":
+        from lazymem.llm import LLMConfig
+        from lazymem.train.grpo import GRPORecipe, run_grpo
+
+        return run_grpo(build_recipe(GRPORecipe, data, where, {"lora": LoraSettings, "judge": LLMConfig}))
+    if kind == "eval-windows":
+        from lazymem.train.heldout import WindowTableConfig, run_window_table
+
+        return run_window_table(build_recipe(WindowTableConfig, data, where))
+    if kind == "eval-table":
+        from lazymem.eval.table import EvalTableConfig, run_eval_table
+
+        return run_eval_table(build_recipe(EvalTableConfig, data, where))
+    if kind == "release":
+        from lazymem.train.release import ReleaseConfig, ship
+
+        return ship(build_recipe(ReleaseConfig, data, where))
+    raise ConfigError(f"unknown recipe step kind {kind!r}")
+
+
+def run_recipe(until: str | None = None, only: tuple[str, ...] = ()) -> dict[str, float]:
+    """Run the steps in order (all, up to and including ``until``, or just ``only``); returns seconds per step."""
+    names = [s.name for s in RECIPE]
+    for n in (*only, *((until,) if until else ())):
+        if n not in names:
+            raise ConfigError(f"recipe step {n!r}: one of {', '.join(names)}")
+    seconds = {}
+    for step in RECIPE:
+        if not only or step.name in only:
+            print(f"== {step.name}: {step.config} ==", flush=True)
+            t0 = time.perf_counter()
+            from lazymem.yamlio import read_mapping
+
+            run_step(step.kind, read_mapping(step.config), step.config)
+            seconds[step.name] = round(time.perf_counter() - t0, 1)
+        if step.name == until:
+            break
+    return seconds

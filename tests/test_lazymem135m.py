@@ -1,0 +1,314 @@
+"""LazyMem-135M's recipe pieces: varied training data, several windowings, upper-layer LoRA, the
+held-out window table (lazymem.train.heldout), the shipped-adapter alias and its configs."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from lazymem.errors import ConfigError, LoadError
+from lazymem.llm import LLMConfig
+from lazymem.retrieve import RetrievalConfig, WindowConfig
+from lazymem.train.heldout import (
+    WindowTableConfig,
+    WindowEvalConfig,
+    balanced_subset,
+    evaluate_windows,
+    load_pairs,
+    run_window_table,
+    score_rows,
+    summarize,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+KEEP = '{"op": "KEEP", "compressed_content": "%s", "reason": "evidence"}'
+DROP = '{"op": "DROP", "compressed_content": "", "reason": "no"}'
+
+
+def _rows(n=6):
+    """Windows of 2 messages; even ones hold gold at their first message."""
+    return [{"prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
+             "decision_positions": [10 * i, 10 * i + 1], "gold_labels": [i % 2 == 0, False],
+             "question_id": f"q{i}", "window_index": 0} for i in range(n)]
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def _oracle(prompt, sampling):
+    """Keeps the first message of even windows (the gold), drops the rest: a perfect model."""
+    i = int(prompt[-1]["content"].split()[-1])
+    return "[" + (KEEP % "gold" if i % 2 == 0 else DROP) + ", " + DROP + "]"
+
+
+# --- scoring -------------------------------------------------------------------------------------------
+
+
+def test_scores_count_a_failed_window_as_keeping_nothing():
+    rows = _rows(4)
+    outs = ["[" + KEEP % "a" + ", " + KEEP % "b" + "]",  # gold kept, non-gold kept
+            "[" + DROP + ", " + DROP + "]",  # no gold here: both dropped
+            "not json",  # gold window fails the gate: its gold is not kept
+            "[" + DROP + "]"]  # wrong count on a window without gold
+    recs = score_rows(rows, outs)
+    s = summarize(recs)
+    assert [r["gate_fmt"] for r in recs] == [True, True, False, False]
+    assert (s["gold_messages"], s["gold_keep_recall"]) == (2, 0.5)
+    # non-gold: window 0 kept 1 (of 1), window 1 dropped 2, window 2 "dropped" 1 (failed), window 3 "dropped" 2
+    assert s["nongold_drop_rate"] == round(5 / 6, 6)
+    assert recs[0]["r_act"] == pytest.approx(0.915) and recs[1]["r_act"] == 1.0
+    assert s["reward"] == round((0.915 + 1.0) / 4, 6) and s["r_act_valid"] == round((0.915 + 1.0) / 2, 6)
+    assert sum(s["failures"].values()) == 2 and s["failures"]["wrong_count"] == 1
+
+
+def test_balanced_subset_is_seeded_and_half_gold():
+    rows = [{"gold_labels": [i % 3 == 0]} for i in range(30)]
+    a, b = balanced_subset(rows, 8, seed=1), balanced_subset(rows, 8, seed=1)
+    assert a == b and len(a) == 8 and sum(rows[i]["gold_labels"][0] for i in a) == 4
+    assert balanced_subset(rows, None) == list(range(30)) == balanced_subset(rows, 99)
+
+
+def test_bad_pair_files_name_file_line_and_field(tmp_path):
+    p = tmp_path / "pairs.jsonl"
+    rows = _rows(2)
+    del rows[1]["gold_labels"]
+    _jsonl(p, rows)
+    with pytest.raises(LoadError, match=r"pairs.jsonl: line 2, field gold_labels: missing"):
+        load_pairs(p)
+    p.write_text(json.dumps({**_rows(1)[0], "gold_labels": [True]}) + "\n")
+    with pytest.raises(LoadError, match="1 labels for 2 decision_positions"):
+        load_pairs(p)
+    p.write_text("{oops\n")
+    with pytest.raises(LoadError, match="line 1: not JSON"):
+        load_pairs(p)
+    with pytest.raises(ConfigError, match="no such file"):
+        load_pairs(tmp_path / "none.jsonl")
+
+
+def test_evaluate_windows_with_a_scripted_model_and_constrained_schemas(tmp_path):
+    from lazymem.llm import FakeBackend
+
+    data = _jsonl(tmp_path / "pairs.jsonl", _rows(6))
+    fake = FakeBackend(_oracle)
+    s = evaluate_windows(WindowEvalConfig(data=data, structured=True), tmp_path / "out", client=fake, progress=False)
+    assert (s["windows"], s["gate_fmt"], s["gold_keep_recall"], s["nongold_drop_rate"], s["reward"]) == (
+        6, 1.0, 1.0, 1.0, 1.0)
+    schemas = {json.dumps(sp.json_schema, sort_keys=True) for _, sp in fake.calls}
+    assert len(schemas) == 1 and json.loads(schemas.pop())["minItems"] == 2  # exact item count per window
+    recs = [json.loads(x) for x in (tmp_path / "out" / "windows.jsonl").read_text().splitlines()]
+    assert len(recs) == 6 and json.loads((tmp_path / "out" / "summary.json").read_text())["windows"] == 6
+
+
+def test_window_table_fills_in_over_runs_and_reads_finished_cells_back(tmp_path, monkeypatch):
+    from lazymem.llm import FakeBackend
+    import lazymem.llm
+
+    made = []
+
+    def fake_client(config, responses=None):
+        made.append(config.model)
+        return FakeBackend(_oracle if config.model == "oracle" else (lambda p, s: "[]"), model=config.model)
+
+    monkeypatch.setattr(lazymem.llm, "make_client", fake_client)
+    data = _jsonl(tmp_path / "pairs.jsonl", _rows(6))
+    rows = {"oracle": {"mpm": {"backend": "fake", "model": "oracle"}},
+            "empty": {"mpm": {"backend": "fake", "model": "empty"}, "structured": True}}
+    cfg = WindowTableConfig(sets={"s": data}, rows=rows, only=("oracle",), limit=4, output_dir=str(tmp_path / "t"))
+    table = run_window_table(cfg, progress=False)
+    assert list(table["s"]) == ["oracle"] and table["s"]["oracle"]["windows"] == 4 and made == ["oracle"]
+    table = run_window_table(WindowTableConfig(sets={"s": data}, rows=rows, limit=4, output_dir=str(tmp_path / "t")),
+                             progress=False)
+    assert made == ["oracle", "empty"]  # the finished cell was read back, not run again
+    assert table["s"]["empty"]["gate_fmt"] == 0.0 and table["s"]["oracle"]["gold_keep_recall"] == 1.0
+    md = (tmp_path / "t" / "table.md").read_text()
+    assert "| oracle | 4 | 1.000 |" in md and "| empty | 4 | 0.000 |" in md
+    with pytest.raises(ConfigError, match="unknown rows"):
+        WindowTableConfig(sets={"s": data}, rows=rows, only=("nope",))
+    with pytest.raises(ConfigError, match=r"rows.bad.*mdl"):
+        WindowTableConfig(sets={"s": data}, rows={"bad": {"mpm": {"mdl": "x"}}}).row_config("bad", data)
+
+
+def test_project_table_and_heldout_configs_parse():
+    from lazymem.train.recipe import load_recipe
+    from lazymem.train.sft_data import SFTDataConfig
+
+    t = load_recipe(WindowTableConfig, ROOT / "configs" / "lazymem135m_eval_windows.yaml")
+    assert {"base_free", "base_constrained", "sft", "grpo"} <= set(t.rows) and t.limit == 40
+    for name in ("synthetic", "default", "locomo"):
+        c = SFTDataConfig.from_yaml(str(ROOT / "configs" / f"lazymem135m_heldout_{name}.yaml"))
+        assert c.teacher == "gold" and c.window == WindowConfig() and not c.extra_windows
+    train = SFTDataConfig.from_yaml(str(ROOT / "configs" / "lazymem135m_sft_data.yaml"))
+    heldout = {s for n in ("synthetic", "default")
+               for s in SFTDataConfig.from_yaml(str(ROOT / "configs" / f"lazymem135m_heldout_{n}.yaml")).datasets}
+    from lazymem.data.synthetic import parse_spec
+
+    train_seeds = {parse_spec(s)["seed"] for s in train.datasets}
+    assert train_seeds.isdisjoint({parse_spec(s)["seed"] for s in heldout})  # held out = other histories
+    assert train.extra_windows == (WindowConfig(w=1, L=4, s=3),)
+
+
+# --- training data: several windowings, varied text ----------------------------------------------------
+
+
+def test_extra_windows_add_smaller_windows_of_the_same_questions(tmp_path):
+    from lazymem.train.sft_data import SFTDataConfig, build_sft_data
+
+    base = dict(datasets=("synthetic:messages=150,seed=1,histories=1,questions=6,varied=1",),
+                retrieval=RetrievalConfig(n=6, dense_model=None, disk_cache=False), teacher="gold", questions=None,
+                split=None, balance=False, progress=False)
+    one = build_sft_data(SFTDataConfig(**base, output_dir=str(tmp_path / "one")))
+    two = build_sft_data(SFTDataConfig.from_dict({**base, "extra_windows": [{"w": 1, "L": 4, "s": 3}],
+                                                  "output_dir": str(tmp_path / "two")}))
+    rows = [json.loads(x) for x in (tmp_path / "two" / "sft.jsonl").read_text().splitlines()]
+    sizes = Counter(len(r["decision_positions"]) for r in rows)
+    assert max(sizes) <= 8 and any(n <= 4 for n in sizes)
+    n_one = len((tmp_path / "one" / "sft.jsonl").read_text().splitlines())
+    assert len(rows) > n_one
+    with pytest.raises(ConfigError, match=r"extra_windows\[0\]"):
+        SFTDataConfig.from_dict({**base, "extra_windows": [{"w": 1, "Lx": 4}], "output_dir": "x"})
+
+
+# --- the adapter: upper layers only, the shipped alias ---------------------------------------------------
+
+
+def test_lora_on_upper_layers_only():
+    from lazymem.train.modeling import LoraSettings
+
+    s = LoraSettings(r=8, alpha=16, target_modules=("q_proj", "v_proj"), layers=[2, 3])
+    cfg = s.peft_config()
+    assert cfg.layers_to_transform == [2, 3] and set(cfg.target_modules) == {"q_proj", "v_proj"}
+    with pytest.raises(ConfigError, match="target_modules as a list"):
+        LoraSettings(layers=[1])
+    with pytest.raises(ConfigError, match="layer indices"):
+        LoraSettings(target_modules=("q_proj",), layers=[-1])
+    from lazymem.train.recipe import load_recipe
+    from lazymem.train.sft import SFTRecipe
+
+    r = load_recipe(SFTRecipe, ROOT / "configs" / "lazymem135m_sft.yaml", {"lora": LoraSettings})
+    assert r.lora.layers == tuple(range(15, 30)) and r.gradient_checkpointing is False and r.bf16 is False
+
+
+def test_shipped_adapter_alias_resolves_or_says_how_to_get_it(tmp_path, monkeypatch):
+    import lazymem.llm.models as models
+
+    monkeypatch.setattr(models, "ASSETS_DIR", tmp_path)
+    with pytest.raises(ConfigError, match="lazymem135m"):
+        models.resolve_adapter("lazymem-135m")
+    (tmp_path / "lazymem-135m").mkdir()
+    (tmp_path / "lazymem-135m" / "adapter_config.json").write_text("{}")
+    assert models.resolve_adapter("lazymem-135m") == str(tmp_path / "lazymem-135m")
+    assert models.resolve_adapter("some/dir") == "some/dir"
+    ident = LLMConfig(model="smollm2-offline", adapter="lazymem-135m").identity()["adapter"]
+    assert ident.startswith(str((tmp_path / "lazymem-135m").resolve()))
+
+
+# --- the pipeline table (lazymem.eval.table) -----------------------------------------------------------
+
+
+def test_eval_table_runs_cells_resumes_and_computes_ratios(tmp_path):
+    from lazymem.eval.table import EvalTableConfig, run_eval_table
+    from lazymem.llm import FakeBackend
+
+    base = tmp_path / "base.yaml"
+    base.write_text("dataset: 'synthetic:messages=150,seed=0,histories=1,questions=6'\nlimit: 2\njudge: none\n"
+                    "count_tokens: false\npipeline:\n  retrieval: {n: 4, dense_model: null, disk_cache: false}\n"
+                    "  window: {w: 1, L: 3, s: 2}\n")
+    cfg = EvalTableConfig(base=str(base), sets={"syn": {"limit": 2}},
+                          rows={"drop": {}, "rag": {"pipeline.method": "rag"}}, reference="rag",
+                          output_dir=str(tmp_path / "t"))
+    made = []
+
+    def clients(set_name, row):
+        made.append(row)
+
+        def mpm(prompt, sampling):  # all-DROP, the right count for each window
+            n = prompt[-1]["content"].count('"role":')
+            return "[" + ", ".join([DROP] * n) + "]"
+        return {"mpm": FakeBackend(mpm), "answer": FakeBackend(lambda p, s: "Lisbon")}
+
+    table = run_eval_table(cfg, progress=False, clients_for=clients)
+    row = table["syn"]["drop"]
+    assert row["questions"] == 2 and row["gate_fmt"] == 1.0 and row["gold_keep_recall"] in (0.0, None)
+    assert row["nongold_drop_rate"] == 1.0 and table["syn"]["rag"]["gate_fmt"] is None
+    assert (tmp_path / "t" / "syn" / "drop" / "records.jsonl").is_file()
+    md = (tmp_path / "t" / "table.md").read_text()
+    assert "| drop | 2 | 1.000 |" in md
+    only = EvalTableConfig(base=str(base), sets=cfg.sets, rows=cfg.rows, reference="rag", only=("rag",),
+                           output_dir=cfg.output_dir)
+    again = run_eval_table(only, progress=False, clients_for=clients)
+    assert made == ["drop", "rag", "rag"] and again["syn"]["drop"] == row  # "drop" read back, not run
+    with pytest.raises(ConfigError, match="reference"):
+        EvalTableConfig(base="b", sets=cfg.sets, rows=cfg.rows, reference="nope")
+    with pytest.raises(ConfigError, match="rows.x"):
+        EvalTableConfig(base="b", sets=cfg.sets, rows={"x": 3})
+
+
+def test_project_eval_table_config_loads_every_cell():
+    from lazymem.eval import EvalConfig
+    from lazymem.eval.table import EvalTableConfig
+    from lazymem.train.recipe import load_recipe
+
+    t = load_recipe(EvalTableConfig, ROOT / "configs" / "lazymem135m_eval_table.yaml")
+    assert t.reference == "rag_top50" and {"base_free", "base_constrained", "sft", "grpo", "extractive"} <= set(t.rows)
+    for s in t.sets:
+        for r in t.rows:
+            c = EvalConfig.from_yaml(ROOT / t.base, t.cell_overrides(s, r))
+            assert c.limit == 12
+            if r.startswith("base"):
+                assert c.pipeline.mpm.adapter is None and c.pipeline.structured == (r == "base_constrained")
+            if r == "rag_top50":
+                assert c.pipeline.method == "rag" and c.pipeline.retrieval.n == 50
+
+
+# --- shipping: adapter + model card from the run's files -------------------------------------------------
+
+
+def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
+    from lazymem.train.release import ReleaseConfig, run_summary, ship
+
+    src = tmp_path / "grpo" / "final"
+    src.mkdir(parents=True)
+    (src / "adapter_config.json").write_text(json.dumps({"r": 16, "lora_alpha": 32, "target_modules": ["q_proj"],
+                                                         "layers_to_transform": [15, 16]}))
+    (src / "adapter_model.safetensors").write_bytes(b"\0" * 1000)
+    sft = tmp_path / "sft" / "checkpoint-40"  # an SFT run still in progress: its newest checkpoint counts
+    sft.mkdir(parents=True)
+    (sft / "trainer_state.json").write_text(json.dumps({"global_step": 40, "max_steps": 161,
+                                                        "log_history": [{"step": 40, "loss": 0.12}]}))
+    (sft / "wall_clock.json").write_text(json.dumps({"seconds": 7200.0, "segments": 2}))
+    (tmp_path / "grpo" / "train_result.json").write_text(json.dumps(
+        {"global_step": 30, "wall_s_total": 3600.0, "segments": 1, "recipe": {"learning_rate": 2e-5},
+         "log_history": [{"step": 30, "loss": 0.01}]}))
+    (tmp_path / "w.json").write_text(json.dumps({"synthetic_heldout": {"sft": {"gate_fmt": 0.97, "windows": 40}}}))
+    cfg = ReleaseConfig(adapter=str(src), sft_data=str(tmp_path / "none.json"), rl_data=None,
+                        sft_run=str(tmp_path / "sft"), grpo_run=str(tmp_path / "grpo"), window_table=str(tmp_path / "w.json"),
+                        pipeline_table=None, dest=str(tmp_path / "asset"), measure_load=False)
+    card = ship(cfg)
+    assert (tmp_path / "asset" / "adapter_model.safetensors").read_bytes() == b"\0" * 1000
+    assert card["sft"]["finished"] is False and card["sft"]["global_step"] == 40 and card["sft"]["wall_s_total"] == 7200
+    assert card["grpo"]["finished"] is True and card["adapter_bytes"] == 1000 and card["sft_data"] is None
+    md = (tmp_path / "asset" / "README.md").read_text()
+    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in md and "40 optimizer steps (in progress" in md
+    assert "2.00 h over 2 process(es)" in md and "| sft | 0.97 | 40 |" in md and "Not measured yet." in md
+    assert json.loads((tmp_path / "asset" / "card.json").read_text())["stage"] == "sft+grpo"
+    assert run_summary(str(tmp_path / "nothing")) is None
+    with pytest.raises(ConfigError, match="adapter_model.safetensors not found"):
+        ship(ReleaseConfig(adapter=str(tmp_path), dest=str(tmp_path / "x"), measure_load=False))
+    with pytest.raises(ConfigError, match="stage"):
+        ReleaseConfig(stage="rl")
+
+
+def test_recipe_steps_name_existing_configs_and_refuse_unknown_steps():
+    from lazymem.notebooks.recipe import RECIPE, run_recipe, run_step
+
+    assert [s.name for s in RECIPE][-1] == "release" and len({s.name for s in RECIPE}) == len(RECIPE)
+    for step in RECIPE:
+        assert (ROOT / step.config).is_file(), step.config
+    with pytest.raises(ConfigError, match="recipe step 'train'"):
+        run_recipe(until="train")
+    with pytest.raises(ConfigError, match="unknown recipe step kind"):
+        run_step("magic", {}, "x.yaml")
