@@ -430,3 +430,8 @@ def reward_judge_prompt(*, query_time: str, query: str, gold_answer: str, reason
     obj = json.loads(text)
     obj["source_messages"] = [_as_json_message(m) for m in sources]
     return json.dumps(obj, ensure_ascii=False, indent=2)
+
+
+# Decision-schema annotation (construct.gate.decision_schema(think=True)): a <think> trace of this
+# many numbered lines precedes the JSON array; the transformers backend builds it into the grammar.
+THINK_LINES = "x-lazymem-think-lines"

@@ -137,7 +137,7 @@ def test_project_table_and_heldout_configs_parse():
     from lazymem.train.sft_data import SFTDataConfig
 
     t = load_recipe(WindowTableConfig, ROOT / "configs" / "lazymem135m_eval_windows.yaml")
-    assert {"base_free", "base_constrained", "sft", "grpo"} <= set(t.rows) and t.limit == 40
+    assert {"base_free", "base_constrained", "sft", "grpo"} <= set(t.rows) and t.limit == 16
     for name in ("synthetic", "default", "locomo"):
         c = SFTDataConfig.from_yaml(str(ROOT / "configs" / f"lazymem135m_heldout_{name}.yaml"))
         assert c.teacher == "gold" and c.window == WindowConfig() and not c.extra_windows
@@ -257,7 +257,7 @@ def test_project_eval_table_config_loads_every_cell():
     for s in t.sets:
         for r in t.rows:
             c = EvalConfig.from_yaml(ROOT / t.base, t.cell_overrides(s, r))
-            assert c.limit == 12
+            assert c.limit == 6
             if r.startswith("base"):
                 assert c.pipeline.mpm.adapter is None and c.pipeline.structured == (r == "base_constrained")
             if r == "rag_top50":
@@ -312,3 +312,47 @@ def test_recipe_steps_name_existing_configs_and_refuse_unknown_steps():
         run_recipe(until="train")
     with pytest.raises(ConfigError, match="unknown recipe step kind"):
         run_step("magic", {}, "x.yaml")
+
+
+def test_demo_shows_kept_memory_next_to_gold_and_falls_back_without_the_adapter(capsys, tmp_path, monkeypatch):
+    from lazymem.data import load_dataset
+    from lazymem.demo import show_memories
+
+    ds = load_dataset("synthetic:messages=150,seed=0,histories=1,questions=6")
+    q = next(q for q in ds.questions if q.evidence)
+    gold = q.evidence[0]
+    rec = {"answer": "an answer", "construction": {"n_windows": 2, "n_valid": 2, "n_kept": 2, "n_messages": 8,
+                                                   "n_gold_kept": 1, "n_gold": len(q.evidence)},
+           "decisions": [{"pos": gold, "op": "KEEP", "content": "THE GOLD LINE"},
+                         {"pos": gold + 1, "op": "KEEP", "content": "another line"},
+                         {"pos": gold + 2, "op": "DROP", "content": ""}]}
+    show_memories({q.id: rec}, ds)
+    out = capsys.readouterr().out
+    assert f"gold  [KEPT   ] {ds.history(q).messages[gold].role}:" in out
+    assert "kept  [gold]    THE GOLD LINE" in out and "kept  [    ]    another line" in out
+    assert "gold kept 1/" in out and "model answer: 'an answer'" in out
+    import lazymem.llm.models as models
+
+    monkeypatch.setattr(models, "ASSETS_DIR", tmp_path)  # no shipped adapter in this checkout
+    from lazymem.demo import demo_eval_config
+
+    with pytest.raises(ConfigError, match="not in this checkout"):
+        models.resolve_adapter(demo_eval_config().pipeline.mpm.adapter)
+
+
+def test_trace_constrained_decoding_is_wired_through_pipeline_and_window_eval(tmp_path):
+    from lazymem.construct import decision_schema
+    from lazymem.llm import FakeBackend
+    from lazymem.pipeline import PipelineConfig
+    from lazymem.prompts import THINK_LINES
+
+    assert decision_schema(3, think=True)[THINK_LINES] == 3 and THINK_LINES not in decision_schema(3)
+    with pytest.raises(ConfigError, match="structured_trace"):
+        PipelineConfig(structured=True, structured_trace=True,
+                       mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+    assert PipelineConfig.from_dict({"structured": True, "structured_trace": True}).structured_trace
+    data = _jsonl(tmp_path / "pairs.jsonl", _rows(2))
+    fake = FakeBackend(lambda p, s: "<think>\n1. a\n2. b\n</think>\n" + _oracle(p, s))
+    s = evaluate_windows(WindowEvalConfig(data=data, structured=True, structured_trace=True), None, client=fake,
+                         progress=False)
+    assert s["gate_fmt"] == 1.0 and all(sp.json_schema[THINK_LINES] == 2 for _, sp in fake.calls)

@@ -415,3 +415,18 @@ def test_vllm_in_process_on_the_tiny_model(tiny_model):
     schema = {"type": "array", "minItems": 1, "maxItems": 1, "items": {"enum": ["KEEP", "DROP"]}}
     for c in client.generate(PROMPTS[:3], Sampling(max_tokens=20, json_schema=schema)):
         assert json.loads(c.text)[0] in ("KEEP", "DROP")
+
+
+@pytest.mark.slow
+def test_transformers_constrained_trace_then_array_has_the_exact_count(tiny_backend):
+    """decision_schema(n, think=True): a random model writes exactly n trace lines, then n items."""
+    pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")
+    from lazymem.construct import decision_schema, parse_decisions, strip_think
+
+    out = tiny_backend.generate(PROMPTS[:2], Sampling(max_tokens=1500, json_schema=decision_schema(2, 8, 4, think=True)))
+    for c in out:
+        assert c.text.startswith("<think>\n") and c.text.count("\n</think>\n") == 1, c.text
+        trace = c.text.split("</think>")[0].splitlines()[1:]
+        assert len(trace) == 2 and all(line[0].isdigit() and ". " in line for line in trace)
+        assert len(json.loads(strip_think(c.text))) == 2
+        assert parse_decisions(strip_think(c.text), [3, 4]).fmt_ok

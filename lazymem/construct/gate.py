@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from lazymem.prompts import THINK_LINES
+
 OPS = ("KEEP", "DROP")
 FIELDS = ("op", "compressed_content", "reason")  # exactly these, per the window-annotation listing
 GATE_OK = "ok"
@@ -216,8 +218,12 @@ def strip_think(raw: str) -> str:
     return _THINK.sub("", raw, count=1)
 
 
-def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 128) -> dict:
+def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 128, think: bool = False) -> dict:
     """A bounded JSON schema of a valid output, for constrained decoding.
+
+    ``think``: the output may open with a ``<think>`` trace of exactly ``n_messages`` numbered
+    lines (how a model trained on ``teacher: gold-trace`` works, e.g. LazyMem-135M); the
+    annotation ``x-lazymem-think-lines`` carries it to the transformers backend's grammar.
 
     Exactly ``n_messages`` items; KEEP needs 1..max_len characters of content, DROP forces
     "" (maxLength 0); no other keys. Bounded strings matter: unbounded ones let constrained
@@ -236,8 +242,9 @@ def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 1
                 "properties": {"op": {"const": op}, "compressed_content": content, "reason": reason},
                 "required": list(FIELDS), "additionalProperties": False}
 
-    return {
+    schema = {
         "type": "array", "minItems": n_messages, "maxItems": n_messages,
         "items": {"anyOf": [item("KEEP", {"type": "string", "minLength": 1, "maxLength": max_len}),
                             item("DROP", {"type": "string", "maxLength": 0})]},
     }
+    return {**schema, THINK_LINES: n_messages} if think else schema

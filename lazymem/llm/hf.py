@@ -6,6 +6,7 @@ Greedy when temperature is 0; a ``json_schema`` is enforced token by token with 
 from __future__ import annotations
 
 import json
+
 import logging
 import os
 import threading
@@ -13,6 +14,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
+from lazymem.prompts import THINK_LINES
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
 from lazymem.runtime import check_device, torch_threads
 
@@ -96,7 +98,12 @@ class TransformersBackend:
         # so KEEP/DROP is chosen before the content is written); the sorted dump is only the key.
         key = json.dumps(schema, sort_keys=True)
         if key not in self._indexes:
-            self._indexes[key] = Index(build_regex_from_schema(json.dumps(schema)), self._outlines.vocabulary)
+            schema = dict(schema)
+            lines = schema.pop(THINK_LINES, None)  # a trace of exactly that many numbered lines first
+            regex = build_regex_from_schema(json.dumps(schema))
+            if lines is not None:
+                regex = "<think>\n" + rf"(?:[0-9]{{1,3}}\. [^\n]{{1,300}}\n){{{int(lines)}}}" + "</think>\n" + regex
+            self._indexes[key] = Index(regex, self._outlines.vocabulary)
         return OutlinesCoreLogitsProcessor(self._indexes[key], "torch")
 
     def _generate_batch(self, texts: list[str], s: Sampling) -> list[Completion]:

@@ -62,6 +62,10 @@ class PipelineConfig:
     structured: bool = field(
         default=False,
         metadata=_h("constrain MPM decoding to decision_schema(n) of each window (untrained small models need it)"))
+    structured_trace: bool = field(
+        default=False,
+        metadata=_h("structured: the MPM writes its n-line <think> trace before the array (models trained with "
+                    "teacher gold-trace, e.g. LazyMem-135M; transformers backend)"))
     mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING, metadata=_h("MPM decoding (json_schema is set per window)"))
     answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=_h("answer decoding"))
     schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's compressed_content"))
@@ -85,6 +89,9 @@ class PipelineConfig:
             need(isinstance(getattr(self, name), cls), name, f"must be a {cls.__name__}")
         need(self.judge is None or isinstance(self.judge, LLMConfig), "judge", "must be an LLMConfig or None")
         need(isinstance(self.structured, bool), "structured", "must be true or false")
+        need(isinstance(self.structured_trace, bool), "structured_trace", "must be true or false")
+        need(not self.structured_trace or self.mpm.backend in ("transformers", "fake"), "structured_trace",
+             "needs the transformers backend (its grammar takes the trace; a server's JSON schema does not)")
         need(isinstance(self.strip_think, bool), "strip_think", "must be true or false")
         need(self.mpm_sampling.json_schema is None, "mpm_sampling",
              "json_schema must be unset: set structured: true and each window gets decision_schema(n)")

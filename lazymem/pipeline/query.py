@@ -169,7 +169,7 @@ class LazyMemPipeline:
             groups.setdefault(n, []).append(i)
 
         def run(n: int) -> list[Completion]:
-            schema = decision_schema(n, c.schema_max_content, c.schema_max_reason)
+            schema = decision_schema(n, c.schema_max_content, c.schema_max_reason, think=c.structured_trace)
             sampling = dataclasses.replace(c.mpm_sampling, json_schema=schema)
             return client.generate([prompts[i] for i in groups[n]], sampling)
 

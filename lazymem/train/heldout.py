@@ -58,9 +58,10 @@ class WindowEvalConfig:
 
     data: str = field(default="", metadata=_h("JSONL of query-window pairs with gold labels (an sft.jsonl)"))
     mpm: LLMConfig = field(default_factory=LLMConfig, metadata=_h("the model: base plus optional LoRA adapter"))
-    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, max_tokens=512),
-                               metadata=_h("decoding (greedy; the cap bounds a runaway output)"))
+    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, max_tokens=640),
+                               metadata=_h("decoding (greedy; 640 tokens: trace + JSON + kept text of 8 messages; bounds a runaway)"))
     structured: bool = field(default=False, metadata=_h("count-constrained decoding (decision_schema(n) per window)"))
+    structured_trace: bool = field(default=False, metadata=_h("structured: an n-line <think> trace first (gold-trace models)"))
     schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's content"))
     schema_max_reason: int = field(default=64, metadata=_h("structured: max characters of a reason"))
     limit: int | None = field(default=None, metadata=_h("a balanced seeded subset of this many windows; None = all"))
@@ -171,7 +172,8 @@ def _sampling(config: WindowEvalConfig, n: int) -> Sampling:
         return config.sampling
     from lazymem.construct import decision_schema
 
-    return replace(config.sampling, json_schema=decision_schema(n, config.schema_max_content, config.schema_max_reason))
+    return replace(config.sampling, json_schema=decision_schema(n, config.schema_max_content, config.schema_max_reason,
+                                                                think=config.structured_trace))
 
 
 def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None, *,
