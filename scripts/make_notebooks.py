@@ -609,7 +609,7 @@ metrics = {{
     "steps": len(RECIPE),
     "lora_r": sft["lora"]["r"],
     "lora_layers": len(sft["lora"]["layers"]),
-    "sft_learning_rate": f"{sft['learning_rate']:g}",
+    "sft_learning_rate": f"{{sft['learning_rate']:g}}",
     "sft_epochs": sft["num_train_epochs"],
     "grpo_max_steps": grpo["max_steps"],
     "grpo_eta": grpo["eta"],
