@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError, LoadError
 from lazymem.llm import LLMConfig, Sampling
@@ -156,15 +157,8 @@ def summarize(records: Sequence[Mapping]) -> dict:
         "reward": rate(sum(r["reward"] for r in records), n),
         "r_act_valid": rate(sum(valid), len(valid)),
         "keep_share": rate(sum(r["n_keep"] for r in records), sum(r["n_messages"] for r in records)),
-        "failures": dict(sorted(_count(r["reason"] for r in records if not r["strict_gate"]).items())),
+        "failures": dict(sorted(Counter(r["reason"] for r in records if not r["strict_gate"]).items())),
     }
-
-
-def _count(items: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in items:
-        out[x] = out.get(x, 0) + 1
-    return out
 
 
 def _sampling(config: WindowEvalConfig, n: int) -> Sampling:
@@ -274,6 +268,8 @@ class WindowTableConfig:
 def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
     """Evaluate every (row, set) not yet done (a finished cell with the same settings is read back),
     then write ``table.md`` and ``table.json``; returns {set: {row: summary}}."""
+    from lazymem.files import write_atomic
+
     out = Path(config.output_dir)
     table: dict[str, dict[str, dict]] = {}
     for set_name, data in config.sets.items():
@@ -291,12 +287,8 @@ def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
                 print(f"[eval-windows] {set_name} / {row}", flush=True)
             summary = evaluate_windows(cfg, cell, progress=progress)
             summary["identity"] = key
-            from lazymem.files import write_atomic
-
             write_atomic(cell / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
             table.setdefault(set_name, {})[row] = summary
-    from lazymem.files import write_atomic
-
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "table.json", json.dumps(table, indent=1) + "\n")
     write_atomic(out / "table.md", table_markdown(table))
