@@ -34,6 +34,7 @@ from lazymem.eval import (
     read_records,
     select_questions,
     summarize,
+    summary_text,
 )
 from lazymem.llm import CachedClient, FakeBackend, LLMConfig
 from lazymem.pipeline import PipelineConfig
@@ -266,12 +267,21 @@ def test_locomo_f1_per_category_and_judge_skips_category_5(tmp_path):
     recs = {r["question_id"]: r for r in lines(tmp_path / "run" / "records.jsonl")}
     assert recs["c:q0"]["locomo_f1"] == 0.5 and recs["c:q1"]["locomo_f1"] == 1.0 and recs["c:q2"]["locomo_f1"] == 1.0
     assert recs["c:q2"]["judge"]["skipped"] and recs["c:q2"]["judge"]["label"] is None
-    assert recs["c:q1"]["judge"]["label"] is None  # not JSON: Mem0's script would raise; unjudged here
-    assert len(judge.calls) == 2 and judge.calls[0][1].max_tokens == 1024
+    # not JSON twice (asked again with seed + 1): counted wrong and reported, never dropped
+    j1 = recs["c:q1"]["judge"]
+    assert j1["label"] is False and j1["unparseable"] and j1["attempts"] == 2
+    assert j1["retry_of"]["response"] == "The dates differ. WRONG"
+    assert recs["c:q0"]["judge"]["label"] is True and recs["c:q0"]["judge"]["attempts"] == 1
+    assert len(judge.calls) == 3 and judge.calls[0][1].max_tokens == 1024
+    assert [c[1].seed for c in judge.calls if "7 May 2023" in str(c[0])] == [0, 1]
+    assert all(c[1].json_schema["properties"]["label"]["enum"] == ["CORRECT", "WRONG"] for c in judge.calls)
     assert s["locomo_f1"]["by_category"] == {"adversarial": {"mean": 1.0, "n": 1}, "multi-hop": {"mean": 0.5, "n": 1},
                                              "temporal": {"mean": 1.0, "n": 1}}
     assert s["locomo_f1"]["overall"] == pytest.approx(2.5 / 3)
-    assert s["accuracy"]["overall"] == 1.0 and s["accuracy"]["n"] == 1 and s["accuracy"]["unjudged"] == 2
+    a = s["accuracy"]
+    assert a["overall"] == 0.5 and a["n"] == 2 and a["unparseable"] == 1 and a["skipped"] == 1
+    assert a["unjudged"] == 1 and a["question_errors"] == 0 and a["judge_errors"] == 0
+    assert "unparseable judge replies counted wrong: 1" in summary_text({**s, "dataset": "loco"})
     assert s["construction"] is None and s["proxy"] is None
 
 

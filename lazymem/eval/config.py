@@ -48,6 +48,8 @@ class EvalConfig:
                                                          "0 or None = all"))
     judge: str = field(default="none", metadata=_h(f"judge prompt family, one of {JUDGES}"))
     judge_max_tokens: int | None = field(default=None, metadata=_h("judge reply cap; None = official (10 / 1024)"))
+    judge_json_mode: bool = field(default=True, metadata=_h(
+        "LoCoMo judge: request the JSON reply {label: CORRECT|WRONG} by schema (Mem0 sends JSON mode)"))
     seed: int = field(default=0, metadata=_h("sampling seed of every model call"))
     workers: int = field(default=1, metadata=_h("questions in flight at once (helps with a server backend)"))
     llm_cache: bool = field(default=True, metadata=_h("keep model calls in the disk cache"))
@@ -81,6 +83,7 @@ class EvalConfig:
              "needs a judge model: set pipeline.judge (an LLM config), or judge: none")
         need(self.judge_max_tokens is None or (is_int(self.judge_max_tokens) and self.judge_max_tokens >= 1),
              "judge_max_tokens", "must be None or an integer >= 1")
+        need(isinstance(self.judge_json_mode, bool), "judge_json_mode", "must be true or false")
         need(is_int(self.seed), "seed", "must be an integer")
         need(is_int(self.workers) and self.workers >= 1, "workers", "must be an integer >= 1")
         need(isinstance(self.llm_cache, bool), "llm_cache", "must be true or false")

@@ -26,6 +26,11 @@ LOCOMO_JUDGE_SETTINGS = {"temperature": 0.0, "response_format": {"type": "json_o
 # What the runner asks for: LongMemEval's evaluate_qa.py asks for 10 tokens; Mem0's LoCoMo
 # judge sets no cap (its reply is one sentence and a JSON label): 1024 leaves room.
 JUDGE_MAX_TOKENS = {"longmemeval": 10, "locomo": 1024}
+# Mem0 sends the LoCoMo judge JSON mode (response_format json_object); our backends take a JSON
+# schema (an OpenAI json_schema response_format, vLLM structured outputs, outlines on transformers),
+# so the judge gets the schema of the reply Mem0's prompt asks for: {"label": "CORRECT" | "WRONG"}.
+LOCOMO_JUDGE_SCHEMA = {"type": "object", "properties": {"label": {"type": "string", "enum": ["CORRECT", "WRONG"]}},
+                       "required": ["label"], "additionalProperties": False}
 
 # ---------------------------------------------------------------------------------------
 # LongMemEval LLM judge (src/evaluation/evaluate_qa.py in xiaowu0162/LongMemEval).
@@ -115,16 +120,20 @@ def parse_correct_wrong(response: str, strict: bool = True) -> bool | None:
 
 
 def judge_answer(client: "LLMClient", question: Question, response: str, kind: str, seed: int = 0,
-                 max_tokens: int | None = None) -> dict:
+                 max_tokens: int | None = None, json_mode: bool = True) -> dict:
     """Ask the official judge of `kind` about one response; a record with prompt, reply and label.
 
-    ``label`` is True/False, or None when the reply could not be read (LoCoMo) or the
-    question is not judged (LoCoMo category 5, which Mem0's judge skips).
+    ``label`` is True/False, or None only when the question is not judged (LoCoMo category 5,
+    which Mem0's judge skips) or the call errored. A LoCoMo reply that does not parse is asked
+    once more (seed + 1) and then counted as wrong: ``label`` False with ``unparseable`` True
+    (the first reply is kept in ``retry_of``), so no answer leaves the accuracy denominator.
+    LongMemEval's judge already reads any reply without "yes" as wrong. With ``json_mode``
+    the LoCoMo judge's request carries LOCOMO_JUDGE_SCHEMA.
     """
     from lazymem.llm import Sampling
 
     out = {"kind": kind, "prompt_name": None, "prompt": None, "response": None, "label": None,
-           "skipped": None, "error": None, "output": None}
+           "skipped": None, "error": None, "output": None, "unparseable": False, "attempts": 0, "retry_of": None}
     if kind == "longmemeval":
         out["prompt_name"] = longmemeval_judge_template(question.type, question.abstention).name
         prompt = longmemeval_judge_prompt(question, response)
@@ -137,15 +146,28 @@ def judge_answer(client: "LLMClient", question: Question, response: str, kind: s
     else:
         raise ConfigError(f"judge kind {kind!r}: must be 'longmemeval' or 'locomo'")
     out["prompt"] = prompt
-    sampling = Sampling(temperature=0.0, max_tokens=max_tokens or JUDGE_MAX_TOKENS[kind], seed=seed)
-    c = client.generate([prompt], sampling)[0]
-    out["output"] = {"model": c.model, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                     "latency_s": c.latency_s, "cached": c.cached, "finish_reason": c.finish_reason}
-    if c.error is not None:
-        out["error"] = c.error
-        return out
-    out["response"] = c.text
-    out["label"] = parse_yes_no(c.text) if kind == "longmemeval" else parse_correct_wrong(c.text)
+    schema = LOCOMO_JUDGE_SCHEMA if kind == "locomo" and json_mode else None
+    for attempt in range(2 if kind == "locomo" else 1):
+        sampling = Sampling(temperature=0.0, max_tokens=max_tokens or JUDGE_MAX_TOKENS[kind], seed=seed + attempt,
+                            json_schema=schema)
+        c = client.generate([prompt], sampling)[0]
+        out["attempts"] = attempt + 1
+        if out["response"] is not None:
+            out["retry_of"] = {"response": out["response"], "output": out["output"]}
+        out["output"] = {"model": c.model, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+                         "latency_s": c.latency_s, "cached": c.cached, "finish_reason": c.finish_reason}
+        if c.error is not None:
+            out["error"] = c.error
+            return out
+        out["response"] = c.text
+        if kind == "longmemeval":
+            out["label"] = parse_yes_no(c.text)
+            return out
+        label = parse_correct_wrong(c.text)
+        if label is not None:
+            out["label"] = label
+            return out
+    out["label"], out["unparseable"] = False, True
     return out
 
 

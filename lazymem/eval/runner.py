@@ -124,7 +124,8 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
     if config.judge != "none":
         t0 = time.perf_counter()
         rec["judge"] = judge_answer(pipeline.client("judge"), question, result.answer, config.judge,
-                                    seed=config.seed, max_tokens=config.judge_max_tokens)
+                                    seed=config.seed, max_tokens=config.judge_max_tokens,
+                                    json_mode=config.judge_json_mode)
         rec["timings"]["judge"] = time.perf_counter() - t0
         if rec["judge"]["error"] is not None:
             rec["status"], rec["error"] = "error", f"judge: {rec['judge']['error']}"

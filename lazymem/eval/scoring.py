@@ -57,6 +57,10 @@ def summarize(records: Iterable[dict], judge: str = "none", selected: Sequence[s
         out["accuracy"] = {
             "overall": _mean([float(x) for x in labels]), "n": len(labels),
             "unjudged": sum(1 for r in ok if not r.get("judge") or r["judge"]["label"] is None),
+            "skipped": sum(1 for r in ok if r.get("judge") and r["judge"].get("skipped")),
+            "unparseable": sum(1 for r in ok if r.get("judge") and r["judge"].get("unparseable")),
+            "judge_errors": sum(1 for r in latest.values() if (r.get("judge") or {}).get("error")),
+            "question_errors": counts["error"],
             "by_type": by_group(abbrev, lambda r: None if not r.get("judge") else r["judge"]["label"]),
         }
     else:
@@ -151,7 +155,9 @@ def summary_text(s: Mapping) -> str:
     if s.get("accuracy"):
         a = s["accuracy"]
         lines.append(f"accuracy ({s['judge']} judge) {f(a['overall'])} over {a['n']}  "
-                     + "  ".join(f"{t} {f(v['mean'])}" for t, v in a["by_type"].items()))
+                     + "  ".join(f"{t} {f(v['mean'])}" for t, v in a["by_type"].items())
+                     + f"  (unparseable judge replies counted wrong: {a.get('unparseable', 0)}, skipped "
+                       f"{a.get('skipped', 0)}, errored questions {a.get('question_errors', c['error'])})")
     if s.get("locomo_f1"):
         lf = s["locomo_f1"]
         lines.append(f"LoCoMo F1 {f(lf['overall'])}  "
