@@ -289,6 +289,27 @@ _LOCOMO_JUDGE = (
 )
 
 
+# NanoMemory's pruning prompt (PROMPT_P in gen.py of yuqian2003/Nano-Memory, verbatim).
+_NANOMEMORY = "yuqian2003/Nano-Memory gen.py@5a1b152 PROMPT_P"
+_NANOMEMORY_PRUNE = (
+    "\n"
+    "You are an intelligent dialog bot. You will be shown a \"Fused Historical Event\" which contains all the "
+    "consolidated details relevant to your question.\n"
+    "\n"
+    "Filter the information to extract only the parts directly relevant to the Question. Preserve original tokens, "
+    "do not paraphrase. Remove irrelevant turns, redundant info, and non-essential details.\n"
+    "\n"
+    "[Input Information]\n"
+    "Fused Historical Event: \n"
+    "{fused_event}\n"
+    "\n"
+    "\n"
+    "Question Date: {question_date}\n"
+    "Question: {question}\n"
+    "Answer:\n"
+)
+
+
 def _named(official: str, names: Sequence[str] = ("question", "answer", "response")) -> str:
     """Name the positional "{}" slots of an official str.format template, in order."""
     pieces = official.split("{}")
@@ -317,6 +338,7 @@ PROMPTS: dict[str, PromptTemplate] = {
         PromptTemplate("longmemeval_judge_preference", _named(_LME_PREFERENCE), source=_LONGMEMEVAL),
         PromptTemplate("longmemeval_judge_abstention", _named(_LME_ABSTENTION), source=_LONGMEMEVAL),
         PromptTemplate("locomo_judge", _LOCOMO_JUDGE, source=_MEM0),
+        PromptTemplate("nanomemory_prune", _NANOMEMORY_PRUNE, source=_NANOMEMORY),
     )
 }
 

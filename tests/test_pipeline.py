@@ -242,6 +242,7 @@ def test_a_failed_answer_call_is_an_error():
 @pytest.mark.parametrize("method, expected_positions, retrieves", [
     ("rag", [2, 10, 12], True),
     ("oracle_turn", [2, 10], False),
+    ("oracle_session", [0, 1, 2, 3, 8, 9, 10, 11], False),  # the whole sessions s0 and s2 that hold the gold
     ("full", [i for i, t in enumerate(TEXTS)], False),
 ])
 def test_text_memory_baselines(method, expected_positions, retrieves):
@@ -359,3 +360,45 @@ def test_mpm_think_trace_is_stripped_before_the_gate_and_recorded():
     r = LazyMemPipeline(config(window=WindowConfig(w=1), strip_think=False),
                         clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=FixedRetriever([2])).answer(h, Q)
     assert r.windows[0].verdict.reason == "extra_text" and r.windows[0].think is None
+
+
+class WordEncoder:
+    """A bag-of-words 'encoder' over a tiny vocabulary (unit rows; no model load)."""
+
+    VOCAB = ("biscuit", "beach", "porto", "lisbon", "lyon", "nurse", "corgi", "sister")
+
+    def encode_docs(self, texts, progress=False):
+        import numpy as np
+
+        m = np.array([[t.lower().count(w) for w in self.VOCAB] + [0.01] for t in texts], dtype=np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    encode_queries = encode_docs
+
+
+def test_nanomemory_ranks_sessions_by_best_turn_and_prunes_in_one_call():
+    from lazymem.pipeline.baselines import session_turns
+
+    h = make_history()
+    q = Question("q2", "single-session-user", "Does Biscuit like the beach?", "yes", "h", query_time="2023/06/01",
+                 evidence=(10,))
+    retriever = type("R", (), {"encoder": WordEncoder()})()
+    mpm = CountingFake(["<think>short</think>Biscuit loves the beach."])
+    answer = CountingFake(["yes"])
+    p = LazyMemPipeline(config(method="nanomemory", nanomemory_top_k=2, retrieval=RetrievalConfig()),
+                        clients={"mpm": mpm, "answer": answer}, retriever=retriever)
+    r = p.answer(h, q)
+    assert r.ok and r.memory == "Biscuit loves the beach." and r.answer == "yes" and r.answer_prompt == "answer_text"
+    assert [s["session_id"] for s in r.baseline["sessions"]] == ["s2", "s0"]  # both words, then one
+    assert r.baseline["gold_shown"] == 1 and r.baseline["sessions"][0]["gold"] == [10]
+    assert r.baseline["prune_think"] == "<think>short</think>"
+    prompt = mpm.calls[0][0]
+    assert len(mpm.invocations) == 1 and "Preserve original tokens, do not paraphrase." in prompt
+    turns = [f"[{t[0].role}]: {t[0].text}\n[{t[1].role}]: {t[1].text}" for t in session_turns(h)[2][2]]
+    assert f"### Session Date: 2023/05/12\nSession Content:\n{turns}\n" in prompt
+    assert prompt.index("2023/05/12") < prompt.index("2023/05/10") and "2023/05/11" not in prompt
+    assert prompt.rstrip().endswith("Question Date: 2023/06/01\nQuestion: Does Biscuit like the beach?\nAnswer:")
+    assert "# Memory\nBiscuit loves the beach.\n\n# Answer" in answer.calls[0][0][1]["content"]
+    assert set(r.timings) >= {"index", "retrieval", "processing", "answer", "total"}
+    with pytest.raises(ConfigError, match="nanomemory ranks sessions by dense similarity"):
+        config(method="nanomemory")

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from lazymem.eval import runner
 from lazymem.eval.config import JUDGES, EvalConfig, apply_overrides
+from lazymem.pipeline import METHODS
 from lazymem.eval.runfiles import RECORDS_FILE
 from lazymem.eval.scoring import summary_text
 from lazymem.secrets import redact
@@ -35,7 +36,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--ids", help="comma-separated question ids")
     p.add_argument("--types", help="comma-separated question types or abbreviations (KU,MS,...)")
     p.add_argument("--limit", type=int, help="at most this many questions (0 = all)")
-    p.add_argument("--method", choices=("lazymem", "extractive", "rag", "oracle_turn", "full"))
+    p.add_argument("--method", choices=METHODS)
     p.add_argument("--judge", choices=JUDGES)
     p.add_argument("--seed", type=int)
     p.add_argument("--workers", type=int, help="questions in flight (server backends)")

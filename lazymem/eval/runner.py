@@ -107,6 +107,8 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
     pool_positions = set(rec["pool"]["positions"]) if rec.get("pool") else None
     rec["n_gold"] = len(question.evidence)
     rec["gold_in_pool"] = len(pool_positions & set(question.evidence)) if pool_positions is not None else None
+    if pool_positions is None and (rec.get("baseline") or {}).get("gold_shown") is not None:
+        rec["gold_in_pool"] = rec["baseline"]["gold_shown"]  # nanomemory: gold inside the sessions it showed
     rec.update(memory_tokens=None, tokenizer=None, locomo_f1=None, answer_f1=None, answer_contains=None, judge=None)
     if result is None:
         return rec

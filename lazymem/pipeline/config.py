@@ -19,7 +19,7 @@ from lazymem.errors import ConfigError, check_fields
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.retrieve import RetrievalConfig, WindowConfig
 
-METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "full")
+METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "oracle_session", "nanomemory", "full")
 COMPRESSED_METHODS = ("lazymem", "extractive")  # answered with the compressed-memory prompt
 RETRIEVING_METHODS = ("lazymem", "extractive", "rag")
 ROLES = ("mpm", "answer", "judge")
@@ -76,6 +76,7 @@ class PipelineConfig:
         metadata=_h("'none': every window message is a core message; 'overlap': messages a sub-window shares with "
                     "its neighbour sub-window are shown as previous_bridge / next_bridge"))
     extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig, metadata=_h("method extractive: threshold, mode"))
+    nanomemory_top_k: int = field(default=10, metadata=_h("method nanomemory: sessions shown to its pruning call (paper: 10)"))
 
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
@@ -100,6 +101,10 @@ class PipelineConfig:
             need(isinstance(v, int) and not isinstance(v, bool) and v >= (1 if name == "schema_max_content" else 0),
                  name, "must be an integer >= 1" if name == "schema_max_content" else "must be an integer >= 0")
         need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
+        need(isinstance(self.nanomemory_top_k, int) and not isinstance(self.nanomemory_top_k, bool)
+             and self.nanomemory_top_k >= 1, "nanomemory_top_k", "must be an integer >= 1")
+        need(self.method != "nanomemory" or self.retrieval.dense_model is not None, "method",
+             "nanomemory ranks sessions by dense similarity: set retrieval.dense_model")
 
     @classmethod
     def from_dict(cls, values: Mapping) -> "PipelineConfig":

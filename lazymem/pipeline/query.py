@@ -40,7 +40,8 @@ from lazymem.construct import (
 from lazymem.errors import ConfigError
 from lazymem.llm import Completion
 from lazymem.pipeline.config import COMPRESSED_METHODS, RETRIEVING_METHODS, ROLES, PipelineConfig
-from lazymem.pipeline.results import QueryResult, WindowResult
+from lazymem.pipeline.baselines import oracle_session_positions
+from lazymem.pipeline.results import QueryResult, WindowResult, _completion_meta
 from lazymem.prompts import PROMPTS, text_memory
 from lazymem.records import History, Question
 from lazymem.retrieve import RetrievalConfig, Window, WindowConfig, build_windows
@@ -94,6 +95,7 @@ class LazyMemPipeline:
         self._lock = threading.RLock()  # guards lazy creation
         self._retrieve_lock = threading.Lock()  # the retriever's index cache is not thread-safe
         self._processor = ExtractiveProcessor(config.extractive) if config.method == "extractive" else None
+        self._nano = None  # NanoMemory's session index, created on first use
 
     # lazily created parts
 
@@ -130,8 +132,8 @@ class LazyMemPipeline:
         """Load the encoder, reranker and in-process models now, so no question's latency
         includes loading them (grammar compilation for structured decoding still happens on
         the first window of each size)."""
-        roles = ["answer"] + (["mpm"] if self.config.method == "lazymem" else [])
-        if self.config.method in RETRIEVING_METHODS and hasattr(self.retriever, "warm_up"):
+        roles = ["answer"] + (["mpm"] if self.config.method in ("lazymem", "nanomemory") else [])
+        if self.config.method in RETRIEVING_METHODS + ("nanomemory",) and hasattr(self.retriever, "warm_up"):
             self.retriever.warm_up()
         for role in roles:
             client = self.client(role)
@@ -256,7 +258,7 @@ class LazyMemPipeline:
         t1 = time.perf_counter()
         windows: tuple[WindowResult, ...] = ()
         decisions: tuple[Decision, ...] = ()
-        stats, error = None, None
+        stats, error, baseline = None, None, None
         if c.method in COMPRESSED_METHODS:
             windows, decisions, memory, stats, error = self.construct(history, question,
                                                                       self.windows(history, question, pool))
@@ -264,16 +266,48 @@ class LazyMemPipeline:
             memory = text_memory([history[p] for p in pool.positions])
         elif c.method == "oracle_turn":
             memory = text_memory([history[p] for p in question.evidence])
+        elif c.method == "oracle_session":
+            memory = text_memory([history[p] for p in oracle_session_positions(history, question)])
+        elif c.method == "nanomemory":
+            memory, baseline, error = self._nanomemory(history, question, timings)  # sets its own timings
         else:  # full
             memory = text_memory(history.messages)
-        timings["processing"] = time.perf_counter() - t1
+        if c.method != "nanomemory":
+            timings["processing"] = time.perf_counter() - t1
         if index is not None:
             timings["index"] = index
-        name, _ = self.answer_prompt(question, memory)
+        name, _ = self.answer_prompt(question, memory)  # (nanomemory set its own index time)
         return QueryResult(
             question_id=question.id, method=c.method, status="ok" if error is None else "error", error=error,
             pool=pool, windows=windows, decisions=decisions, memory=memory, answer_prompt=name, answer="",
-            answer_output=None, stats=stats, timings=timings)
+            answer_output=None, stats=stats, timings=timings, baseline=baseline)
+
+    def _nanomemory(self, history: History, question: Question, timings: dict) -> tuple[str, dict, str | None]:
+        """NanoMemory: rank sessions (timed as retrieval), one pruning call; (memory, record, error)."""
+        from lazymem.pipeline.baselines import NanoMemory
+
+        with self._retrieve_lock:
+            if self._nano is None:
+                self._nano = NanoMemory(self.retriever, self.config.nanomemory_top_k)
+            t0 = time.perf_counter()
+            if self._nano.index(history):  # embedding the turns is store-time work, like a history's index
+                timings["index"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            sessions = self._nano.rank_sessions(history, question.text)
+        timings["retrieval"] = timings.get("retrieval", 0.0) + time.perf_counter() - t0
+        t1 = time.perf_counter()
+        out = self.client("mpm").generate([self._nano.prompt(question, sessions)], self.config.mpm_sampling)[0]
+        timings["processing"] = time.perf_counter() - t1
+        gold = set(question.evidence)
+        record = {"method": "nanomemory", "top_k": self.config.nanomemory_top_k,
+                  "sessions": [{"session_id": s["session_id"], "score": s["score"], "n_messages": len(s["positions"]),
+                                "gold": sorted(gold & set(s["positions"]))} for s in sessions],
+                  "gold_shown": len(gold & {p for s in sessions for p in s["positions"]}), "n_gold": len(gold),
+                  "prune_output": _completion_meta(out), "prune_think": None}
+        if out.error is not None:
+            return "", record, f"nanomemory prune: {out.error}"
+        memory, record["prune_think"] = self._split_think(out.text)
+        return memory.strip(), record, None
 
     def answer(self, history: History, question: Question) -> QueryResult:
         """Run the whole query path for one question (see the module docstring)."""

@@ -59,6 +59,7 @@ class QueryResult:
     stats: ConstructionStats | None  # gate and keep statistics (lazymem / extractive)
     timings: Mapping[str, float]  # wall seconds: retrieval, processing, answer, total (+ index when built)
     answer_think: str | None = None  # the answer's stripped <think> trace, when there was one
+    baseline: Mapping | None = None  # method-specific record (nanomemory: sessions shown, the pruning call)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +88,7 @@ class QueryResult:
             "answer_think": self.answer_think,
             "answer_output": _completion_meta(self.answer_output),
             "timings": dict(self.timings),
+            "baseline": None if self.baseline is None else dict(self.baseline),
         }
 
 
