@@ -7,6 +7,7 @@
     lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
     lazymem eval [CONFIG] [--out DIR] [...]
     lazymem eval-table --config FILE [--set only=[row]]
+    lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
     lazymem train sft-data|rl-data|sft|grpo|eval-windows|release --config FILE [--set k=v]
     lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v]
     lazymem demo [--mpm lazymem-135m|base|extractive]
@@ -33,8 +34,7 @@ def cmd_data_summary(args) -> int:
 
 
 def cmd_data_split(args) -> int:
-    from lazymem.data import load_dataset
-    from lazymem.data import SPLITS, stratified_split
+    from lazymem.data import SPLITS, load_dataset, stratified_split
 
     ds = load_dataset(args.spec, subset=args.subset)
     split = stratified_split(ds.questions, seed=args.seed)
@@ -215,6 +215,11 @@ def cmd_eval_table(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from lazymem.eval.report import main
+    return main(args)
+
+
 def cmd_demo(args) -> int:
     from lazymem.demo import run_demo
 
@@ -293,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_bench_retrieval)
 
     from lazymem.eval import build_parser as eval_parser
+    from lazymem.eval.report import build_parser as report_parser
 
     s = sub.add_parser("eval", help="run the query pipeline over a dataset: records.jsonl, summary.json, manifest.json")
     eval_parser(s)
@@ -331,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(func=cmd_eval_table)
 
+    s = sub.add_parser("report", help="tables across run folders with paired bootstrap 95% intervals")
+    report_parser(s)
+    s.set_defaults(func=cmd_report)
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")
     s.add_argument("--questions", type=int, default=4, help="questions to run construction on")

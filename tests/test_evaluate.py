@@ -6,6 +6,7 @@ fixed pool, so the whole file runs in seconds.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -175,7 +176,8 @@ def test_hand_checked_records_and_summary(tmp_path):
     recs = {r["question_id"]: r for r in lines(tmp_path / "run" / "records.jsonl")}
     assert list(recs) == ["q1", "q2", "q3", "q4_abs"] and all(r["status"] == "ok" for r in recs.values())
     fields = {"question_id", "method", "status", "error", "pool", "windows", "decisions", "construction", "memory",
-              "answer_prompt", "answer", "answer_think", "answer_output", "timings", "question", "n_gold", "gold_in_pool",
+              "answer_prompt", "answer", "answer_think", "answer_output", "timings", "baseline", "question", "n_gold",
+              "gold_in_pool",
               "memory_tokens", "tokenizer", "locomo_f1", "answer_f1", "answer_contains", "judge", "run_id",
               "attempt", "recorded_at"}
     assert all(set(r) == fields for r in recs.values())
@@ -766,3 +768,35 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
     adapted = dataclasses.replace(c, pipeline=dataclasses.replace(
         c.pipeline, mpm=dataclasses.replace(c.pipeline.mpm, adapter="runs/train/sft/final")))
     assert config_fingerprint(adapted) != old  # a set adapter is part of what decides the records
+
+
+def test_report_tables_and_paired_intervals_from_two_runs(tmp_path, capsys):
+    from lazymem.cli import main as cli_main
+    from lazymem.eval.report import build_report, report_markdown
+
+    ds = hand_dataset()
+    evaluate(hand_config(), tmp_path / "lazy", progress=False, clients=hand_clients(), dataset=ds,
+             retriever=PoolByQuestion(ds))
+    always_yes = {"answer": FakeBackend(hand_answer), "judge": FakeBackend(lambda p, s: "yes")}
+    oracle = hand_config()
+    oracle = dataclasses.replace(oracle, pipeline=dataclasses.replace(oracle.pipeline, method="oracle_turn"))
+    evaluate(oracle, tmp_path / "oracle", progress=False, clients=always_yes, dataset=ds)
+    rep = build_report([tmp_path / "oracle", tmp_path / "lazy"], n_resamples=500)
+    assert rep["metric"] == "accuracy" and rep["reference"] == "oracle"
+    rows = {r["system"]: r for r in rep["rows"]}
+    assert rows["oracle"]["score"] == 1.0 and rows["lazy"]["score"] == 0.75 and rows["lazy"]["scored"] == 4
+    assert rows["lazy"]["by_type"]["knowledge-update"] == 0.0 and rows["lazy"]["gate_fmt"] is not None
+    assert rows["oracle"]["gate_fmt"] is None and rows["lazy"]["errors"] == 0
+    assert set(rows["lazy"]["latency_s"]) == {"retrieval", "processing", "answer", "total"}
+    (pair,) = rep["pairs"]
+    assert pair["system"] == "lazy" and pair["score"]["n"] == 4 and pair["score"]["delta"] == -0.25
+    assert pair["score"]["low"] <= -0.25 <= pair["score"]["high"] <= 0.0
+    md = report_markdown(rep)
+    assert "| lazy | 4 | 0 |" in md and "paired bootstrap 95% intervals" in md
+    assert cli_main(["report", str(tmp_path / "lazy"), str(tmp_path / "oracle"), "--names", "LazyMem,Oracle",
+                     "--reference", "Oracle", "--out", str(tmp_path / "rep"), "--resamples", "200"]) == 0
+    saved = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert [r["system"] for r in saved["rows"]] == ["LazyMem", "Oracle"] and saved["pairs"][0]["system"] == "LazyMem"
+    assert "| LazyMem |" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="not a lazymem eval run folder"):
+        build_report([tmp_path])

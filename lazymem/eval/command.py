@@ -13,9 +13,9 @@ from typing import Sequence
 
 from lazymem.eval import runner
 from lazymem.eval.config import JUDGES, EvalConfig, apply_overrides
-from lazymem.pipeline import METHODS
 from lazymem.eval.runfiles import RECORDS_FILE
 from lazymem.eval.scoring import summary_text
+from lazymem.pipeline import METHODS
 from lazymem.secrets import redact
 
 

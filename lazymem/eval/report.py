@@ -1,0 +1,193 @@
+"""Tables across systems from finished run folders, with paired bootstrap intervals.
+
+``lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--reference NAME] [--out DIR]`` reads
+each run's records (the last record per question), and writes ``report.json`` and
+``report.md``:
+
+- one row per system: questions (ok / errors), the score overall and by question type
+  (the judge's accuracy when the run was judged, with unparseable replies counted wrong;
+  else LoCoMo's official F1; else the answer-F1 proxy), answer-context memory tokens
+  (Qwen3 tokenizer), latency per stage (mean, median, P90, P95 of retrieval / processing /
+  answer / total), the paper's Gate Fmt. and the strict gate rate, gold-keep recall;
+- paired bootstrap 95% intervals (``lazymem.stats.paired_bootstrap``) for the difference
+  between each system and the reference (default: the first) on the questions both
+  answered, for the score and for memory tokens.
+
+Runs on different questions are paired on their shared question ids; the report says how
+many questions each pair shares.
+
+>>> r = {"q1": {"status": "ok", "question": {"type": "t"}, "locomo_f1": 0.5, "judge": None}}
+>>> question_scores(r, "locomo_f1")
+{'q1': 0.5}
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lazymem.errors import ConfigError
+from lazymem.eval.runfiles import RECORDS_FILE, latest_records, read_json, read_records
+from lazymem.eval.scoring import summarize
+from lazymem.stats import paired_bootstrap
+
+METRICS = ("accuracy", "locomo_f1", "answer_f1")
+LATENCY_STAGES = ("retrieval", "processing", "answer", "total")
+
+
+def question_scores(latest: Mapping[str, Mapping], metric: str) -> dict[str, float]:
+    """Per-question score of ok records: judge label (accuracy), locomo_f1 or answer_f1."""
+    out: dict[str, float] = {}
+    for qid, r in latest.items():
+        if r.get("status") != "ok":
+            continue
+        if metric == "accuracy":
+            j = r.get("judge") or {}
+            v = j.get("label")
+        else:
+            v = r.get(metric)
+        if v is not None:
+            out[qid] = float(v)
+    return out
+
+
+def load_run(run_dir: str | Path, name: str | None = None) -> dict:
+    """A finished (or partial) run folder: its latest records and a fresh summary of them."""
+    d = Path(run_dir)
+    path = d / RECORDS_FILE
+    if not path.is_file():
+        raise ConfigError(f"{d}: no {RECORDS_FILE} (not a lazymem eval run folder)")
+    records, _ = read_records(path)
+    manifest = read_json(d / "manifest.json") or {}
+    judge = (manifest.get("config") or {}).get("judge") or _judge_of(records)
+    latest = latest_records(records)
+    return {"name": name or d.name, "dir": str(d), "latest": latest,
+            "summary": summarize(records, judge), "dataset": (manifest.get("config") or {}).get("dataset")}
+
+
+def _judge_of(records: Sequence[Mapping]) -> str:
+    kinds = {(r.get("judge") or {}).get("kind") for r in records} - {None}
+    return kinds.pop() if len(kinds) == 1 else "none"
+
+
+def pick_metric(runs: Sequence[Mapping]) -> str:
+    """accuracy when every run was judged, else locomo_f1 when every run has it, else answer_f1."""
+    for m in METRICS:
+        if all(question_scores(r["latest"], m) for r in runs):
+            return m
+    raise ConfigError("the runs share no score: none has judge labels, LoCoMo F1 or answer F1 for every run")
+
+
+def system_row(run: Mapping, metric: str) -> dict:
+    s, latest = run["summary"], run["latest"]
+    scores = question_scores(latest, metric)
+    by_type: dict[str, list[float]] = {}
+    for qid, v in scores.items():
+        by_type.setdefault(latest[qid]["question"]["type"], []).append(v)
+    acc = s.get("accuracy") or {}
+    cons = s.get("construction") or {}
+    return {
+        "system": run["name"], "method": s.get("method"), "questions": s["counts"]["recorded"],
+        "ok": s["counts"]["ok"], "errors": s["counts"]["error"],
+        "unparseable_judge": acc.get("unparseable"), "metric": metric,
+        "score": sum(scores.values()) / len(scores) if scores else None, "scored": len(scores),
+        "by_type": {t: sum(v) / len(v) for t, v in sorted(by_type.items())},
+        "memory_tokens": s["memory_tokens"]["mean"],
+        "latency_s": {st: s["latency_s"][st] for st in LATENCY_STAGES},
+        "gate_fmt": cons.get("gate_fmt"), "gate_strict": cons.get("gate_pass_rate"),
+        "gold_keep_recall": cons.get("gold_keep_recall"),
+    }
+
+
+def build_report(run_dirs: Sequence[str | Path], names: Sequence[str] | None = None, metric: str | None = None,
+                 reference: str | None = None, n_resamples: int = 9999, seed: int = 0) -> dict:
+    """The report of several runs (see the module docstring)."""
+    if not run_dirs:
+        raise ConfigError("lazymem report: name at least one run folder")
+    if names is not None and len(names) != len(run_dirs):
+        raise ConfigError(f"lazymem report: {len(names)} names for {len(run_dirs)} run folders")
+    runs = [load_run(d, names[i] if names else None) for i, d in enumerate(run_dirs)]
+    if len({r["name"] for r in runs}) != len(runs):
+        raise ConfigError(f"lazymem report: system names repeat {[r['name'] for r in runs]}: pass --names")
+    metric = metric or pick_metric(runs)
+    if metric not in METRICS:
+        raise ConfigError(f"lazymem report: metric {metric!r} must be one of {METRICS}")
+    ref = next((r for r in runs if r["name"] == reference), None) if reference else runs[0]
+    if ref is None:
+        raise ConfigError(f"lazymem report: reference {reference!r} is none of {[r['name'] for r in runs]}")
+    rows = [system_row(r, metric) for r in runs]
+    pairs = []
+    for r in runs:
+        if r is ref:
+            continue
+        tokens = {q: float(x["memory_tokens"]) for q, x in r["latest"].items()
+                  if x.get("status") == "ok" and x.get("memory_tokens") is not None}
+        ref_tokens = {q: float(x["memory_tokens"]) for q, x in ref["latest"].items()
+                      if x.get("status") == "ok" and x.get("memory_tokens") is not None}
+        pairs.append({"system": r["name"], "reference": ref["name"],
+                      "score": paired_bootstrap(question_scores(r["latest"], metric),
+                                                question_scores(ref["latest"], metric),
+                                                n_resamples=n_resamples, seed=seed),
+                      "memory_tokens": paired_bootstrap(tokens, ref_tokens, n_resamples=n_resamples, seed=seed)})
+    return {"metric": metric, "reference": ref["name"], "rows": rows, "pairs": pairs,
+            "runs": [{"name": r["name"], "dir": r["dir"], "dataset": r["dataset"]} for r in runs]}
+
+
+def _f(x: Any, d: int = 3) -> str:
+    return "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
+
+
+def report_markdown(rep: Mapping) -> str:
+    """The report as Markdown tables: systems, latency, paired differences."""
+    m = rep["metric"]
+    types = sorted({t for row in rep["rows"] for t in row["by_type"]})
+    lines = [f"## Systems ({m}; paired intervals against {rep['reference']})", "",
+             "| system | questions | errors | unparseable judge | " + m + " | " + " | ".join(types)
+             + " | memory tokens | Gate Fmt. | strict gate | gold-keep recall |",
+             "|---|---:|---:|---:|---:|" + "---:|" * len(types) + "---:|---:|---:|---:|"]
+    for r in rep["rows"]:
+        lines.append(f"| {r['system']} | {r['questions']} | {r['errors']} | {_f(r['unparseable_judge'])} | "
+                     f"{_f(r['score'])} | " + " | ".join(_f(r["by_type"].get(t)) for t in types)
+                     + f" | {_f(r['memory_tokens'], 1)} | {_f(r['gate_fmt'])} | {_f(r['gate_strict'])} | "
+                       f"{_f(r['gold_keep_recall'])} |")
+    lines += ["", "## Latency (seconds: mean / median / P90 / P95)", "",
+              "| system | " + " | ".join(LATENCY_STAGES) + " |", "|---|" + "---|" * len(LATENCY_STAGES)]
+    for r in rep["rows"]:
+        lat = r["latency_s"]
+        lines.append(f"| {r['system']} | " + " | ".join(
+            "/".join(_f(lat[st].get(k), 2) for k in ("mean", "median", "p90", "p95")) for st in LATENCY_STAGES) + " |")
+    if rep["pairs"]:
+        lines += ["", f"## Differences to {rep['reference']} (paired bootstrap 95% intervals)", "",
+                  f"| system | shared questions | {m} delta [95% CI] | memory tokens delta [95% CI] |",
+                  "|---|---:|---|---|"]
+        for p in rep["pairs"]:
+            s, t = p["score"], p["memory_tokens"]
+            lines.append(f"| {p['system']} | {s['n']} | {_f(s['delta'])} [{_f(s['low'])}, {_f(s['high'])}] | "
+                         f"{_f(t['delta'], 1)} [{_f(t['low'], 1)}, {_f(t['high'], 1)}] |")
+    return "\n".join(lines) + "\n"
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    p = parser or argparse.ArgumentParser(prog="lazymem report", description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="eval run folders (records.jsonl inside)")
+    p.add_argument("--names", help="comma-separated system names (default: the folder names)")
+    p.add_argument("--metric", choices=METRICS, help="the score (default: judge accuracy, else LoCoMo F1, else F1)")
+    p.add_argument("--reference", help="the system the intervals compare with (default: the first)")
+    p.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples")
+    p.add_argument("--out", help="write report.json and report.md here")
+    return p
+
+
+def main(args: argparse.Namespace) -> int:
+    rep = build_report(args.runs, args.names.split(",") if args.names else None, args.metric, args.reference,
+                       n_resamples=args.resamples)
+    md = report_markdown(rep)
+    print(md)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps(rep, indent=2) + "\n")
+        (out / "report.md").write_text(md)
+        print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+    return 0
