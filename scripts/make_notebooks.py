@@ -589,9 +589,9 @@ saved = viz.save_figures(figs, figures_dir, png=png) if figs else {}"""),
         code("""\
 card = json.loads(Path(card_path).read_text()) if Path(card_path).is_file() else {}
 tables = {"windows": card.get("window_table") or (json.loads(Path(p).read_text()) if Path(
-              p := "runs/lazymem135m_eval_windows/table.json").is_file() else None),
+              p := "models/lazymem-135m/eval/windows/table.json").is_file() else None),
           "pipeline": card.get("pipeline_table") or (json.loads(Path(p).read_text()) if Path(
-              p := "runs/lazymem135m_eval_table/table.json").is_file() else None)}
+              p := "models/lazymem-135m/eval/table/table.json").is_file() else None)}
 for name, t in tables.items():
     if not t:
         print(f"{name}: not measured yet")

@@ -33,13 +33,13 @@ class ReleaseConfig:
 
     adapter: str = field(default="models/lazymem-135m/train/grpo/final", metadata=_h("the adapter to ship"))
     stage: str = field(default="sft+grpo", metadata=_h("what the shipped adapter went through: sft or sft+grpo"))
-    sft_data: str = field(default="runs/train_data/lazymem135m_sft/card.json", metadata=_h("SFT data card"))
-    rl_data: str | None = field(default="runs/train_data/lazymem135m_rl/card.json", metadata=_h("RL prompt card"))
+    sft_data: str = field(default="models/lazymem-135m/train/sft_data_card.json", metadata=_h("SFT data card"))
+    rl_data: str | None = field(default="models/lazymem-135m/train/rl_data_card.json", metadata=_h("RL prompt card"))
     sft_run: str = field(default="models/lazymem-135m/train/sft", metadata=_h("SFT output_dir"))
     grpo_run: str | None = field(default="models/lazymem-135m/train/grpo", metadata=_h("GRPO output_dir"))
-    window_table: str | None = field(default="runs/lazymem135m_eval_windows/table.json", metadata=_h(
+    window_table: str | None = field(default="models/lazymem-135m/eval/windows/table.json", metadata=_h(
         "lazymem train eval-windows table.json"))
-    pipeline_table: str | None = field(default="runs/lazymem135m_eval_table/table.json", metadata=_h(
+    pipeline_table: str | None = field(default="models/lazymem-135m/eval/table/table.json", metadata=_h(
         "lazymem eval-table table.json"))
     dest: str | None = field(default=None, metadata=_h("target directory; None = the package's lazymem-135m asset"))
     measure_load: bool = field(default=True, metadata=_h("time base + adapter loading offline for the card"))
