@@ -216,8 +216,8 @@ def cmd_eval_table(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from lazymem.eval.report import main
-    return main(args)
+    from lazymem.notebooks.compare import report_command
+    return report_command(args)
 
 
 def cmd_demo(args) -> int:

@@ -794,9 +794,33 @@ def test_report_tables_and_paired_intervals_from_two_runs(tmp_path, capsys):
     md = report_markdown(rep)
     assert "| lazy | 4 | 0 |" in md and "paired bootstrap 95% intervals" in md
     assert cli_main(["report", str(tmp_path / "lazy"), str(tmp_path / "oracle"), "--names", "LazyMem,Oracle",
-                     "--reference", "Oracle", "--out", str(tmp_path / "rep"), "--resamples", "200"]) == 0
+                     "--reference", "Oracle", "--out", str(tmp_path / "rep"), "--resamples", "200",
+                     "--paper", "longmemeval", "--no-png"]) == 0
     saved = json.loads((tmp_path / "rep" / "report.json").read_text())
+    html = (tmp_path / "rep" / "pareto.html").read_text()
+    assert "LazyMem-4B (reported)" in html and "frontier (measured)" in html
     assert [r["system"] for r in saved["rows"]] == ["LazyMem", "Oracle"] and saved["pairs"][0]["system"] == "LazyMem"
     assert "| LazyMem |" in capsys.readouterr().out
     with pytest.raises(ConfigError, match="not a lazymem eval run folder"):
         build_report([tmp_path])
+
+
+def test_pareto_front_and_figure():
+    from lazymem.notebooks.compare import report_figure
+    from lazymem.viz import pareto_front
+
+    pts = [("rag", 3800.0, 0.66), ("oracle", 170.0, 0.75), ("lazy", 700.0, 0.68), ("bad", 9000.0, 0.45)]
+    assert pareto_front(pts) == ["oracle"]
+    assert pareto_front(pts + [("best", 5000.0, 0.9)]) == ["oracle", "best"]
+    rows = [{"system": n, "score": s, "memory_tokens": c,
+             "latency_s": {"total": {"mean": c / 1000, "median": c / 1200, "p95": c / 800}}} for n, c, s in pts]
+    fig = report_figure({"rows": rows, "metric": "locomo_f1"}, "locomo")
+    names = [t.name for t in fig.data]
+    assert names[:3] == ["measured", "frontier (measured)", "paper (reported)"]
+    reported = fig.data[2]
+    assert "NanoMemory (reported)" in reported.text and "Oracle Session (reported)" not in reported.text
+    assert fig.layout.xaxis.type == "log" and list(fig.data[1].x) == [170.0]
+    lat = fig.data[3]
+    assert list(lat.error_x.array)[0] == pytest.approx(3800 / 800 - 3.8)
+    with pytest.raises(ValueError, match="the paper reports"):
+        report_figure({"rows": rows, "metric": "locomo_f1"}, "msc")

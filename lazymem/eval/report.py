@@ -2,7 +2,7 @@
 
 ``lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--reference NAME] [--out DIR]`` reads
 each run's records (the last record per question), and writes ``report.json`` and
-``report.md``:
+``report.md`` (the command, ``lazymem.notebooks.compare``, adds the Pareto figure):
 
 - one row per system: questions (ok / errors), the score overall and by question type
   (the judge's accuracy when the run was judged, with unparseable replies counted wrong;
@@ -23,7 +23,6 @@ many questions each pair shares.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -175,19 +174,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--metric", choices=METRICS, help="the score (default: judge accuracy, else LoCoMo F1, else F1)")
     p.add_argument("--reference", help="the system the intervals compare with (default: the first)")
     p.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples")
-    p.add_argument("--out", help="write report.json and report.md here")
+    p.add_argument("--out", help="write report.json, report.md and the Pareto figure (pareto.html / .png) here")
+    p.add_argument("--paper", choices=("locomo", "longmemeval"),
+                   help="overlay the paper's reported points of this benchmark on the Pareto figure")
+    p.add_argument("--no-png", action="store_true", help="HTML figure only (PNG needs kaleido's Chromium)")
     return p
-
-
-def main(args: argparse.Namespace) -> int:
-    rep = build_report(args.runs, args.names.split(",") if args.names else None, args.metric, args.reference,
-                       n_resamples=args.resamples)
-    md = report_markdown(rep)
-    print(md)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.json").write_text(json.dumps(rep, indent=2) + "\n")
-        (out / "report.md").write_text(md)
-        print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
-    return 0

@@ -13,6 +13,8 @@ Modules:
   ``method_comparison``;
 - ``training``: ``keep_drop_balance``, ``length_histograms``, ``training_curves`` (SFT data cards
   and trainer logs);
+- ``pareto``: ``pareto_figure`` (score vs memory tokens, log x, and vs mean latency with P50-P95
+  bars; dashed frontiers; the paper's reported points overlaid hollow) and ``pareto_front``;
 - ``explorer``: the static HTML window explorer (``window_explorer_html``, ``explorer_view``);
 - ``save``: ``save_figures``/``save_figure`` write ``figures/<name>.html`` (plotly.js written
   once beside them: renders offline) and ``figures/<name>.png`` (kaleido, which needs a Chromium).
@@ -28,6 +30,7 @@ from lazymem.viz.figures import (
     window_length_hist,
     window_strip,
 )
+from lazymem.viz.pareto import pareto_figure, pareto_front
 from lazymem.viz.records import COLORS, GOLD_COLOR, HIT_COLOR, STATE_CODE, STATE_LABELS, cell_states, window_records
 from lazymem.viz.save import PNG_FIX, save_figure, save_figures
 from lazymem.viz.training import keep_drop_balance, length_histograms, training_curves
@@ -36,5 +39,5 @@ __all__ = [
     "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "history_stats", "method_comparison",
     "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
     "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",
-    "keep_drop_balance", "length_histograms", "training_curves",
+    "keep_drop_balance", "length_histograms", "training_curves", "pareto_figure", "pareto_front",
 ]

@@ -1,0 +1,56 @@
+"""Comparing systems: ``lazymem report`` with its Pareto figure (notebook 08_compare and the CLI).
+
+``report_with_figures(runs, ..., dataset="locomo", out="runs/report")`` builds the report
+(``lazymem.eval.report``), writes ``report.json`` / ``report.md`` and the Pareto figure
+(``pareto.html``, offline, and ``pareto.png``) with the paper's reported points of `dataset`
+overlaid hollow, and returns (report, figure).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from lazymem.eval.paper import REPORTED
+from lazymem.eval.report import build_report, report_markdown
+
+METRIC_LABELS = {"accuracy": "LLM-judge accuracy", "locomo_f1": "LoCoMo F1", "answer_f1": "answer F1 (proxy)"}
+
+
+def report_figure(report: dict, dataset: str | None = None):
+    """The Pareto figure of a report; ``dataset`` ("locomo" / "longmemeval") overlays the paper's points."""
+    from lazymem.viz import pareto_figure
+
+    if dataset is not None and dataset not in REPORTED:
+        raise ValueError(f"dataset {dataset!r}: the paper reports {sorted(REPORTED)}")
+    return pareto_figure(report["rows"], "score", REPORTED.get(dataset) if dataset else None,
+                         metric_label=METRIC_LABELS.get(report["metric"], report["metric"]),
+                         title=f"Accuracy-efficiency trade-offs ({', '.join(r['system'] for r in report['rows'])})")
+
+
+def report_with_figures(runs: Sequence[str | Path], names: Sequence[str] | None = None, metric: str | None = None,
+                        reference: str | None = None, dataset: str | None = None, out: str | Path | None = None,
+                        png: bool = True, n_resamples: int = 9999) -> tuple[dict, Any]:
+    rep = build_report(runs, names, metric, reference, n_resamples=n_resamples)
+    fig = report_figure(rep, dataset)
+    if out is not None:
+        from lazymem.viz import save_figure
+
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.json").write_text(json.dumps(rep, indent=2) + "\n")
+        (out / "report.md").write_text(report_markdown(rep))
+        save_figure(fig, "pareto", out, png=png)
+    return rep, fig
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """``lazymem report``: print the tables; with --out also write them and the Pareto figure."""
+    rep, _ = report_with_figures(args.runs, args.names.split(",") if args.names else None, args.metric,
+                                 args.reference, args.paper, args.out, png=not args.no_png,
+                                 n_resamples=args.resamples)
+    print(report_markdown(rep))
+    if args.out:
+        print(f"wrote report.json, report.md and pareto.html{'' if args.no_png else ' / pareto.png'} in {args.out}")
+    return 0
