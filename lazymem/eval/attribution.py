@@ -1,0 +1,131 @@
+"""Error attribution: each wrong answer assigned to its first failing stage, from run records.
+
+The paper's analysis (Section "Further Analysis") has annotators assign each error to a
+retrieval miss, an editing loss or a QA reasoning error. ``attribute`` does it automatically
+from a record, in pipeline order:
+
+1. ``retrieval miss``: some gold evidence never entered the candidate set (the windows the
+   memory processor saw; the pool for RAG; the shown sessions for NanoMemory);
+2. ``editing loss``: every gold message was a candidate, but construction dropped one, or
+   kept it with the answer's key content lost (the gold answer's tokens that the gold
+   messages contain are not all in the memory: LoCoMo's normalisation and stemming);
+3. ``QA error``: the memory held the evidence and its key content; the answer is still wrong.
+
+Questions without gold evidence (abstention, LoCoMo category 5) are ``no gold evidence``.
+A record counts as wrong when its judge label is False (unparseable replies are already
+False), or, without a judge, when its F1 (LoCoMo official, else the proxy) is below
+``f1_threshold`` (0.5). Methods that do not edit (RAG, oracles) never get an editing loss.
+
+>>> rec = {"status": "ok", "method": "rag", "question": {"evidence": [3], "answer": "Lisbon", "type": "t"},
+...        "pool": {"positions": [1, 2]}, "judge": {"label": False}, "windows": [], "decisions": [], "memory": ""}
+>>> attribute(rec)["stage"]
+'retrieval miss'
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Mapping
+
+from lazymem.eval.f1 import answer_tokens
+
+STAGES = ("retrieval miss", "editing loss", "QA error")
+EDITING_METHODS = ("lazymem", "extractive", "nanomemory")
+
+
+def is_wrong(rec: Mapping, f1_threshold: float = 0.5) -> bool | None:
+    """True/False for an ok record with a judge label or an F1; None when it cannot tell."""
+    j = rec.get("judge") or {}
+    if j.get("label") is not None:
+        return not j["label"]
+    f1 = rec.get("locomo_f1") if rec.get("locomo_f1") is not None else rec.get("answer_f1")
+    return None if f1 is None else f1 < f1_threshold
+
+
+def candidates(rec: Mapping) -> set[int] | None:
+    """Positions the memory could be built from (None when the method saw the whole history)."""
+    if rec.get("windows"):
+        return {p for w in rec["windows"] for p in w["positions"]}
+    if rec.get("pool"):
+        return set(rec["pool"]["positions"])
+    return None
+
+
+def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_threshold: float = 0.5) -> dict:
+    """The stage of one record's error (``stage`` None when the answer is right or unknown).
+
+    ``history_texts`` (position -> text) lets the editing check compare the answer tokens the
+    gold messages hold with those in the memory; without it only dropped gold counts.
+    """
+    q = rec.get("question") or {}
+    gold = set(q.get("evidence") or ())
+    out: dict[str, Any] = {"question_id": rec.get("question_id"), "type": q.get("type"), "stage": None,
+                           "wrong": None, "n_gold": len(gold), "gold_candidates": None, "gold_kept": None,
+                           "key_tokens_missing": []}
+    if rec.get("status") != "ok":
+        out["stage"] = "pipeline error"
+        return out
+    out["wrong"] = wrong = is_wrong(rec, f1_threshold)
+    if not wrong:
+        return out
+    if not gold:
+        out["stage"] = "no gold evidence"
+        return out
+    cand = candidates(rec)
+    if rec.get("method") == "nanomemory" and rec.get("baseline"):
+        shown = rec["baseline"].get("gold_shown")
+        out["gold_candidates"] = shown
+        if shown is not None and shown < len(gold):
+            out["stage"] = "retrieval miss"
+            return out
+    elif cand is not None:
+        out["gold_candidates"] = len(gold & cand)
+        if not gold <= cand:
+            out["stage"] = "retrieval miss"
+            return out
+    if rec.get("method") in EDITING_METHODS:
+        kept = {d["pos"] for d in rec.get("decisions") or () if d["op"] == "KEEP"}
+        if rec.get("method") != "nanomemory":
+            out["gold_kept"] = len(gold & kept)
+            if not gold <= kept:
+                out["stage"] = "editing loss"
+                return out
+        if history_texts is not None:
+            key = set(answer_tokens(str(q.get("answer", ""))))
+            in_gold = key & set(answer_tokens(" ".join(history_texts.get(p, "") for p in gold)))
+            missing = sorted(in_gold - set(answer_tokens(rec.get("memory") or "")))
+            out["key_tokens_missing"] = missing
+            if missing:
+                out["stage"] = "editing loss"
+                return out
+    out["stage"] = "QA error"
+    return out
+
+
+def attribute_run(records: Iterable[Mapping], texts_of: Any = None, f1_threshold: float = 0.5) -> dict:
+    """Counts by stage, overall and by question type, and the per-question attributions.
+
+    ``texts_of(rec)`` returns the record's history texts by position (e.g. from the dataset);
+    None skips the key-content check.
+    """
+    items = [attribute(r, texts_of(r) if texts_of else None, f1_threshold) for r in records]
+    wrong = [a for a in items if a["stage"] is not None]
+    by_type: dict[str, Counter] = defaultdict(Counter)
+    for a in wrong:
+        by_type[a["type"]][a["stage"]] += 1
+    return {"questions": len(items), "wrong": len(wrong), "counts": dict(Counter(a["stage"] for a in wrong)),
+            "by_type": {t: dict(c) for t, c in sorted(by_type.items())}, "items": items}
+
+
+def drill_down(rec: Mapping, history_texts: Mapping[int, str] | None = None) -> dict:
+    """One question's evidence trail: gold messages, where they went, memory and answer."""
+    q = rec.get("question") or {}
+    cand = candidates(rec)
+    ops = {d["pos"]: d for d in rec.get("decisions") or ()}
+    gold = []
+    for p in q.get("evidence") or ():
+        d = ops.get(p)
+        gold.append({"pos": p, "text": (history_texts or {}).get(p), "candidate": None if cand is None else p in cand,
+                     "op": d["op"] if d else None, "kept_as": d["content"] if d and d["op"] == "KEEP" else None})
+    return {"question_id": rec.get("question_id"), "question": q.get("text"), "gold_answer": q.get("answer"),
+            "answer": rec.get("answer"), "attribution": attribute(rec, history_texts), "gold": gold,
+            "memory": rec.get("memory")}
