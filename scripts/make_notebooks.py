@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Write notebooks/0[0-7]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
+"""Write notebooks/0[0-9]_*.ipynb from the cell sources below (the notebooks are generated, not hand-edited).
 
     .venv/bin/python scripts/make_notebooks.py            # write, execute, keep only checked outputs
     .venv/bin/python scripts/make_notebooks.py --no-execute  # write sources only (outputs cleared)
@@ -619,7 +619,177 @@ print(nb.metrics_table(metrics))
 _ = nb.record_metrics(metrics, metrics_path)"""),
     ],
 }
-NOTEBOOKS = {**NOTEBOOKS_PIPELINE, **NOTEBOOKS, **NOTEBOOKS_TRAIN}
+NOTEBOOKS_COMPARE = {
+    "08_compare": [
+        md("""
+# 08 · Compare systems: tables with paired bootstrap intervals, Pareto figures, error attribution
+
+**Purpose.** The paper's main comparison (RQ1, RQ2) for any set of systems: run each method on the
+same questions (or point `runs` at finished run folders), then `lazymem.eval.report` gives the score
+overall and by type, errors and unparseable judge replies, answer-context memory tokens (Qwen3),
+latency per stage (mean, median, P90, P95), Gate Fmt. and gold-keep recall, and paired bootstrap 95%
+intervals against a reference system; `lazymem.viz.pareto_figure` draws score vs memory tokens (log
+x) and vs mean latency (P50-P95 bars) with dashed frontiers, the paper's reported points overlaid
+hollow when `paper` names a benchmark. `lazymem.eval.attribution` assigns each wrong answer to its
+first failing stage. The CLI does the same: `lazymem report RUN_DIR ... --out DIR`.
+
+CPU defaults are tiny (SmolLM2 answers 2 questions per method); on a GPU node point it at the
+paper's configs (`configs/paper_locomo.yaml`) or at finished runs: `-p runs='[runs/eval/a, runs/eval/b]'`.
+"""),
+        code(SETUP + """
+
+from pathlib import Path
+
+import pandas as pd
+
+from lazymem import viz
+from lazymem.data import load_dataset
+from lazymem.eval import evaluate, quick_config, read_records
+from lazymem.eval.attribution import attribute_run, drill_down
+from lazymem.notebooks.compare import report_with_figures"""),
+        code(f"""\
+dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.data.datasets)
+limit = 2  # questions per method (0 = all)
+methods = ["oracle_turn", "oracle_session", "rag", "extractive"]  # also "lazymem", "nanomemory", "full"
+model = "smollm2-offline"  # answer / memory-processing model (alias, path or server model name)
+base_url = ""  # OpenAI-compatible server; "" = in-process transformers
+backend = ""  # "" = in-process transformers (or the server at base_url); "fake" echoes (tests)
+n = 20  # RAG / LazyMem pool size (paper: 50)
+reference = "rag"  # the system the paired intervals compare with (a method name or a run folder name)
+paper = ""  # "locomo" / "longmemeval": overlay the paper's reported points on the Pareto figure
+runs = []  # finished run folders to compare instead of running `methods` (names = folder names)
+out_root = "runs/nb08_compare"  # one run folder per method, and the report in <out_root>/report
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+        code("""\
+if not runs:
+    for m in methods:
+        evaluate(quick_config(dataset, m, limit=limit, model=model, base_url=base_url, backend=backend, n=n),
+                 f"{out_root}/{m}", progress=False)
+run_dirs = list(runs) or [f"{out_root}/{m}" for m in methods]
+names = [Path(d).name for d in run_dirs]
+run_dirs"""),
+        md("## 1. The tables"),
+        code("""\
+report, pareto = report_with_figures(run_dirs, reference=reference if reference in names else None,
+                                     dataset=paper or None, out=f"{out_root}/report", png=False, n_resamples=2000)
+cols = ["system", "questions", "errors", "unparseable_judge", "score", "memory_tokens", "gate_fmt", "gold_keep_recall"]
+print("score:", report["metric"], "| paired intervals against", report["reference"])
+pd.DataFrame(report["rows"])[cols].set_index("system").round(3)"""),
+        code("""\
+pd.DataFrame([{"system": p["system"], "vs": p["reference"], "shared questions": p["score"]["n"],
+               "delta": p["score"]["delta"], "95% low": p["score"]["low"], "95% high": p["score"]["high"],
+               "token delta": p["memory_tokens"]["delta"]} for p in report["pairs"]]).round(3)"""),
+        md("## 2. Pareto figure"),
+        code("""\
+pareto.show()
+saved = viz.save_figures({"08_pareto": pareto}, figures_dir, png=png)"""),
+        md("## 3. Where the wrong answers fail (first failing stage)"),
+        code("""\
+ds = load_dataset(dataset)
+texts = {h.id: {m.pos: m.text for m in h.messages} for h in ds.histories.values()}
+records = {name: read_records(Path(d) / "records.jsonl")[0] for name, d in zip(names, run_dirs)}
+attributions = {name: attribute_run(recs, lambda r: texts.get(r["question"]["history_id"]))
+                for name, recs in records.items()}
+pd.DataFrame({k: v["counts"] for k, v in attributions.items()}).T.fillna(0)"""),
+        code("""\
+# drill-downs: the first wrong answer of each system that has one
+for name, a in attributions.items():
+    wrong = [i for i in a["items"] if i["stage"] in ("retrieval miss", "editing loss", "QA error")]
+    if wrong:
+        rec = next(r for r in records[name] if r["question_id"] == wrong[0]["question_id"])
+        print(name, drill_down(rec, texts.get(rec["question"]["history_id"])), "\\n")"""),
+        md("## 4. Record metrics"),
+        code(f"""\
+{CHECK}
+metrics = {{row["system"]: {{"questions": row["questions"], "errors": row["errors"],
+                            "paired": next((p["score"]["n"] for p in report["pairs"] if p["system"] == row["system"]),
+                                           "reference")}} for row in report["rows"]}}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+    ],
+}
+NOTEBOOKS_COMPARE["09_ablations"] = [
+    md("""
+# 09 · Ablations: history-window radius and training stage (paper Tables 2 and 3)
+
+**Purpose.** RQ3 as runs: the radius sweep w = 0..3 reports the score and All@k (every gold message
+of a question inside its windows) per radius (paper Table 2), and the training-stage sweep (base /
+SFT / RL adapters of the memory-processing model) reports Gate Fmt., the strict gate, gold-keep
+recall and the score (paper Table 3). Every point is an ordinary resumable eval run
+(`<out_root>/<sweep>/<point>`), so a sweep fills in over several sessions and a rerun costs nothing.
+
+As a papermill grid, one point per run: `lazymem notebooks run 09_ablations --grid
+configs/grid_09_radius.yaml` (or `grid_09_stages.yaml`); each run records its table in
+`metrics.json`. CPU defaults use the extractive processor (no MPM calls) on 2 questions; set
+`method = "lazymem"` and the stages' adapters for the trained model (hours on 2 cores).
+"""),
+    code(SETUP + """
+
+from pathlib import Path
+
+import pandas as pd
+
+from lazymem.eval import evaluate, quick_config, read_records
+from lazymem.eval.report import build_report"""),
+    code(f"""\
+dataset = "{QUICK_SPEC}"  # dataset SPEC (paper: ../shared/data/locomo/locomo10.json#paper)
+limit = 2  # questions per point (0 = all)
+method = "extractive"  # memory processor of the radius sweep: "extractive" (no MPM) or "lazymem"
+model = "smollm2-offline"  # answer (and MPM) model
+base_url = ""  # OpenAI-compatible server; "" = in-process transformers
+radii = [0, 1, 2, 3]  # the radius sweep (paper Table 2); [] skips it
+n = 20  # pool size (paper: 50)
+stages = {{}}  # the stage sweep: name -> adapter (None = base), e.g. {{"base": None, "sft": "models/lazymem-135m/train/sft/final", "rl": "lazymem-135m"}}
+stage_w = 2  # radius of the stage sweep
+out_root = "runs/nb09_ablations"  # <out_root>/radius/w=<w>, <out_root>/stage/<name>
+""" + SAVE_AND_METRICS_PARAMS, "parameters"),
+    code("""\
+def all_at_k(run_dir):
+    recs = [r for r in read_records(Path(run_dir) / "records.jsonl")[0] if r["status"] == "ok"]
+    covered = []
+    for r in recs:
+        gold = set(r["question"]["evidence"])
+        if gold:
+            cand = {p for w in r["windows"] for p in w["positions"]} if r["windows"] else set(r["pool"]["positions"])
+            covered.append(gold <= cand)
+    return sum(covered) / len(covered) if covered else None
+
+
+def point(run_dir, cfg):
+    evaluate(cfg, run_dir, progress=False)
+    row = build_report([run_dir], n_resamples=100)["rows"][0]
+    return {"score": row["score"], "metric": row["metric"], f"All@{n}": all_at_k(run_dir), "gate_fmt": row["gate_fmt"],
+            "strict_gate": row["gate_strict"], "gold_keep_recall": row["gold_keep_recall"],
+            "memory_tokens": row["memory_tokens"], "questions": row["questions"], "errors": row["errors"]}"""),
+    md("## 1. History-window radius (paper Table 2)"),
+    code("""\
+radius = {}
+for w in radii:
+    cfg = quick_config(dataset, method, limit=limit, model=model, base_url=base_url, n=n, w=w)
+    radius[w] = point(f"{out_root}/radius/w={w}", cfg)
+pd.DataFrame(radius).T.rename_axis("w")"""),
+    md("## 2. Training stage (paper Table 3)"),
+    code("""\
+import dataclasses
+
+stage_rows = {}
+for name, adapter in stages.items():
+    cfg = quick_config(dataset, "lazymem", limit=limit, model=model, base_url=base_url, n=n, w=stage_w)
+    mpm = dataclasses.replace(cfg.pipeline.mpm, adapter=adapter)
+    cfg = dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, mpm=mpm, structured=adapter is None))
+    stage_rows[name] = point(f"{out_root}/stage/{name}", cfg)
+pd.DataFrame(stage_rows).T.rename_axis("stage") if stage_rows else "no stages given (set `stages`)\""""),
+    md("## 3. Record metrics"),
+    code(f"""\
+{CHECK}
+metrics = {{f"w={{w}}": {{"questions": r["questions"], "errors": r["errors"],
+                        f"All@{{n}}": None if r[f"All@{{n}}"] is None else round(r[f"All@{{n}}"], 3)}}
+           for w, r in radius.items()}}
+metrics.update({{f"stage {{k}}": {{"questions": r["questions"], "errors": r["errors"]}} for k, r in stage_rows.items()}})
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)"""),
+]
+NOTEBOOKS = {**NOTEBOOKS_PIPELINE, **NOTEBOOKS, **NOTEBOOKS_TRAIN, **NOTEBOOKS_COMPARE}
 
 
 def build(name: str, cells: list) -> nbformat.NotebookNode:

@@ -89,6 +89,25 @@ def test_sft_adapter_changes_the_model(sft_run, tiny):
         assert not torch.allclose(base(ids).logits, tuned(ids).logits)
 
 
+def test_a_second_sft_stage_continues_an_adapter(sft_run, tiny, tmp_path):
+    import dataclasses
+
+    import torch
+    from safetensors.torch import load_file
+
+    from lazymem.train.sft import run_sft
+
+    recipe, _, first_stage = sft_run
+    stage2 = dataclasses.replace(recipe, adapter=first_stage["final"], lora=None, output_dir=str(tmp_path / "s2"),
+                                 max_steps=1)
+    done = run_sft(stage2)
+    assert done["init_adapter"] == first_stage["final"] and done["adapter"] and done["global_step"] == 1
+    before = load_file(f"{first_stage['final']}/adapter_model.safetensors")
+    after = load_file(f"{done['final']}/adapter_model.safetensors")
+    assert set(after) == set(before)  # the same adapter (same modules, rank), trained further
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
 def test_grpo_two_steps_curriculum_switch_and_resume(sft_run, tiny, tmp_path):
     """GRPO from the SFT adapter (frozen copy as reference, KL on), curriculum switching lambda in a
     constructed case (the validator reports every output valid, tau 0.5), then a resumed run that keeps

@@ -35,6 +35,8 @@ class SFTRecipe:
     data: str = field(default="", metadata=_h("SFT JSONL (prompt/completion) from `lazymem train sft-data`"))
     output_dir: str = field(default="runs/train/sft", metadata=_h("checkpoints, the final model/adapter, train_result.json"))
     lora: LoraSettings | None = field(default_factory=LoraSettings, metadata=_h("LoRA adapter; null = full fine-tuning"))
+    adapter: str | None = field(default=None, metadata=_h(
+        "continue training this PEFT adapter (a second SFT stage; `lora` is then ignored); None = a new adapter"))
     learning_rate: float = field(default=5e-6, metadata=_h("paper: 5e-6"))
     lr_scheduler_type: str = field(default="cosine", metadata=_h("paper: cosine"))
     warmup_ratio: float = field(default=0.03, metadata=_h("paper: 0.03"))
@@ -122,7 +124,7 @@ def run_sft(recipe: SFTRecipe, callbacks: list | None = None) -> dict:
         return done
     dataset = load_sft_dataset(recipe.data)
     tokenizer = load_tokenizer(recipe.base)
-    model = load_policy(recipe.base, dtype=recipe.dtype)
+    model = load_policy(recipe.base, adapter=recipe.adapter, dtype=recipe.dtype, trainable=True)
     args = SFTConfig(
         output_dir=str(out), learning_rate=recipe.learning_rate, lr_scheduler_type=recipe.lr_scheduler_type,
         warmup_steps=recipe.warmup_ratio,  # transformers 5: a float in [0, 1) is a ratio of total steps
@@ -135,9 +137,11 @@ def run_sft(recipe: SFTRecipe, callbacks: list | None = None) -> dict:
         seed=recipe.seed, report_to=recipe.report_to, use_cpu=not has_cuda(), dataloader_num_workers=0,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         peft_config=recipe.lora.peft_config() if recipe.lora else None, callbacks=callbacks)
+                         peft_config=recipe.lora.peft_config() if recipe.lora and not recipe.adapter else None,
+                         callbacks=callbacks)
     return train_and_record(trainer, tokenizer, recipe, "sft",
-                            {"adapter": bool(recipe.lora), "examples": len(dataset)})
+                            {"adapter": bool(recipe.lora or recipe.adapter), "examples": len(dataset),
+                             "init_adapter": recipe.adapter})
 
 
 def train_and_record(trainer: Any, tokenizer: Any, recipe: Any, stage: str, extra: dict | None = None,
