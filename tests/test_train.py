@@ -264,3 +264,23 @@ def test_a_finished_run_is_not_trained_again(sft_run):
 
     again = run_sft(dataclasses.replace(sft_run[0], max_steps=2))
     assert again["already_finished"] and again["global_step"] == 2
+
+
+def test_keep_probe_teacher_forces_the_gold_trace(tiny):
+    from lazymem.construct import window_prompts
+    from lazymem.records import History, Message, Question
+    from lazymem.retrieve import build_windows
+    from lazymem.train.modeling import load_policy, load_tokenizer
+    from lazymem.train.probe import keep_probe, window_messages
+
+    texts = ["I moved to Lisbon last spring with my two cats.", "Nice!", "", "What about work?", "I teach."]
+    h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
+    q = Question("q", "single-session-user", "Where do I live?", "Lisbon", "h", "2023/06/01", evidence=(0,))
+    prompts = window_prompts(h, q, build_windows(h, [0, 4], gold=q.evidence))
+    rows = [{"prompt": list(p.messages), "gold_labels": list(p.gold_labels)} for p in prompts]
+    assert [m["content"] for m in window_messages(rows[0]["prompt"])] == [texts[p] for p in prompts[0].decision_positions]
+    model = load_policy(str(tiny), trainable=False)
+    res = keep_probe(rows, model, load_tokenizer(str(tiny)))
+    assert res["gold_lines"] == 1 and res["nongold_lines"] == sum(len(r["gold_labels"]) for r in rows) - 1
+    assert 0.0 <= res["auc"] <= 1.0 and 0.0 <= res["p_keep_gold_median"] <= 1.0
+    assert [t["threshold"] for t in res["thresholds"]][0] == 0.5

@@ -1,0 +1,124 @@
+"""How well a memory-processing model ranks gold above non-gold messages, teacher-forced.
+
+``keep_probe`` feeds each held-out window's prompt and its gold think trace (``N. role: "first
+words ..." ->`` per message, the format the gold-trace teacher writes) through the model in one
+forward pass per window and reads, at every line's ``->``, the probability of `` KEEP`` against
+`` DROP`` (their first tokens). Because the trace is teacher-forced, this isolates the decision
+from the format: it says whether a model that writes nothing but DROP has learned anything
+about relevance (AUC of P(KEEP) for gold vs non-gold lines), and what a KEEP threshold would
+buy (gold recall and non-gold keep rate per threshold).
+
+    python -m lazymem.train.probe PAIRS.jsonl [--adapter DIR|none] [--limit 40]
+
+>>> trace_lines([{"role": "user", "content": "one two three four five six seven eight nine"}])
+['1. user: "one two three four five six seven eight ..." ->']
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from typing import Any, Sequence
+
+from lazymem.train.teacher import TRACE_WORDS
+
+THRESHOLDS = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01)
+
+
+def trace_lines(messages: Sequence[dict]) -> list[str]:
+    """The gold trace's lines up to each decision (the gold-trace teacher's quoting)."""
+    out = []
+    for i, m in enumerate(messages, start=1):
+        words = m["content"].split()
+        quote = " ".join(words[:TRACE_WORDS]) + (" ..." if len(words) > TRACE_WORDS else "")
+        out.append(f'{i}. {m["role"]}: "{quote}" ->')
+    return out
+
+
+def window_messages(prompt: Sequence[dict]) -> list[dict]:
+    """The decided messages of a window prompt, in order (bridges included)."""
+    block = prompt[-1]["content"].split("# History Window\n", 1)[1]
+    data, _ = json.JSONDecoder().raw_decode(block)
+    return [m for part in ("previous_bridge", "core_messages", "next_bridge") for m in data.get(part, [])
+            if m.get("content", "").strip()]
+
+
+def auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
+    """P(a random positive scores above a random negative), ties half.
+
+    >>> auc([0.9, 0.4], [0.1, 0.4])
+    0.875
+    """
+    if not pos or not neg:
+        return None
+    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
+
+
+def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any) -> dict:
+    """Teacher-forced P(KEEP) per decision line of each row (prompt, gold_labels); the summary."""
+    import torch
+
+    keep = tokenizer.encode(" KEEP", add_special_tokens=False)[0]
+    drop = tokenizer.encode(" DROP", add_special_tokens=False)[0]
+    scores: list[tuple[float, bool]] = []
+    t0 = time.perf_counter()
+    for r in rows:
+        lines = trace_lines(window_messages(r["prompt"]))
+        if len(lines) != len(r["gold_labels"]):
+            raise ValueError(f"{r.get('question_id')}: {len(lines)} messages vs {len(r['gold_labels'])} gold labels")
+        text = tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) + "<think>\n"
+        marks = []
+        for line, gold in zip(lines, r["gold_labels"]):
+            text += line
+            marks.append(len(tokenizer(text, add_special_tokens=False)["input_ids"]))
+            text += (" KEEP" if gold else " DROP") + "\n"
+        ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+        for mark, gold in zip(marks, r["gold_labels"]):
+            pk, pd = logp[mark - 1, keep].exp().item(), logp[mark - 1, drop].exp().item()
+            scores.append((pk / (pk + pd), bool(gold)))
+    gold = [s for s, g in scores if g]
+    non = [s for s, g in scores if not g]
+    return {
+        "windows": len(rows), "gold_lines": len(gold), "nongold_lines": len(non), "auc": auc(gold, non),
+        "p_keep_gold_median": statistics.median(gold) if gold else None,
+        "p_keep_nongold_median": statistics.median(non) if non else None,
+        "thresholds": [{"threshold": t, "gold_recall": sum(s >= t for s in gold) / len(gold) if gold else None,
+                        "nongold_keep_rate": sum(s >= t for s in non) / len(non) if non else None}
+                       for t in THRESHOLDS],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def balanced(rows: Sequence[dict], limit: int, seed: int = 0) -> list[dict]:
+    """limit/2 windows with gold and limit/2 without (seeded)."""
+    g = [r for r in rows if any(r["gold_labels"])]
+    n = [r for r in rows if not any(r["gold_labels"])]
+    random.Random(seed).shuffle(g)
+    random.Random(seed).shuffle(n)
+    return g[: limit // 2] + n[: limit - limit // 2]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lazymem.train.probe", description=__doc__.split("\n\n")[0])
+    ap.add_argument("pairs", help="held-out query-window pairs (lazymem train sft-data output)")
+    ap.add_argument("--base", default="smollm2-offline")
+    ap.add_argument("--adapter", default="none", help="a PEFT adapter dir or alias; none = the base model")
+    ap.add_argument("--limit", type=int, default=40, help="balanced windows (half with gold)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    from lazymem.train.modeling import load_policy, load_tokenizer
+
+    model = load_policy(args.base, None if args.adapter == "none" else args.adapter, trainable=False)
+    model.eval()
+    rows = [json.loads(line) for line in open(args.pairs, encoding="utf-8") if line.strip()]
+    res = keep_probe(balanced(rows, args.limit, args.seed), model, load_tokenizer(args.base))
+    print(json.dumps({"pairs": args.pairs, "adapter": args.adapter, **res}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
