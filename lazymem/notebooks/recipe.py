@@ -6,7 +6,7 @@ return a finished run at once, the tables read finished cells back), so rerunnin
 list after an interruption redoes no finished work.
 
 >>> [s.name for s in RECIPE][:3]
-['sft-data', 'sft', 'heldout-synthetic']
+['sft-data', 'sft', 'sft2-data']
 """
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ class Step:
 RECIPE = (
     Step("sft-data", "configs/lazymem135m_sft_data.yaml", "sft-data"),
     Step("sft", "configs/lazymem135m_sft.yaml", "sft"),
+    Step("sft2-data", "configs/lazymem135m_sft2_data.yaml", "sft-data"),
+    Step("sft2", "configs/lazymem135m_sft2.yaml", "sft"),
     Step("heldout-synthetic", "configs/lazymem135m_heldout_synthetic.yaml", "sft-data"),
     Step("heldout-default", "configs/lazymem135m_heldout_default.yaml", "sft-data"),
     Step("heldout-locomo", "configs/lazymem135m_heldout_locomo.yaml", "sft-data"),
