@@ -751,6 +751,7 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
     d = c.to_dict()
     for role in ("mpm", "answer"):
         del d["pipeline"][role]["adapter"]  # what a config looked like before the field existed
+    del d["judge_json_mode"], d["pipeline"]["nanomemory_top_k"], d["pipeline"]["structured_trace"]  # the same
     import hashlib
     import json
 
@@ -768,6 +769,9 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
     adapted = dataclasses.replace(c, pipeline=dataclasses.replace(
         c.pipeline, mpm=dataclasses.replace(c.pipeline.mpm, adapter="runs/train/sft/final")))
     assert config_fingerprint(adapted) != old  # a set adapter is part of what decides the records
+    nano = dataclasses.replace(c, pipeline=dataclasses.replace(c.pipeline, method="nanomemory"))
+    assert config_fingerprint(nano) != config_fingerprint(dataclasses.replace(
+        nano, pipeline=dataclasses.replace(nano.pipeline, nanomemory_top_k=5)))  # where it acts, it counts
 
 
 def test_report_tables_and_paired_intervals_from_two_runs(tmp_path, capsys):
