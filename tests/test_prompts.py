@@ -36,6 +36,7 @@ EXPECTED_HASH_PREFIXES = {
     "answer_compressed": "3786a009c964",
     "answer_text": "25c6674c70a2",
     "locomo_judge": "db6201ee4752",
+    "nanomemory_prune": "f282738b2dba",
     "longmemeval_judge": "d233665a060f",
     "longmemeval_judge_abstention": "eca87d07a29f",
     "longmemeval_judge_knowledge_update": "5ba24ea17ac0",

@@ -298,12 +298,13 @@ def _short(h: Any) -> str:
 def identity_changes(old: Mapping, new: Mapping) -> list[str]:
     """What changed from `old` to `new` (run_identity dicts), as 'what: old -> new' with short hashes.
 
-    Only keys present in `new` are compared, and a value an older manifest lacks (None) is no change.
+    Only keys present in `new` are compared, and a value an older manifest lacks (None) is no change;
+    nor is a prompt added to the package since (no earlier record can have used it).
 
     >>> identity_changes(run_identity("a" * 64, "b" * 64, {"answer": "c" * 64, "old": "d" * 64}),
     ...                  run_identity("a" * 64, "e" * 64, {"answer": "f" * 64, "new": "0" * 64}))
     ['dataset sha256: bbbbbbbbbbbb -> eeeeeeeeeeee', 'prompt answer: cccccccccccc -> ffffffffffff', \
-'prompt new: added (000000000000)', 'prompt old: removed (was dddddddddddd)']
+'prompt old: removed (was dddddddddddd)']
     """
     out = []
     if "config_sha256" in new and old.get("config_sha256") not in (None, new["config_sha256"]):
@@ -318,7 +319,7 @@ def identity_changes(old: Mapping, new: Mapping) -> list[str]:
             if name not in np_:
                 out.append(f"prompt {name}: removed (was {_short(op[name])})")
             elif name not in op:
-                out.append(f"prompt {name}: added ({_short(np_[name])})")
+                continue  # added since: no earlier record used it
             elif op[name] != np_[name]:
                 out.append(f"prompt {name}: {_short(op[name])} -> {_short(np_[name])}")
     return out
