@@ -751,7 +751,7 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
     d = c.to_dict()
     for role in ("mpm", "answer"):
         del d["pipeline"][role]["adapter"]  # what a config looked like before the field existed
-    del d["judge_json_mode"], d["pipeline"]["nanomemory_top_k"], d["pipeline"]["structured_trace"]  # the same
+    del d["judge_json_mode"], d["pipeline"]["nanomemory_top_k"]  # the same
     import hashlib
     import json
 

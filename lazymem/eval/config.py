@@ -163,13 +163,11 @@ def config_fingerprint(config: EvalConfig) -> str:
     for k in _OPERATIONAL["retrieval"]:
         p["retrieval"].pop(k, None)
     # Fields added later leave older runs resumable where they change nothing: the judge's JSON
-    # mode without a judge, NanoMemory's top-k for other methods, an unset structured_trace.
+    # mode without a judge, NanoMemory's top-k for other methods.
     if d.get("judge") == "none":
         d.pop("judge_json_mode", None)
     if p.get("method") != "nanomemory":
         p.pop("nanomemory_top_k", None)
-    if not p.get("structured_trace"):
-        p.pop("structured_trace", None)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
