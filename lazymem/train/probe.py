@@ -22,19 +22,14 @@ import statistics
 import time
 from typing import Any, Sequence
 
-from lazymem.train.teacher import TRACE_WORDS
+from lazymem.train.teacher import trace_head
 
 THRESHOLDS = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01)
 
 
 def trace_lines(messages: Sequence[dict]) -> list[str]:
     """The gold trace's lines up to each decision (the gold-trace teacher's quoting)."""
-    out = []
-    for i, m in enumerate(messages, start=1):
-        words = m["content"].split()
-        quote = " ".join(words[:TRACE_WORDS]) + (" ..." if len(words) > TRACE_WORDS else "")
-        out.append(f'{i}. {m["role"]}: "{quote}" ->')
-    return out
+    return [trace_head(i, m["role"], m["content"]) for i, m in enumerate(messages, start=1)]
 
 
 def window_messages(prompt: Sequence[dict]) -> list[dict]:

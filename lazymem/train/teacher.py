@@ -123,10 +123,15 @@ def gold_trace(prompt: WindowPrompt, history: "History") -> str:
     lines = ["<think>"]
     for i, (pos, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1):
         m = history[pos]
-        words = m.text.split()
-        quote = " ".join(words[:TRACE_WORDS]) + (" ..." if len(words) > TRACE_WORDS else "")
-        lines.append(f'{i}. {m.role}: "{quote}" -> {"KEEP" if gold else "DROP"}')
+        lines.append(f'{trace_head(i, m.role, m.text)} {"KEEP" if gold else "DROP"}')
     return "\n".join(lines + ["</think>"])
+
+
+def trace_head(i: int, role: str, text: str) -> str:
+    """One trace line up to its op: ``N. role: "first words ..." ->``."""
+    words = text.split()
+    quote = " ".join(words[:TRACE_WORDS]) + (" ..." if len(words) > TRACE_WORDS else "")
+    return f'{i}. {role}: "{quote}" ->'
 
 
 def gold_completion(prompt: WindowPrompt, history: "History", trace: bool = False) -> Completion:
