@@ -2,6 +2,7 @@
 held-out window table (lazymem.train.heldout), the shipped-adapter alias and its configs."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -356,3 +357,31 @@ def test_trace_constrained_decoding_is_wired_through_pipeline_and_window_eval(tm
     s = evaluate_windows(WindowEvalConfig(data=data, structured=True, structured_trace=True), None, client=fake,
                          progress=False)
     assert s["gate_fmt"] == 1.0 and all(sp.json_schema[THINK_LINES] == 2 for _, sp in fake.calls)
+
+
+def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp_path):
+    from lazymem.train.probe import KeepBiasConfig, choose_keep_bias, keep_bias
+
+    with pytest.raises(ConfigError, match="pairs"):
+        KeepBiasConfig()
+    with pytest.raises(ConfigError, match="limit"):
+        KeepBiasConfig(pairs="x.jsonl", limit=1)
+    cfg = KeepBiasConfig(pairs=str(tmp_path / "missing.jsonl"), output=str(tmp_path / "kb.json"))
+    with pytest.raises(ConfigError, match="missing.jsonl"):
+        choose_keep_bias(cfg)  # no pairs file: a clear error before any model loads
+    done = {"settings": dataclasses.asdict(cfg), "keep_bias": keep_bias(0.1)}
+    (tmp_path / "kb.json").write_text(json.dumps(done))
+    assert choose_keep_bias(cfg) == done  # same settings: no model call
+    assert round(keep_bias(0.1), 3) == 2.197 and keep_bias(0.9) < 0
+
+
+def test_shipped_keep_bias_is_the_one_chosen_on_the_development_windows():
+    import yaml
+
+    chosen = ROOT / "models/lazymem-135m/eval/keep_bias.json"
+    if not chosen.is_file():
+        pytest.skip("no keep_bias.json yet (recipe step keep-bias)")
+    bias = json.loads(chosen.read_text())["keep_bias"]
+    rows = yaml.safe_load((ROOT / "configs/lazymem135m_eval_windows.yaml").read_text())["rows"]
+    biased = {name: r["sampling"]["logit_bias"][" KEEP"] for name, r in rows.items() if "sampling" in r}
+    assert biased and all(b == bias for b in biased.values()), biased

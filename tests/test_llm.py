@@ -330,6 +330,26 @@ def test_transformers_sampling_is_seeded(tiny_backend):
 
 
 @pytest.mark.slow
+def test_transformers_logit_bias_moves_the_greedy_choice(tiny_backend):
+    free = tiny_backend.generate(["hi"], Sampling(max_tokens=4))[0]
+    tok = tiny_backend.load()[1]
+    word = " KEEP"
+    forced = tiny_backend.generate(["hi"], Sampling(max_tokens=4, logit_bias={word: 100.0}))[0]
+    first = tok.decode(tok.encode(word, add_special_tokens=False)[:1])
+    assert forced.text == first * 4 and free.text != forced.text
+    assert "logit_bias" not in Sampling().as_dict()  # old cache keys stay valid
+    assert Sampling(logit_bias={word: 1.0}).as_dict()["logit_bias"] == {word: 1.0}
+    with pytest.raises(ConfigError, match="logit_bias"):
+        Sampling(logit_bias={word: float("nan")})
+
+
+def test_openai_backend_refuses_text_logit_bias():
+    backend = OpenAIBackend(LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+    with pytest.raises(ConfigError, match="token ids"):
+        backend.generate(["hi"], Sampling(logit_bias={" KEEP": 2.0}))
+
+
+@pytest.mark.slow
 def test_transformers_through_cache(tiny_model, tmp_path):
     cfg = LLMConfig(backend="transformers", model=tiny_model, cache_dir=str(tmp_path), num_threads=1)
     client = make_client(cfg)

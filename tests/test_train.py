@@ -283,4 +283,7 @@ def test_keep_probe_teacher_forces_the_gold_trace(tiny):
     res = keep_probe(rows, model, load_tokenizer(str(tiny)))
     assert res["gold_lines"] == 1 and res["nongold_lines"] == sum(len(r["gold_labels"]) for r in rows) - 1
     assert 0.0 <= res["auc"] <= 1.0 and 0.0 <= res["p_keep_gold_median"] <= 1.0
-    assert [t["threshold"] for t in res["thresholds"]][0] == 0.5
+    ts = res["thresholds"]
+    assert ts[0]["threshold"] == 0.5 and ts[0]["keep_bias"] == 0.0
+    recalls = [t["gold_recall"] for t in ts]  # a lower threshold keeps at least as much
+    assert recalls == sorted(recalls) and all(0.0 <= t["mean_r_act"] <= 1.0 for t in ts)

@@ -112,6 +112,7 @@ class EvalConfig:
         """Plain JSON-ready values."""
         d = dataclasses.asdict(self)
         d["ids"], d["types"] = list(self.ids), list(self.types)
+        d["pipeline"] = self.pipeline.to_dict()
         return d
 
 

@@ -23,7 +23,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field, fields
-from typing import Mapping, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from lazymem.errors import ConfigError, check_fields
 
@@ -59,6 +59,9 @@ class Sampling:
     seed: int | None = field(default=0, metadata=_h("sampling seed (servers may ignore it)"))
     stop: tuple[str, ...] | None = field(default=None, metadata=_h("strings that end a completion; not included in the text"))
     json_schema: dict | None = field(default=None, metadata=_h("request output matching this JSON schema"))
+    logit_bias: dict | None = field(default=None, metadata=_h(
+        "additive logit bias by token TEXT (its first token), e.g. {' KEEP': 2.2}: a decision prior "
+        "correction; transformers and vLLM engines (an OpenAI server needs token ids: not supported)"))
 
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
@@ -84,6 +87,12 @@ class Sampling:
             except (TypeError, ValueError):
                 need(False, "json_schema", "must be JSON-serialisable")
 
+        if self.logit_bias is not None:
+            need(isinstance(self.logit_bias, Mapping) and len(self.logit_bias) > 0
+                 and all(isinstance(k, str) and k and isinstance(v, (int, float)) and not isinstance(v, bool)
+                         and math.isfinite(v) for k, v in self.logit_bias.items()),
+                 "logit_bias", "must be None or a non-empty {token text: finite number} mapping")
+
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
@@ -92,7 +101,28 @@ class Sampling:
         """Plain JSON-ready values (for cache keys and run manifests)."""
         d = dataclasses.asdict(self)
         d["stop"] = list(self.stop) if self.stop is not None else None
+        if self.logit_bias is None:
+            del d["logit_bias"]  # keys (and caches) from before the field existed stay valid
         return d
+
+
+def bias_token_ids(tokenizer: Any, logit_bias: Mapping[str, float]) -> dict[int, float]:
+    """{token id: bias} for a Sampling.logit_bias: each text's FIRST token (a word's leading-space form
+    is a different token from its bare form, so write ' KEEP' for the trace's ``-> KEEP``).
+
+    >>> class Tok:
+    ...     def encode(self, text, add_special_tokens=False):
+    ...         return [len(text), 0]
+    >>> bias_token_ids(Tok(), {" KEEP": 2.0})
+    {5: 2.0}
+    """
+    out: dict[int, float] = {}
+    for text, bias in logit_bias.items():
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        if not ids:
+            raise ConfigError(f"Sampling.logit_bias: {text!r} encodes to no token")
+        out[int(ids[0])] = out.get(int(ids[0]), 0.0) + float(bias)
+    return out
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.prompts import THINK_LINES
-from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
+from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 from lazymem.runtime import check_device, torch_threads
 
 log = logging.getLogger("lazymem.llm")
@@ -117,8 +117,13 @@ class TransformersBackend:
             kwargs.update(temperature=s.temperature, top_p=s.top_p, top_k=0)  # OpenAI semantics: no top-k
         if s.stop:
             kwargs.update(stop_strings=list(s.stop), tokenizer=tok)
+        processors = []
+        if s.logit_bias:
+            processors.append(_BiasProcessor(bias_token_ids(tok, s.logit_bias)))
         if s.json_schema is not None:
-            kwargs["logits_processor"] = [self._json_processor(s.json_schema)]
+            processors.append(self._json_processor(s.json_schema))  # masks after the bias
+        if processors:
+            kwargs["logits_processor"] = processors
         kwargs.update(self.config.extra_body or {})
         eos = model.generation_config.eos_token_id
         eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else []) | {tok.eos_token_id}
@@ -168,3 +173,17 @@ class TransformersBackend:
                 for i, c in zip(idx, done):
                     out[i] = c
             return out  # type: ignore[return-value]
+
+
+class _BiasProcessor:
+    """Adds a fixed bias to some tokens' logits at every step (a transformers LogitsProcessor)."""
+
+    def __init__(self, bias: dict[int, float]):
+        self.ids, self.values = list(bias), list(bias.values())
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        scores = scores.clone()
+        scores[:, self.ids] += torch.tensor(self.values, dtype=scores.dtype, device=scores.device)
+        return scores

@@ -54,6 +54,10 @@ class OpenAIBackend:
 
     def _request(self, prompt: Prompt, s: Sampling) -> dict:
         c = self.config
+        if s.logit_bias:
+            raise ConfigError(f"Sampling.logit_bias {dict(s.logit_bias)!r} with backend='openai' ({c.model}): an "
+                              "OpenAI-compatible server takes token ids, not texts; use backend 'transformers' or "
+                              "'vllm', or put the server's own ids in extra_body.logit_bias")
         kwargs: dict[str, Any] = {"model": c.model, "messages": to_messages(prompt), "temperature": s.temperature,
                                   "top_p": s.top_p, "max_tokens": s.max_tokens}
         if s.seed is not None:

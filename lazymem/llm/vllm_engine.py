@@ -5,7 +5,7 @@ import logging
 import time
 from typing import Sequence
 
-from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
+from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 
 log = logging.getLogger("lazymem.llm")
 
@@ -42,6 +42,7 @@ class VLLMBackend:
             temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed,
             stop=list(s.stop) if s.stop else None,
             structured_outputs=StructuredOutputsParams(json=s.json_schema) if s.json_schema is not None else None,
+            logit_bias=bias_token_ids(self.llm.get_tokenizer(), s.logit_bias) if s.logit_bias else None,
             **(self.config.extra_body or {}))
         t0 = time.perf_counter()
         try:

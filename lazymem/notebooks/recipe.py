@@ -34,6 +34,8 @@ RECIPE = (
     Step("heldout-locomo", "configs/lazymem135m_heldout_locomo.yaml", "sft-data"),
     Step("rl-data", "configs/lazymem135m_rl_data.yaml", "rl-data"),
     Step("grpo", "configs/lazymem135m_grpo.yaml", "grpo"),
+    Step("dev-data", "configs/lazymem135m_dev_synthetic.yaml", "sft-data"),
+    Step("keep-bias", "configs/lazymem135m_keep_bias.yaml", "keep-bias"),
     Step("eval-windows", "configs/lazymem135m_eval_windows.yaml", "eval-windows"),
     Step("eval-table", "configs/lazymem135m_eval_table.yaml", "eval-table"),
     Step("release", "configs/lazymem135m_release.yaml", "release"),
@@ -63,6 +65,10 @@ def run_step(kind: str, data: Mapping, where: str) -> Any:
         from lazymem.train.grpo import GRPORecipe, run_grpo
 
         return run_grpo(build_recipe(GRPORecipe, data, where, {"lora": LoraSettings, "judge": LLMConfig}))
+    if kind == "keep-bias":
+        from lazymem.train.probe import KeepBiasConfig, choose_keep_bias
+
+        return choose_keep_bias(build_recipe(KeepBiasConfig, data, where))
     if kind == "eval-windows":
         from lazymem.train.heldout import WindowTableConfig, run_window_table
 

@@ -133,4 +133,6 @@ class PipelineConfig:
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values (API keys never appear: LLMConfig holds only the variable name)."""
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d["mpm_sampling"], d["answer_sampling"] = self.mpm_sampling.as_dict(), self.answer_sampling.as_dict()
+        return d

@@ -158,7 +158,27 @@ def summarize(records: Sequence[Mapping]) -> dict:
         "r_act_valid": rate(sum(valid), len(valid)),
         "keep_share": rate(sum(r["n_keep"] for r in records), sum(r["n_messages"] for r in records)),
         "failures": dict(sorted(Counter(r["reason"] for r in records if not r["strict_gate"]).items())),
+        "by_size": by_size(records),
     }
+
+
+def by_size(records: Sequence[Mapping]) -> dict:
+    """Gate Fmt. and gold-keep recall per window size (messages decided), so that size and gold
+    presence are not confounded in a small balanced subset.
+
+    >>> by_size([{"n_messages": 8, "n_gold": 1, "gate_fmt": True, "gold_kept": 1},
+    ...          {"n_messages": 5, "n_gold": 0, "gate_fmt": False, "gold_kept": 0}])
+    {'5': {'windows': 1, 'gold_windows': 0, 'gate_fmt': 0.0, 'gold_keep_recall': None}, \
+'8': {'windows': 1, 'gold_windows': 1, 'gate_fmt': 1.0, 'gold_keep_recall': 1.0}}
+    """
+    out = {}
+    for size in sorted({r["n_messages"] for r in records}):
+        rs = [r for r in records if r["n_messages"] == size]
+        n_gold = sum(r["n_gold"] for r in rs)
+        out[str(size)] = {"windows": len(rs), "gold_windows": sum(r["n_gold"] > 0 for r in rs),
+                          "gate_fmt": round(sum(r["gate_fmt"] for r in rs) / len(rs), 6),
+                          "gold_keep_recall": round(sum(r["gold_kept"] for r in rs) / n_gold, 6) if n_gold else None}
+    return out
 
 
 def _sampling(config: WindowEvalConfig, n: int) -> Sampling:
@@ -299,6 +319,7 @@ def _identity(cfg: WindowEvalConfig) -> dict:
     from dataclasses import asdict
 
     d = asdict(cfg)
+    d["sampling"] = cfg.sampling.as_dict()  # an unset logit_bias leaves older cells' identity unchanged
     for k in ("batch_size", "num_threads", "concurrency", "timeout", "max_retries", "retry_wait", "cache_dir"):
         d["mpm"].pop(k, None)
     d.pop("batch_windows", None)

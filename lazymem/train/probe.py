@@ -6,7 +6,9 @@ forward pass per window and reads, at every line's ``->``, the probability of ``
 `` DROP`` (their first tokens). Because the trace is teacher-forced, this isolates the decision
 from the format: it says whether a model that writes nothing but DROP has learned anything
 about relevance (AUC of P(KEEP) for gold vs non-gold lines), and what a KEEP threshold would
-buy (gold recall and non-gold keep rate per threshold).
+buy (gold recall, non-gold keep rate and the mean action reward R_act per threshold, with the
+``keep_bias`` logit bias that applies that threshold at generation). Choose a threshold on a
+development set (never on the set you report).
 
     python -m lazymem.train.probe PAIRS.jsonl [--adapter DIR|none] [--limit 40]
 
@@ -16,15 +18,22 @@ buy (gold recall and non-gold keep rate per threshold).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import random
 import statistics
 import time
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
+from lazymem.errors import ConfigError
+
+from lazymem.train.rewards import action_reward
 from lazymem.train.teacher import trace_head
 
-THRESHOLDS = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01)
+THRESHOLDS = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07, 0.05, 0.03, 0.02, 0.01)
 
 
 def trace_lines(messages: Sequence[dict]) -> list[str]:
@@ -58,6 +67,7 @@ def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any) -> dict:
     keep = tokenizer.encode(" KEEP", add_special_tokens=False)[0]
     drop = tokenizer.encode(" DROP", add_special_tokens=False)[0]
     scores: list[tuple[float, bool]] = []
+    windows: list[list[tuple[float, bool]]] = []
     t0 = time.perf_counter()
     for r in rows:
         lines = trace_lines(window_messages(r["prompt"]))
@@ -72,20 +82,36 @@ def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any) -> dict:
         ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
         with torch.no_grad():
             logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+        windows.append([])
         for mark, gold in zip(marks, r["gold_labels"]):
             pk, pd = logp[mark - 1, keep].exp().item(), logp[mark - 1, drop].exp().item()
-            scores.append((pk / (pk + pd), bool(gold)))
+            windows[-1].append((pk / (pk + pd), bool(gold)))
+        scores += windows[-1]
     gold = [s for s, g in scores if g]
     non = [s for s, g in scores if not g]
     return {
         "windows": len(rows), "gold_lines": len(gold), "nongold_lines": len(non), "auc": auc(gold, non),
         "p_keep_gold_median": statistics.median(gold) if gold else None,
         "p_keep_nongold_median": statistics.median(non) if non else None,
-        "thresholds": [{"threshold": t, "gold_recall": sum(s >= t for s in gold) / len(gold) if gold else None,
-                        "nongold_keep_rate": sum(s >= t for s in non) / len(non) if non else None}
+        "thresholds": [{"threshold": t, "keep_bias": keep_bias(t),
+                        "gold_recall": sum(s >= t for s in gold) / len(gold) if gold else None,
+                        "nongold_keep_rate": sum(s >= t for s in non) / len(non) if non else None,
+                        "mean_r_act": statistics.fmean(
+                            action_reward(["KEEP" if p >= t else "DROP" for p, _ in w], [g for _, g in w])
+                            for w in windows) if windows else None}
                        for t in THRESHOLDS],
         "seconds": round(time.perf_counter() - t0, 1),
     }
+
+
+def keep_bias(threshold: float) -> float:
+    """The logit bias on `` KEEP`` that turns greedy KEEP-vs-DROP into "KEEP when P(KEEP) >= threshold"
+    (P(KEEP) renormalised over the two: bias = ln((1 - t) / t); pass it as ``Sampling.logit_bias``).
+
+    >>> keep_bias(0.5), round(keep_bias(0.1), 3)
+    (0.0, 2.197)
+    """
+    return round(math.log((1 - threshold) / threshold), 6)
 
 
 def balanced(rows: Sequence[dict], limit: int, seed: int = 0) -> list[dict]:
@@ -95,6 +121,61 @@ def balanced(rows: Sequence[dict], limit: int, seed: int = 0) -> list[dict]:
     random.Random(seed).shuffle(g)
     random.Random(seed).shuffle(n)
     return g[: limit // 2] + n[: limit - limit // 2]
+
+
+def best_threshold(thresholds: Sequence[Mapping]) -> Mapping:
+    """The threshold row with the highest mean R_act (ties: the higher threshold, which keeps less).
+
+    >>> best_threshold([{"threshold": 0.5, "mean_r_act": 0.4}, {"threshold": 0.1, "mean_r_act": 0.7},
+    ...                 {"threshold": 0.05, "mean_r_act": 0.7}])["threshold"]
+    0.1
+    """
+    return max(thresholds, key=lambda t: (t["mean_r_act"], t["threshold"]))
+
+
+@dataclass(frozen=True)
+class KeepBiasConfig:
+    """Choose the KEEP logit bias on development windows; the keys of configs/lazymem135m_keep_bias.yaml."""
+
+    pairs: str = field(default="", metadata={"help": "development query-window pairs (never the reported set)"})
+    base: str = field(default="smollm2-offline", metadata={"help": "base model alias or dir"})
+    adapter: str | None = field(default=None, metadata={"help": "PEFT adapter dir (None = the base)"})
+    limit: int = field(default=40, metadata={"help": "balanced windows (half with gold)"})
+    seed: int = field(default=0, metadata={"help": "seed of the balanced subset"})
+    output: str = field(default="runs/keep_bias.json", metadata={"help": "the probe and the chosen bias (JSON)"})
+
+    def __post_init__(self):
+        if not self.pairs:
+            raise ConfigError("KeepBiasConfig.pairs: give the development pairs JSONL (lazymem train sft-data output)")
+        if not (isinstance(self.limit, int) and self.limit >= 2):
+            raise ConfigError(f"KeepBiasConfig.limit={self.limit!r}: must be an integer >= 2")
+
+
+def choose_keep_bias(config: KeepBiasConfig) -> dict:
+    """Probe the model on the development pairs and pick the threshold with the best mean R_act (the
+    paper's action reward, eta-weighted toward keeping gold); writes and returns the record, whose
+    ``keep_bias`` goes into ``Sampling.logit_bias`` as {" KEEP": keep_bias}. A finished record for the
+    same settings is read back."""
+    from lazymem.files import write_atomic
+    from lazymem.train.heldout import load_pairs
+    from lazymem.train.modeling import load_policy, load_tokenizer
+
+    settings = dataclasses.asdict(config)
+    out = Path(config.output)
+    if out.is_file():
+        done = json.loads(out.read_text(encoding="utf-8"))
+        if done.get("settings") == settings:
+            return done
+    rows = balanced(load_pairs(config.pairs), config.limit, config.seed)  # a bad file fails before the model loads
+    model = load_policy(config.base, config.adapter, trainable=False)
+    model.eval()
+    res = keep_probe(rows, model, load_tokenizer(config.base))
+    best = best_threshold(res["thresholds"])
+    record = {"settings": settings, "chosen": {"by": "max mean R_act (eta 0.915) on the development windows",
+                                               **best}, "keep_bias": best["keep_bias"], **res}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, json.dumps(record, indent=1) + "\n")
+    return record
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -144,6 +144,16 @@ def run_sft(recipe: SFTRecipe, callbacks: list | None = None) -> dict:
                              "init_adapter": recipe.adapter})
 
 
+def mean_logged_loss(log_history: list) -> float | None:
+    """The mean of the per-step losses logged over the whole run (every segment of a resumed run).
+
+    >>> mean_logged_loss([{"loss": 0.5, "step": 1}, {"loss": 0.25, "step": 2}, {"train_loss": 9.0}])
+    0.375
+    """
+    losses = [h["loss"] for h in log_history if isinstance(h.get("loss"), (int, float))]
+    return sum(losses) / len(losses) if losses else None
+
+
 def train_and_record(trainer: Any, tokenizer: Any, recipe: Any, stage: str, extra: dict | None = None,
                      before_train: Any = None) -> dict:
     """Train (resuming from the newest complete checkpoint when the recipe says so), save the final
@@ -168,7 +178,9 @@ def train_and_record(trainer: Any, tokenizer: Any, recipe: Any, stage: str, extr
     tokenizer.save_pretrained(str(final))
     record = {
         "stage": stage, "recipe": recipe_dict(recipe), "resumed_from": resume_from,
-        "global_step": trainer.state.global_step, "train_loss": result.training_loss,
+        "global_step": trainer.state.global_step, "train_loss": mean_logged_loss(trainer.state.log_history),
+        # transformers divides a resumed segment's summed loss by ALL steps: low after a resume
+        "trainer_training_loss": result.training_loss,
         "wall_s": round(time.perf_counter() - t0, 1), "wall_s_total": round(clock.total(), 1),
         "segments": clock.segments, "final": str(final),
         **((extra() if callable(extra) else extra) or {}),
