@@ -296,7 +296,18 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in md and "40 optimizer steps (in progress" in md
     assert "2.00 h over 2 process(es)" in md and "| sft | 0.97 | 40 |" in md and "Not measured yet." in md
     assert json.loads((tmp_path / "asset" / "card.json").read_text())["stage"] == "sft+grpo"
-    assert run_summary(str(tmp_path / "nothing")) is None
+    assert run_summary(str(tmp_path / "nothing")) is None and "SFT2" not in md and "## Decoding" not in md
+    # a second SFT stage and a chosen KEEP bias appear in the card when given
+    (tmp_path / "sft2").mkdir()
+    (tmp_path / "sft2" / "train_result.json").write_text(json.dumps(
+        {"global_step": 81, "wall_s_total": 4620.0, "segments": 2, "log_history": [{"step": 81, "loss": 0.04}]}))
+    (tmp_path / "kb.json").write_text(json.dumps({"keep_bias": 2.197225, "auc": 0.85, "settings": {"pairs": "dev.jsonl"},
+                                                  "chosen": {"threshold": 0.1, "by": "max mean R_act",
+                                                             "gold_recall": 0.8, "nongold_keep_rate": 0.2}}))
+    card = ship(dataclasses.replace(cfg, sft2_run=str(tmp_path / "sft2"), keep_bias=str(tmp_path / "kb.json")))
+    md = (tmp_path / "asset" / "README.md").read_text()
+    assert card["sft2"]["global_step"] == 81 and "SFT2: 81 optimizer steps (finished)" in md
+    assert '`logit_bias: {" KEEP": 2.197225}`' in md and "at least 0.1" in md and "dev.jsonl" in md
     with pytest.raises(ConfigError, match="adapter_model.safetensors not found"):
         ship(ReleaseConfig(adapter=str(tmp_path), dest=str(tmp_path / "x"), measure_load=False))
     with pytest.raises(ConfigError, match="stage"):

@@ -37,6 +37,10 @@ class ReleaseConfig:
     rl_data: str | None = field(default="models/lazymem-135m/train/rl_data_card.json", metadata=_h("RL prompt card"))
     sft_run: str = field(default="models/lazymem-135m/train/sft", metadata=_h("SFT output_dir"))
     grpo_run: str | None = field(default="models/lazymem-135m/train/grpo", metadata=_h("GRPO output_dir"))
+    sft2_data: str | None = field(default=None, metadata=_h("data card of a second SFT stage (None: one stage)"))
+    sft2_run: str | None = field(default=None, metadata=_h("output_dir of a second SFT stage (None: one stage)"))
+    keep_bias: str | None = field(default=None, metadata=_h(
+        "the keep-bias record (lazymem.train.probe): the KEEP logit bias to decode with, and how it was chosen"))
     window_table: str | None = field(default="models/lazymem-135m/eval/windows/table.json", metadata=_h(
         "lazymem train eval-windows table.json"))
     pipeline_table: str | None = field(default="models/lazymem-135m/eval/table/table.json", metadata=_h(
@@ -122,7 +126,9 @@ def ship(config: ReleaseConfig) -> dict:
     from lazymem.files import sha256_file
 
     sft, grpo = run_summary(config.sft_run), run_summary(config.grpo_run) if config.stage == "sft+grpo" else None
-    for run in (sft, grpo):
+    sft2 = run_summary(config.sft2_run)
+    bias = _read(config.keep_bias)
+    for run in (sft, sft2, grpo):
         if run is not None:
             run.pop("log_history", None)
     card = {
@@ -132,7 +138,8 @@ def ship(config: ReleaseConfig) -> dict:
         "adapter_bytes": (dest / "adapter_model.safetensors").stat().st_size,
         "adapter_sha256": sha256_file(dest / "adapter_model.safetensors"), "shipped_from": str(src),
         "sft_data": _slim_card(_read(config.sft_data)), "rl_data": _slim_card(_read(config.rl_data)),
-        "sft": sft, "grpo": grpo, "machine": machine(),
+        "sft": sft, "sft2": sft2, "sft2_data": _slim_card(_read(config.sft2_data)), "grpo": grpo, "machine": machine(),
+        "keep_bias": None if bias is None else {k: bias.get(k) for k in ("keep_bias", "chosen", "auc", "settings")},
         "window_table": _read(config.window_table), "pipeline_table": _read(config.pipeline_table),
         "load_s": load_seconds(str(dest)) if config.measure_load else None,
     }
@@ -171,8 +178,10 @@ def model_card(card: Mapping) -> str:
              f"- {card['adapter_bytes'] / 1e6:.1f} MB", "",
              "## Training", ""]
     m = card["machine"]
-    for name in ("sft", "grpo"):
+    for name in ("sft", "sft2", "grpo"):
         run = card.get(name)
+        if run is None and name == "sft2":
+            continue
         if run is None:
             lines.append(f"- {name.upper()}: not run" + (" (this adapter is the SFT stage)" if name == "grpo" else ""))
             continue
@@ -180,7 +189,16 @@ def model_card(card: Mapping) -> str:
         lines.append(f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), {_fmt_s(run.get('wall_s_total'))} "
                      f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}")
     lines += [f"- machine: {m['cpu']}, {m['cores']} cores ({m['platform']})", ""]
-    for name in ("sft_data", "rl_data"):
+    kb = card.get("keep_bias")
+    if kb:
+        c = kb.get("chosen") or {}
+        lines += ["## Decoding", "",
+                  f"Decode with `logit_bias: {{\" KEEP\": {kb['keep_bias']}}}` (`Sampling.logit_bias`): KEEP when the "
+                  f"model's P(KEEP) over KEEP/DROP is at least {c.get('threshold')}, chosen on development windows "
+                  f"({(kb.get('settings') or {}).get('pairs')}) by {c.get('by')}; there it kept "
+                  f"{c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
+                  f"(teacher-forced AUC {kb.get('auc')}).", ""]
+    for name in ("sft_data", "sft2_data", "rl_data"):
         c = card.get(name)
         if c:
             lines += [f"### {name}", "", "```json", json.dumps({k: c.get(k) for k in ("sources", "counts", "teacher")
