@@ -23,6 +23,10 @@ class ConfigError(ValueError):
     """A configuration value that cannot work (names the field and what is allowed)."""
 
 
+class ModelLoadError(RuntimeError):
+    """A model that cannot load: it stops a run (it is not one question's error)."""
+
+
 def check_fields(cls, values, where: str) -> None:
     """Raise ConfigError naming `where` when `values` has keys that are not fields of dataclass `cls`.
 

@@ -216,7 +216,7 @@ def test_hand_checked_records_and_summary(tmp_path):
         assert s["memory_tokens"]["mean"] == pytest.approx(sum(r["memory_tokens"] for r in recs.values()) / 4)
         assert s["memory_tokens"]["tokenizer"] == "qwen3"
     assert s["retrieval"]["gold_recall"] == 1.0 and s["locomo_f1"] is None
-    assert set(s["latency_s"]) == {"retrieval", "processing", "answer", "total", "judge", "index"}
+    assert set(s["latency_s"]) == {"retrieval", "processing", "answer", "total", "judge", "index", "load"}
     assert s["latency_s"]["index"]["n"] == 0  # the fixed pool indexes nothing
     assert s["latency_s"]["total"]["n"] == 4 and s["calls"]["mpm"] == 5
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == json.loads(json.dumps(s))
@@ -669,6 +669,53 @@ def test_a_model_that_cannot_load_stops_the_run_and_the_manifest_says_why(tmp_pa
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["status"] == "failed" and m["runs"][-1]["error"] == "OSError: no weights at /nowhere"
     assert not (tmp_path / "run" / "records.jsonl").exists()
+
+
+class SlowToLoad(FakeBackend):
+    """A fake model whose load takes time and is counted (a real backend loads weights)."""
+
+    def __init__(self, *a, fail: bool = False, **kw):
+        super().__init__(*a, **kw)
+        self.loads, self.fail = 0, fail
+
+    def load(self):
+        self.loads += 1
+        if self.fail:
+            raise OSError("no weights at /nowhere")
+        time.sleep(0.3)
+        return self
+
+
+def test_a_fully_cached_rerun_loads_no_model_and_load_time_is_not_latency(tmp_path):
+    from lazymem.llm.cache import CachedClient
+
+    def run(out):
+        mpm, answer = SlowToLoad(drop_all), SlowToLoad(lambda p, s: "a")
+        clients = {"mpm": CachedClient(mpm, tmp_path / "cache"), "answer": CachedClient(answer, tmp_path / "cache")}
+        evaluate(synth_config(limit=2), tmp_path / out, progress=False, clients=clients)
+        return mpm, answer, lines(tmp_path / out / "records.jsonl")
+
+    mpm, answer, cold = run("cold")
+    assert (mpm.loads, answer.loads) == (1, 1)  # loaded once, on the first miss
+    first = cold[0]["timings"]
+    assert first["load"] >= 0.6 and first["processing"] < 0.3 and first["answer"] < 0.3
+    assert "load" not in cold[1]["timings"] and abs(first["total"] - sum(
+        first[k] for k in ("retrieval", "processing", "answer"))) < 1e-9
+    mpm, answer, warm = run("warm")  # same calls, new run folder: every call is a cache hit
+    assert (mpm.loads, answer.loads) == (0, 0) and all("load" not in r["timings"] for r in warm)
+    assert [r["answer"] for r in warm] == [r["answer"] for r in cold]
+
+
+def test_a_cached_model_that_cannot_load_stops_the_run(tmp_path):
+    from lazymem.errors import ModelLoadError
+    from lazymem.llm.cache import CachedClient
+
+    clients = {"mpm": CachedClient(SlowToLoad(drop_all, fail=True), tmp_path / "cache"),
+               "answer": FakeBackend(lambda p, s: "a")}
+    with pytest.raises(ModelLoadError, match="no weights"):
+        evaluate(synth_config(), tmp_path / "run", progress=False, clients=clients)
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["status"] == "failed" and "no weights" in m["runs"][-1]["error"]
 
 
 @settings(max_examples=60, deadline=None)

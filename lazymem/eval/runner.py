@@ -60,6 +60,7 @@ from lazymem.eval.runfiles import (
     write_atomic,
 )
 from lazymem.eval.scoring import RunningScore, compare_with_baseline, summarize
+from lazymem.errors import ModelLoadError
 from lazymem.records import Question
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
     try:
         result = pipeline.answer(dataset.history(question), question)
         rec = result.to_dict()
+    except ModelLoadError:
+        raise  # not this question's fault: the run stops and its manifest says why
     except Exception as e:  # a bug or bad input in one question must not end the run
         rec = {"question_id": question.id, "method": pipeline.config.method, "status": "error",
                "error": f"pipeline: {type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=6)[-3000:],

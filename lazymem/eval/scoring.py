@@ -17,7 +17,7 @@ from lazymem.eval.runfiles import latest_records
 from lazymem.records import type_abbrev
 from lazymem.stats import percentiles  # noqa: F401  (re-exported: lazymem.eval.percentiles)
 
-STAGES = ("retrieval", "processing", "answer", "total", "judge", "index")
+STAGES = ("retrieval", "processing", "answer", "total", "judge", "index", "load")
 
 
 def _mean(values: Sequence[float]) -> float | None:

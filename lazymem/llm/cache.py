@@ -52,6 +52,9 @@ class CachedClient:
         self.model_id = inner.model_id
         self.identity = inner.identity
         self._key_identity = redact(inner.identity)  # credentials out of the key and the file (see module doc)
+        self.load_s = 0.0  # seconds spent loading the inner model on the first miss (never on a hit)
+        self._loaded = False
+        self._load_lock = threading.Lock()
         self.path = Path(cache_dir) / self.FILENAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -111,14 +114,37 @@ class CachedClient:
             out[i] = c
         return out
 
+    def load_inner(self) -> None:
+        """Load the inner model (once; timed into ``load_s``). Called on the first miss, so a run
+        whose every call is a hit never loads a model; a model that cannot load raises
+        ModelLoadError (a run stops on it)."""
+        from lazymem.errors import ModelLoadError
+
+        with self._load_lock:
+            if self._loaded:
+                return
+            load = getattr(self.inner, "load", None)
+            if callable(load):
+                t0 = time.perf_counter()
+                try:
+                    load()
+                except Exception as e:
+                    raise ModelLoadError(f"{self.model_id}: {type(e).__name__}: {e}") from e
+                self.load_s += time.perf_counter() - t0
+            self._loaded = True
+
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         requests, keys, hits, misses = self._split(prompts, sampling)
+        if misses:
+            self.load_inner()
         fresh = self.inner.generate([prompts[i] for i in misses], sampling) if misses else []
         return self._merge(requests, keys, hits, misses, fresh)
 
     async def agenerate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         requests, keys, hits, misses = self._split(prompts, sampling)
         todo = [prompts[i] for i in misses]
+        if todo:
+            await asyncio.to_thread(self.load_inner)
         if not todo:
             fresh = []
         elif hasattr(self.inner, "agenerate"):
