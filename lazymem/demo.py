@@ -23,7 +23,7 @@ DEMO_MPMS = ("lazymem-135m", "base", "extractive")
 _MPM_OVERRIDES = {
     "lazymem-135m": [],
     "base": ["pipeline.mpm.adapter=null", "pipeline.structured=true", "pipeline.schema_max_content=100",
-             "pipeline.schema_max_reason=0"],  # untrained SmolLM2 wrote 0/30 valid arrays freely
+             "pipeline.schema_max_reason=0", "pipeline.mpm_sampling.logit_bias=null"],  # the bias is LazyMem-135M's  # untrained SmolLM2 wrote 0/30 valid arrays freely
     "extractive": ["pipeline.method=extractive"],
 }
 

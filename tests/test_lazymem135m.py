@@ -395,4 +395,9 @@ def test_shipped_keep_bias_is_the_one_chosen_on_the_development_windows():
     bias = json.loads(chosen.read_text())["keep_bias"]
     rows = yaml.safe_load((ROOT / "configs/lazymem135m_eval_windows.yaml").read_text())["rows"]
     biased = {name: r["sampling"]["logit_bias"][" KEEP"] for name, r in rows.items() if "sampling" in r}
-    assert biased and all(b == bias for b in biased.values()), biased
+    demo = yaml.safe_load((ROOT / "configs/eval_demo.yaml").read_text())["pipeline"]["mpm_sampling"]
+    biased["demo"] = demo["logit_bias"][" KEEP"]
+    table = yaml.safe_load((ROOT / "configs/lazymem135m_eval_table.yaml").read_text())["rows"]
+    biased.update({f"table.{n}": r["pipeline.mpm_sampling.logit_bias"][" KEEP"] for n, r in table.items()
+                   if "pipeline.mpm_sampling.logit_bias" in r})
+    assert len(biased) >= 2 and all(b == bias for b in biased.values()), biased
