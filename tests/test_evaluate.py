@@ -568,6 +568,7 @@ def test_recipes_in_configs_load():
 
     base = demo_eval_config("base")
     assert base.pipeline.mpm.adapter is None and base.pipeline.structured and base.pipeline.schema_max_reason == 0
+    assert base.pipeline.mpm_sampling.logit_bias is None  # the KEEP bias belongs to LazyMem-135M
     assert demo_eval_config("extractive").pipeline.method == "extractive"
     with pytest.raises(ConfigError, match="demo mpm"):
         demo_eval_config("gpt")
