@@ -12,6 +12,8 @@ Modules, from the ground up:
 - ``runner``: evaluate() and run_question(), the loop over questions.
 - ``command``: the ``lazymem eval`` command line (build_parser, main, run_from_args).
 - ``metrics``: retrieval metrics and All@k window coverage (paper Table 2).
+- ``fusion_tuning``: RRF k, list weights and depths chosen by All@k on development questions,
+  scored on the report set (``python -m lazymem.eval.fusion_tuning``; not imported here).
 """
 
 from lazymem.eval.command import build_parser, main, run_from_args  # noqa: F401

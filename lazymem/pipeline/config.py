@@ -135,4 +135,5 @@ class PipelineConfig:
         """Plain JSON-ready values (API keys never appear: LLMConfig holds only the variable name)."""
         d = dataclasses.asdict(self)
         d["mpm_sampling"], d["answer_sampling"] = self.mpm_sampling.as_dict(), self.answer_sampling.as_dict()
+        d["retrieval"] = self.retrieval.as_dict()  # unset later fields left out: older fingerprints stay valid
         return d

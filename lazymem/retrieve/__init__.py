@@ -5,7 +5,7 @@ Modules, in the order a query passes through them:
 - ``config``: ``RetrievalConfig``, the stage's settings (n, depth, rrf_k, sparse, dense, reranker ...);
 - ``sparse``: BM25 over a history (rank-bm25 or bm25s) on ``lazymem.text.tokenize``;
 - ``dense``: the sentence-transformers bi-encoder and the on-disk embedding cache;
-- ``fusion``: Reciprocal Rank Fusion of the ranked lists;
+- ``fusion``: Reciprocal Rank Fusion of the ranked lists (optionally weighted);
 - ``rerank``: the optional cross-encoder;
 - ``retriever``: ``Retriever(config).retrieve(history, query) -> Pool`` and its records (Hit, Pool);
 - ``window``: history windows W_1..W_P around the pool (radius w, max length L, stride s).

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -14,6 +15,8 @@ from lazymem.retrieve.dense import OFFLINE_MINILM
 
 SPARSE_BACKENDS = ("rank_bm25", "bm25s")
 RERANKER_BACKENDS = ("flag", "sentence-transformers")
+# Fields added after runs were recorded; None (their default) keeps today's behaviour (issue 13).
+_ADDED_LATER = ("rrf_weights", "sparse_depth", "dense_depth")
 
 
 def _h(text: str) -> dict:
@@ -27,6 +30,11 @@ class RetrievalConfig:
     n: int = field(default=50, metadata=_h("pool size kept after (re)ranking; the paper uses 50"))
     depth: int | None = field(default=100, metadata=_h("length of each ranked list before fusion; None = whole history"))
     rrf_k: float = field(default=60, metadata=_h("RRF constant k in 1/(k + rank); 60 as in Cormack et al."))
+    rrf_weights: tuple[float, float] | None = field(
+        default=None, metadata=_h("[w_sparse, w_dense] in score = sum w_l / (k + rank_l); None = equal weights; "
+                                  "a weight of 0 leaves that list out of the fusion"))
+    sparse_depth: int | None = field(default=None, metadata=_h("length of the BM25 list before fusion; None = depth"))
+    dense_depth: int | None = field(default=None, metadata=_h("length of the dense list before fusion; None = depth"))
     sparse: str | None = field(default="rank_bm25", metadata=_h("'rank_bm25' (paper), 'bm25s' (fast) or None"))
     dense_model: str | None = field(
         default=OFFLINE_MINILM,
@@ -66,11 +74,23 @@ class RetrievalConfig:
         need(self.depth is None or (is_int(self.depth) and self.depth >= 1), "depth", "must be None or an integer >= 1")
         need(isinstance(self.rrf_k, (int, float)) and not isinstance(self.rrf_k, bool) and math.isfinite(self.rrf_k)
              and self.rrf_k >= 0, "rrf_k", "must be a number >= 0")
+        if isinstance(self.rrf_weights, list):  # YAML gives a list; keep the frozen config hashable
+            object.__setattr__(self, "rrf_weights", tuple(self.rrf_weights))
+        need(self.rrf_weights is None or (
+            isinstance(self.rrf_weights, tuple) and len(self.rrf_weights) == 2
+            and all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+                    for w in self.rrf_weights)), "rrf_weights", "must be None or [w_sparse, w_dense], numbers >= 0")
+        for name in ("sparse_depth", "dense_depth"):
+            v = getattr(self, name)
+            need(v is None or (is_int(v) and v >= 1), name, "must be None (= depth) or an integer >= 1")
         need(self.sparse is None or self.sparse in SPARSE_BACKENDS, "sparse", f"must be one of {SPARSE_BACKENDS} or None")
         need(self.dense_model is None or (isinstance(self.dense_model, str) and self.dense_model.strip() != ""),
              "dense_model", "must be a model name/path or None")
         need(self.sparse is not None or self.dense_model is not None, "sparse",
              "sparse and dense_model cannot both be None: nothing would retrieve")
+        if self.rrf_weights is not None:
+            on = [w for w, used in zip(self.rrf_weights, (self.sparse, self.dense_model)) if used is not None]
+            need(any(w > 0 for w in on), "rrf_weights", "needs a weight > 0 for a list that runs: nothing would retrieve")
         need(self.reranker is None or (isinstance(self.reranker, str) and self.reranker.strip() != ""),
              "reranker", "must be None, a model name or a local directory")
         need(self.reranker_backend in RERANKER_BACKENDS, "reranker_backend", f"must be one of {RERANKER_BACKENDS}")
@@ -91,6 +111,30 @@ class RetrievalConfig:
         for name in ("num_threads", "query_threads"):
             v = getattr(self, name)
             need(v is None or (is_int(v) and v >= 1), name, "must be None or an integer >= 1")
+
+    def list_depths(self) -> tuple[int | None, int | None]:
+        """(sparse, dense) list lengths before fusion: each per-list depth, else ``depth``.
+
+        >>> RetrievalConfig(sparse_depth=50).list_depths()
+        (50, 100)
+        """
+        return (self.depth if self.sparse_depth is None else self.sparse_depth,
+                self.depth if self.dense_depth is None else self.dense_depth)
+
+    def as_dict(self) -> dict:
+        """Plain JSON-ready values; fields added later are left out while unset, so config
+        fingerprints (``lazymem.eval.config_fingerprint``) from before they existed stay valid.
+
+        >>> "rrf_weights" in RetrievalConfig().as_dict(), RetrievalConfig(rrf_weights=(2, 1)).as_dict()["rrf_weights"]
+        (False, [2, 1])
+        """
+        d = dataclasses.asdict(self)
+        for name in _ADDED_LATER:
+            if d[name] is None:
+                del d[name]
+        if d.get("rrf_weights") is not None:
+            d["rrf_weights"] = list(d["rrf_weights"])
+        return d
 
     @classmethod
     def from_dict(cls, values: Mapping) -> "RetrievalConfig":

@@ -1,7 +1,8 @@
 """Retrieve broadly (paper Section 3.1): the ``Retriever`` front door and its records.
 
 Sparse (BM25, ``sparse.py``) and dense (bi-encoder, ``dense.py``) retrievers each rank the
-history for the query, their top-``depth`` lists are merged with RRF (``fusion.py``), an
+history for the query, their top-``depth`` lists (``sparse_depth`` / ``dense_depth`` each, when set)
+are merged with RRF (``fusion.py``, weighted by ``rrf_weights`` when set), an
 optional cross-encoder (``rerank.py``) rescores the best ``rerank_depth`` fused candidates,
 and the top ``n`` become the pool R_q. The paper used rank-bm25's Okapi BM25,
 Qwen3-Embedding-8B and BGE-Reranker-v2-M3 with n = 50; offline the defaults are rank-bm25,
@@ -212,6 +213,31 @@ class Retriever:
             pool.timings["total"] = time.perf_counter() - t0
         return pool
 
+    def ranked_lists(self, idx: HistoryIndex, query: str, depths: tuple[int | None, int | None] | None = None,
+                     timings: dict[str, float] | None = None) -> tuple[list | None, list | None]:
+        """The BM25 and dense lists of (position, score), best first, before fusion (None: stage off).
+
+        ``depths`` = (sparse, dense) list lengths, None = whole history; default the config's
+        ``list_depths()``. A list cut at d is the first d items of the whole list (deterministic
+        ties), which is what ``lazymem.eval.fusion_tuning`` relies on.
+        """
+        sparse_depth, dense_depth = self.config.list_depths() if depths is None else depths
+        timings = {} if timings is None else timings
+        bm25 = dense = None
+        if idx.bm25 is not None:
+            t0 = time.perf_counter()
+            bm25 = idx.bm25.search(query, min(sparse_depth, len(idx)) if sparse_depth is not None else None)
+            timings["bm25"] = time.perf_counter() - t0
+        if idx.embeddings is not None:
+            t0 = time.perf_counter()
+            q = self.encoder.encode_queries([query])[0]
+            timings["dense_encode"] = time.perf_counter() - t0
+            sims = idx.embeddings @ q
+            top = top_k(sims, min(dense_depth, len(idx)) if dense_depth is not None else None)
+            timings["dense"] = time.perf_counter() - t0
+            dense = [(int(p), float(sims[p])) for p in top]
+        return bm25, dense
+
     def search(self, idx: HistoryIndex, query: str) -> Pool:
         """Run the query stages over a built index."""
         c = self.config
@@ -219,28 +245,23 @@ class Retriever:
         timings: dict[str, float] = {}
         stages: list[str] = []
         lists: list[list[int]] = []
-        depth = min(c.depth, len(idx)) if c.depth is not None else None
+        weights: list[float] = []
+        w_sparse, w_dense = c.rrf_weights if c.rrf_weights is not None else (1.0, 1.0)
+        ranked_bm25, ranked_dense = self.ranked_lists(idx, query, timings=timings)
         bm25: dict[int, tuple[int, float]] = {}
         dense: dict[int, tuple[int, float]] = {}
-        if idx.bm25 is not None:
-            t0 = time.perf_counter()
-            ranked = idx.bm25.search(query, depth)
-            timings["bm25"] = time.perf_counter() - t0
+        if ranked_bm25 is not None:
             stages.append("bm25")
-            bm25 = {p: (r, s) for r, (p, s) in enumerate(ranked, start=1)}
-            lists.append([p for p, _ in ranked])
-        if idx.embeddings is not None:
-            t0 = time.perf_counter()
-            q = self.encoder.encode_queries([query])[0]
-            timings["dense_encode"] = time.perf_counter() - t0
-            sims = idx.embeddings @ q
-            top = top_k(sims, depth)
-            timings["dense"] = time.perf_counter() - t0
+            bm25 = {p: (r, s) for r, (p, s) in enumerate(ranked_bm25, start=1)}
+            lists.append([p for p, _ in ranked_bm25])
+            weights.append(w_sparse)
+        if ranked_dense is not None:
             stages.append("dense")
-            dense = {int(p): (r, float(sims[p])) for r, p in enumerate(top, start=1)}
-            lists.append([int(p) for p in top])
+            dense = {p: (r, s) for r, (p, s) in enumerate(ranked_dense, start=1)}
+            lists.append([p for p, _ in ranked_dense])
+            weights.append(w_dense)
         t0 = time.perf_counter()
-        fused = reciprocal_rank_fusion(lists, k=c.rrf_k)
+        fused = reciprocal_rank_fusion(lists, k=c.rrf_k, weights=weights)
         timings["rrf"] = time.perf_counter() - t0
         stages.append("rrf")
         rrf = {p: (r, s) for r, (p, s) in enumerate(fused, start=1)}
