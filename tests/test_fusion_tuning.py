@@ -198,7 +198,7 @@ def test_end_to_end_with_real_bm25_and_minilm(tmp_path, capsys, monkeypatch):
              "--weights", "1:1,2:1", "--depths", "5,none", "--verify", "--out", str(out), "--json"])
     rec = json.loads(out.read_text())
     assert rec == json.loads(capsys.readouterr().out)
-    assert rec["retrieval"]["dense_model"] == "minilm-offline" and rec["retrieval"]["sparse"] == "rank_bm25"
+    assert rec["retrieval"]["dense_model"] == "minilm-offline" and rec["retrieval"]["sparse"] == RetrievalConfig.sparse
     assert len(rec["grid_dev"]) == 16 and rec["verify"]["matches"]
     assert rec["sets"]["dev"]["histories"] == ["syn2-h0-q0"] and rec["command"][-1] == "--json"
     assert set(rec["table"]) == {"bm25", "dense", "old_fusion", "chosen"}

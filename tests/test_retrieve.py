@@ -142,7 +142,7 @@ def test_bm25_backends_differ_only_on_terms_in_most_messages():
 
 def test_config_defaults_and_help():
     c = RetrievalConfig()
-    assert (c.n, c.depth, c.rrf_k, c.sparse, c.dense_model, c.reranker) == (50, 100, 60, "rank_bm25", "minilm-offline", None)
+    assert (c.n, c.depth, c.rrf_k, c.sparse, c.dense_model, c.reranker) == (50, 100, 60, "bm25s", "minilm-offline", None)
     assert (c.bm25_k1, c.bm25_b) == (1.5, 0.75)
     assert all(f.metadata.get("help") for f in dataclasses.fields(RetrievalConfig))
 

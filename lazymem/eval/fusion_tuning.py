@@ -14,7 +14,10 @@ LoCoMo: the spec's ``#paper`` subset (conv-49 and conv-50, categories 1-4) is th
 the other eight conversations, same categories, are the development set::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 nice -n 10 .venv/bin/python -m lazymem.eval.fusion_tuning \\
-        ../shared/data/locomo/locomo10.json#paper --verify --out runs/fusion_tuning/locomo.json
+        ../shared/data/locomo/locomo10.json#paper --sparse rank_bm25 --verify --out runs/fusion_tuning/locomo.json
+
+(docs/results/fusion_tuning_locomo.json is that run, made when rank_bm25 was the default sparse
+engine; bm25s, today's default, ranks the same but for terms in most of a history's messages.)
 
 Any other source names its report histories: ``SPEC --report-histories h1,h2``.
 

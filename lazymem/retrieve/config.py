@@ -35,7 +35,8 @@ class RetrievalConfig:
                                   "a weight of 0 leaves that list out of the fusion"))
     sparse_depth: int | None = field(default=None, metadata=_h("length of the BM25 list before fusion; None = depth"))
     dense_depth: int | None = field(default=None, metadata=_h("length of the dense list before fusion; None = depth"))
-    sparse: str | None = field(default="rank_bm25", metadata=_h("'rank_bm25' (paper), 'bm25s' (fast) or None"))
+    sparse: str | None = field(default="bm25s", metadata=_h(
+        "'bm25s' (fast) or 'rank_bm25' (the paper's; the same ranking but for terms in most messages, sparse.py) or None"))
     dense_model: str | None = field(
         default=OFFLINE_MINILM,
         metadata=_h("'minilm-offline' (all-MiniLM-L6-v2 shipped on PyPI), a hub name such as "
@@ -54,7 +55,7 @@ class RetrievalConfig:
     query_prompt_name: str | None = field(
         default=None, metadata=_h("named prompt in the model config for queries; None = the model's 'query' prompt if any"))
     doc_prompt_name: str | None = field(default=None, metadata=_h("named prompt for messages; None = the model's 'document' prompt if any"))
-    bm25_k1: float = field(default=1.5, metadata=_h("BM25 k1 (rank-bm25 default)"))
+    bm25_k1: float = field(default=1.5, metadata=_h("BM25 k1 (rank-bm25's default)"))
     bm25_b: float = field(default=0.75, metadata=_h("BM25 b (rank-bm25 default)"))
     bm25_epsilon: float = field(
         default=0.25, metadata=_h("rank_bm25 only: idf floor (epsilon * mean idf) for terms in > half the messages; bm25s acts as 0"))

