@@ -371,7 +371,7 @@ def test_trace_constrained_decoding_is_wired_through_pipeline_and_window_eval(tm
 
 
 def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp_path):
-    from lazymem.train.probe import KeepBiasConfig, choose_keep_bias, keep_bias
+    from lazymem.train.probe import THRESHOLDS, KeepBiasConfig, choose_keep_bias, keep_bias
 
     with pytest.raises(ConfigError, match="pairs"):
         KeepBiasConfig()
@@ -380,24 +380,32 @@ def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp
     cfg = KeepBiasConfig(pairs=str(tmp_path / "missing.jsonl"), output=str(tmp_path / "kb.json"))
     with pytest.raises(ConfigError, match="missing.jsonl"):
         choose_keep_bias(cfg)  # no pairs file: a clear error before any model loads
-    done = {"settings": dataclasses.asdict(cfg), "keep_bias": keep_bias(0.1)}
+    grid = [{"threshold": t} for t in THRESHOLDS]
+    done = {"settings": dataclasses.asdict(cfg), "keep_bias": keep_bias(0.1), "thresholds": grid}
     (tmp_path / "kb.json").write_text(json.dumps(done))
-    assert choose_keep_bias(cfg) == done  # same settings: no model call
+    assert choose_keep_bias(cfg) == done  # same settings, same grid: no model call
+    (tmp_path / "kb.json").write_text(json.dumps({**done, "thresholds": grid[:-1]}))
+    with pytest.raises(ConfigError, match="missing.jsonl"):
+        choose_keep_bias(cfg)  # a record from a shorter grid is recomputed, not reused
     assert round(keep_bias(0.1), 3) == 2.197 and keep_bias(0.9) < 0
 
 
-def test_shipped_keep_bias_is_the_one_chosen_on_the_development_windows():
+def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_windows():
     import yaml
 
-    chosen = ROOT / "models/lazymem-135m/eval/keep_bias.json"
-    if not chosen.is_file():
-        pytest.skip("no keep_bias.json yet (recipe step keep-bias)")
-    bias = json.loads(chosen.read_text())["keep_bias"]
+    records = [json.loads(p.read_text()) for p in sorted((ROOT / "models/lazymem-135m/eval").glob("keep_bias*.json"))]
+    if not records:
+        pytest.skip("no keep_bias*.json yet (recipe steps keep-bias*)")
+    chosen = {r["settings"]["adapter"]: r["keep_bias"] for r in records}
+    shipped = "models/lazymem-135m/train/grpo/final"  # lazymem/assets/lazymem-135m is its copy
     rows = yaml.safe_load((ROOT / "configs/lazymem135m_eval_windows.yaml").read_text())["rows"]
-    biased = {name: r["sampling"]["logit_bias"][" KEEP"] for name, r in rows.items() if "sampling" in r}
+    biased = {name: (r["mpm"]["adapter"], r["sampling"]["logit_bias"][" KEEP"]) for name, r in rows.items()
+              if (r.get("sampling") or {}).get("logit_bias")}
     demo = yaml.safe_load((ROOT / "configs/eval_demo.yaml").read_text())["pipeline"]["mpm_sampling"]
-    biased["demo"] = demo["logit_bias"][" KEEP"]
+    biased["demo"] = (shipped, demo["logit_bias"][" KEEP"])
     table = yaml.safe_load((ROOT / "configs/lazymem135m_eval_table.yaml").read_text())["rows"]
-    biased.update({f"table.{n}": r["pipeline.mpm_sampling.logit_bias"][" KEEP"] for n, r in table.items()
-                   if "pipeline.mpm_sampling.logit_bias" in r})
-    assert len(biased) >= 2 and all(b == bias for b in biased.values()), biased
+    biased.update({f"table.{n}": (r["pipeline.mpm.adapter"], r["pipeline.mpm_sampling.logit_bias"][" KEEP"])
+                   for n, r in table.items() if "pipeline.mpm_sampling.logit_bias" in r})
+    assert len(biased) >= 2 and all(chosen.get(a) == b for a, b in biased.values()), (chosen, biased)
+    card = json.loads((ROOT / "lazymem/assets/lazymem-135m/card.json").read_text())
+    assert card["keep_bias"]["keep_bias"] == chosen[shipped]

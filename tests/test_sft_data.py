@@ -176,6 +176,24 @@ def test_think_trace_is_kept_in_the_target_and_the_gate_judges_the_rest(tmp_path
         assert parse_decisions(strip_think(target), r["decision_positions"]).ok
 
 
+def test_numbered_trace_teacher_numbers_each_reason_as_its_trace_line(tmp_path):
+    cfg = sft_config(tmp_path, teacher="gold-trace-numbered", balance=False)
+    card = build_sft_data(cfg)
+    rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
+    assert card["instances"] == len(rows) > 0 and card["discarded"] == 0 and "numbered" in card["teacher"]
+    for r in rows:
+        target = r["completion"][0]["content"]
+        trace, _, array = target.partition("</think>\n")
+        items = json.loads(array)
+        numbers = [line.split(".", 1)[0] for line in trace.splitlines()[1:]]
+        assert numbers == [str(i) for i in range(1, len(items) + 1)] == [
+            it["reason"].split(":")[0].removeprefix("message ") for it in items]
+        assert [it["op"] == "KEEP" for it in items] == [bool(g) for g in r["gold_labels"]]
+        assert parse_decisions(strip_think(target), r["decision_positions"]).ok
+    with pytest.raises(ConfigError, match="gold-trace-numbered"):
+        sft_config(tmp_path, teacher="gold-numbered")
+
+
 # (e) window-level balancing ------------------------------------------------------------------------
 
 

@@ -33,7 +33,7 @@ from lazymem.errors import ConfigError
 from lazymem.train.rewards import action_reward
 from lazymem.train.teacher import trace_head
 
-THRESHOLDS = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07, 0.05, 0.03, 0.02, 0.01)
+THRESHOLDS = (0.5, 0.3, 0.2, 0.15, 0.1, 0.07, 0.05, 0.03, 0.02, 0.01, 0.007, 0.005, 0.003, 0.002, 0.001)
 
 
 def trace_lines(messages: Sequence[dict]) -> list[str]:
@@ -101,6 +101,8 @@ def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any) -> dict:
                             for w in windows) if windows else None}
                        for t in THRESHOLDS],
         "seconds": round(time.perf_counter() - t0, 1),
+        # per window, per decision line: [P(KEEP), gold]; any other threshold is re-read from these
+        "scores": [[[round(p, 6), g] for p, g in w] for w in windows],
     }
 
 
@@ -164,7 +166,8 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     out = Path(config.output)
     if out.is_file():
         done = json.loads(out.read_text(encoding="utf-8"))
-        if done.get("settings") == settings:
+        grid = [t.get("threshold") for t in done.get("thresholds", [])]
+        if done.get("settings") == settings and grid == list(THRESHOLDS):  # same windows, same grid
             return done
     rows = balanced(load_pairs(config.pairs), config.limit, config.seed)  # a bad file fails before the model loads
     model = load_policy(config.base, config.adapter, trainable=False)

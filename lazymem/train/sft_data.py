@@ -32,6 +32,7 @@ from lazymem.errors import ConfigError, check_fields
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.pipeline import question_windows
 from lazymem.retrieve import RetrievalConfig, WindowConfig
+from lazymem.train.teacher import GOLD_TEACHERS, GOLD_TRACE, GOLD_TRACE_NUMBERED
 
 if TYPE_CHECKING:
     from lazymem.llm import LLMClient
@@ -289,8 +290,9 @@ class SFTDataConfig(PairsConfig):
 
     questions: int | None = field(default=100, metadata=_h("at most this many, by type (the paper: 100 of 360)"))
     teacher: LLMConfig | str | None = field(
-        default=None, metadata=_h("required: an LLM config, 'gold' (the offline gold-label teacher) or 'gold-trace' "
-                                  "(the same with a think trace walking the window message by message)"))
+        default=None, metadata=_h("required: an LLM config, 'gold' (the offline gold-label teacher), 'gold-trace' "
+                                  "(the same with a think trace walking the window message by message) or "
+                                  "'gold-trace-numbered' (that, each item's reason naming its message number)"))
     teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=_h("teacher decoding"))
     batch_questions: int = field(default=16, metadata=_h("questions whose windows go in one generate call"))
     balance: bool = field(default=True, metadata=_h("pair the windows with a KEEP with as many sampled all-DROP windows"))
@@ -300,9 +302,9 @@ class SFTDataConfig(PairsConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        self._need(self.teacher in ("gold", "gold-trace") or isinstance(self.teacher, LLMConfig), "teacher",
-                   "is required: an LLM config (backend, model, ...), 'gold' (gold-label teacher) or 'gold-trace' "
-                   "(gold labels with a message-by-message think trace)")
+        self._need(self.teacher in GOLD_TEACHERS or isinstance(self.teacher, LLMConfig), "teacher",
+                   "is required: an LLM config (backend, model, ...), 'gold' (gold-label teacher), 'gold-trace' "
+                   "(gold labels with a message-by-message think trace) or 'gold-trace-numbered'")
         self._need(isinstance(self.teacher_sampling, Sampling), "teacher_sampling", "must be a Sampling")
         self._need(_is_int(self.batch_questions) and self.batch_questions >= 1, "batch_questions", "must be >= 1")
         self._need(isinstance(self.balance, bool), "balance", "must be true or false")
@@ -313,12 +315,17 @@ class SFTDataConfig(PairsConfig):
 
         if self.teacher == "gold-trace":
             return GOLD_TEACHER + " with a message trace"
+        if self.teacher == "gold-trace-numbered":
+            return GOLD_TEACHER + " with a message trace and numbered reasons"
         return GOLD_TEACHER if self.teacher == "gold" else f"{self.teacher.backend}:{self.teacher.model}"
 
     @property
     def gold(self) -> bool:
         """The offline gold-label teacher (with or without its trace): no model is called."""
         return isinstance(self.teacher, str)
+
+
+TRACE_TEACHERS = (GOLD_TRACE, GOLD_TRACE_NUMBERED)
 
 
 def balance_windows(n_keep: Sequence[int], seed: int = 0) -> list[int]:
@@ -360,7 +367,8 @@ def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> 
     def flush():
         done.extend((pair, *r) for pair, r in zip(batch, annotate([b.prompt for b in batch], [b.history for b in batch],
                                                                   client, config.teacher_sampling,
-                                                                  trace=config.teacher == "gold-trace")))
+                                                                  trace=config.teacher in TRACE_TEACHERS,
+                                                                  numbered=config.teacher == GOLD_TRACE_NUMBERED)))
         batch.clear()
 
     for n, pairs in enumerate(query_window_pairs(datasets, selected, config, desc="sft data"), start=1):

@@ -22,6 +22,9 @@ decisions: the gate's failure kind is the reason), or a gold message is dropped.
 [{"op": "KEEP", "compressed_content": "I moved to Lisbon.", "reason": "evidence for the query"}, {"op": "DROP", "compressed_content": "", "reason": "not evidence for the query"}]
 >>> judge(p, gold_completion(p, h)).status, judge(p, completion("[]")).status
 ('ok', 'wrong_count')
+>>> json.loads(gold_target(p, h, numbered=True))[1]["reason"]
+'message 2: not evidence for the query'
+
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ if TYPE_CHECKING:
 
 GOLD = "gold"  # the config value that selects the gold-label teacher
 GOLD_TRACE = "gold-trace"  # the gold-label teacher with a think trace that walks the window message by message
-GOLD_TEACHERS = (GOLD, GOLD_TRACE)
+GOLD_TRACE_NUMBERED = "gold-trace-numbered"  # the same, each item's reason naming its message's number
+GOLD_TEACHERS = (GOLD, GOLD_TRACE, GOLD_TRACE_NUMBERED)
 GOLD_TEACHER = "gold-label teacher"  # its name in data cards and Completion.model
 TRACE_WORDS = 8  # words of each message the trace quotes
 KEEP_REASON = "evidence for the query"
@@ -92,11 +96,20 @@ def completion(text: str, model: str = GOLD_TEACHER) -> Completion:
                       finish_reason="stop")
 
 
-def gold_target(prompt: WindowPrompt, history: "History") -> str:
-    """The gold-label teacher's output: KEEP each gold message verbatim, DROP the rest (one JSON line)."""
-    items = [{"op": "KEEP", "compressed_content": history[p].text, "reason": KEEP_REASON} if gold
-             else {"op": "DROP", "compressed_content": "", "reason": DROP_REASON}
-             for p, gold in zip(prompt.decision_positions, prompt.gold_labels)]
+def gold_target(prompt: WindowPrompt, history: "History", numbered: bool = False) -> str:
+    """The gold-label teacher's output: KEEP each gold message verbatim, DROP the rest (one JSON line).
+
+    ``numbered``: each reason starts with its message's number (``"message 3: not evidence for
+    the query"``), the trace's number: a small model then counts the array's items by copying the
+    trace's numbers instead of counting identical DROP items (the paper's reason is "brief local").
+    """
+    def reason(i: int, gold: bool) -> str:
+        text = KEEP_REASON if gold else DROP_REASON
+        return f"message {i}: {text}" if numbered else text
+
+    items = [{"op": "KEEP", "compressed_content": history[p].text, "reason": reason(i, True)} if gold
+             else {"op": "DROP", "compressed_content": "", "reason": reason(i, False)}
+             for i, (p, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1)]
     return json.dumps(items, ensure_ascii=False)
 
 
@@ -134,8 +147,9 @@ def trace_head(i: int, role: str, text: str) -> str:
     return f'{i}. {role}: "{quote}" ->'
 
 
-def gold_completion(prompt: WindowPrompt, history: "History", trace: bool = False) -> Completion:
-    target = gold_target(prompt, history)
+def gold_completion(prompt: WindowPrompt, history: "History", trace: bool = False,
+                    numbered: bool = False) -> Completion:
+    target = gold_target(prompt, history, numbered=numbered)
     return completion(gold_trace(prompt, history) + "\n" + target if trace else target)
 
 
@@ -158,18 +172,18 @@ def judge(prompt: WindowPrompt, out: Completion) -> Annotation:
 
 
 def annotate(prompts: Sequence[WindowPrompt], histories: Sequence["History"], client: "LLMClient | None",
-             sampling: "Sampling", trace: bool = False) -> list[tuple[Completion, Annotation]]:
+             sampling: "Sampling", trace: bool = False, numbered: bool = False) -> list[tuple[Completion, Annotation]]:
     """Teacher outputs for many windows and their verdicts, in order.
 
     ``client`` None means the gold-label teacher (``histories[i]`` gives window i's texts; with
-    ``trace`` its target opens with ``gold_trace``);
+    ``trace`` its target opens with ``gold_trace``, with ``numbered`` its reasons carry the message number);
     otherwise all windows go to the client in one ``generate`` call, so a server backend
     runs them concurrently and a cached client answers repeats from disk.
     """
     if len(prompts) != len(histories):
         raise ValueError(f"{len(prompts)} prompts but {len(histories)} histories")
     if client is None:
-        outs = [gold_completion(p, h, trace) for p, h in zip(prompts, histories)]
+        outs = [gold_completion(p, h, trace, numbered) for p, h in zip(prompts, histories)]
     else:
         outs = client.generate([list(p.messages) for p in prompts], sampling) if prompts else []
         if len(outs) != len(prompts):
