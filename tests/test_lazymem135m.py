@@ -129,6 +129,12 @@ def test_window_table_fills_in_over_runs_and_reads_finished_cells_back(tmp_path,
     assert "| oracle | 4 | 1.000 |" in md and "| empty | 4 | 0.000 |" in md
     with pytest.raises(ConfigError, match="unknown rows"):
         WindowTableConfig(sets={"s": data}, rows=rows, only=("nope",))
+    # only_sets: a second set is left alone, the finished cells of the first stay in the table
+    two = WindowTableConfig(sets={"s": data, "t": data}, rows=rows, only_sets=("s",), limit=4,
+                            output_dir=str(tmp_path / "t"))
+    assert list(run_window_table(two, progress=False)) == ["s"] and made == ["oracle", "empty"]
+    with pytest.raises(ConfigError, match="unknown sets"):
+        WindowTableConfig(sets={"s": data}, rows=rows, only_sets=("u",))
     with pytest.raises(ConfigError, match=r"rows.bad.*mdl"):
         WindowTableConfig(sets={"s": data}, rows={"bad": {"mpm": {"mdl": "x"}}}).row_config("bad", data)
 

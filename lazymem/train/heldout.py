@@ -251,6 +251,8 @@ class WindowTableConfig:
     rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=_h(
         "name -> {mpm: LLMConfig keys, structured: bool, sampling: Sampling keys}"))
     only: tuple[str, ...] = field(default=(), metadata=_h("run only these rows (empty = all)"))
+    only_sets: tuple[str, ...] = field(default=(), metadata=_h(
+        "run only on these sets (empty = all); finished cells of every set stay in the table"))
     limit: int | None = field(default=40, metadata=_h("balanced windows per set (None = all)"))
     seed: int = field(default=0, metadata=_h("seed of the subset: every row sees the same windows"))
     output_dir: str = field(default="runs/eval_windows", metadata=_h("<set>/<row>/summary.json and table.md"))
@@ -265,6 +267,11 @@ class WindowTableConfig:
         if unknown:
             raise ConfigError(f"WindowTableConfig.only: unknown rows {unknown} (rows: {', '.join(self.rows)})")
         object.__setattr__(self, "only", only)
+        only_sets = (self.only_sets,) if isinstance(self.only_sets, str) else tuple(self.only_sets or ())
+        unknown = [n for n in only_sets if n not in self.sets]
+        if unknown:
+            raise ConfigError(f"WindowTableConfig.only_sets: unknown sets {unknown} (sets: {', '.join(self.sets)})")
+        object.__setattr__(self, "only_sets", only_sets)
 
     def row_config(self, row: str, data: str) -> WindowEvalConfig:
         spec = dict(self.rows[row])
@@ -301,7 +308,7 @@ def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
             if done is not None and done.get("identity") == key:
                 table.setdefault(set_name, {})[row] = done
                 continue
-            if config.only and row not in config.only:
+            if (config.only and row not in config.only) or (config.only_sets and set_name not in config.only_sets):
                 continue
             if progress:
                 print(f"[eval-windows] {set_name} / {row}", flush=True)
