@@ -1,6 +1,7 @@
 """Training data (lazymem.train.sft_data, rl_data, teacher, datacard) on small synthetic data and LoCoMo."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -345,7 +346,11 @@ def test_config_validation_and_recipes():
     synth = SFTDataConfig.from_yaml(str(ROOT / "configs" / "train_data_synthetic.yaml"))
     loco = SFTDataConfig.from_yaml(str(ROOT / "configs" / "train_data_locomo.yaml"))
     assert synth.teacher == loco.teacher == "gold" and set(loco.histories) == set(LOCOMO_TRAIN)
-    assert (synth.retrieval, synth.window, synth.bridges) == (PipelineConfig().retrieval, PipelineConfig().window, "none")
+    # The training data are built as inference retrieves, up to the BM25 engine: the data configs keep
+    # the paper's rank_bm25, inference defaults to bm25s, which ranks the same (tests/test_retrieve.py).
+    same_engine = dataclasses.replace(synth.retrieval, sparse=PipelineConfig().retrieval.sparse)
+    assert synth.retrieval.sparse == "rank_bm25" and PipelineConfig().retrieval.sparse == "bm25s"
+    assert (same_engine, synth.window, synth.bridges) == (PipelineConfig().retrieval, PipelineConfig().window, "none")
 
 
 def test_selection_names_unknown_histories_and_types(tmp_path):
