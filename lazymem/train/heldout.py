@@ -243,6 +243,15 @@ TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_ra
                  "s_per_window")
 
 
+def _chosen(value, known: Mapping, field_name: str, what: str) -> tuple[str, ...]:
+    """A name or names from ``known`` as a tuple (empty = all); an unknown name is a ConfigError."""
+    names = (value,) if isinstance(value, str) else tuple(value or ())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"WindowTableConfig.{field_name}: unknown {what} {unknown} ({what}: {', '.join(known)})")
+    return names
+
+
 @dataclass(frozen=True)
 class WindowTableConfig:
     """Rows (models) x sets (held-out pair files); the keys of configs/lazymem135m_eval_windows.yaml."""
@@ -262,16 +271,8 @@ class WindowTableConfig:
             v = getattr(self, name)
             if not (isinstance(v, Mapping) and v and all(isinstance(k, str) for k in v)):
                 raise ConfigError(f"WindowTableConfig.{name} must be a non-empty mapping of names")
-        only = (self.only,) if isinstance(self.only, str) else tuple(self.only or ())
-        unknown = [r for r in only if r not in self.rows]
-        if unknown:
-            raise ConfigError(f"WindowTableConfig.only: unknown rows {unknown} (rows: {', '.join(self.rows)})")
-        object.__setattr__(self, "only", only)
-        only_sets = (self.only_sets,) if isinstance(self.only_sets, str) else tuple(self.only_sets or ())
-        unknown = [n for n in only_sets if n not in self.sets]
-        if unknown:
-            raise ConfigError(f"WindowTableConfig.only_sets: unknown sets {unknown} (sets: {', '.join(self.sets)})")
-        object.__setattr__(self, "only_sets", only_sets)
+        object.__setattr__(self, "only", _chosen(self.only, self.rows, "only", "rows"))
+        object.__setattr__(self, "only_sets", _chosen(self.only_sets, self.sets, "only_sets", "sets"))
 
     def row_config(self, row: str, data: str) -> WindowEvalConfig:
         spec = dict(self.rows[row])

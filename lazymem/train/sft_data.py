@@ -313,9 +313,9 @@ class SFTDataConfig(PairsConfig):
     def teacher_name(self) -> str:
         from lazymem.train.teacher import GOLD_TEACHER
 
-        if self.teacher == "gold-trace":
+        if self.teacher == GOLD_TRACE:
             return GOLD_TEACHER + " with a message trace"
-        if self.teacher == "gold-trace-numbered":
+        if self.teacher == GOLD_TRACE_NUMBERED:
             return GOLD_TEACHER + " with a message trace and numbered reasons"
         return GOLD_TEACHER if self.teacher == "gold" else f"{self.teacher.backend}:{self.teacher.model}"
 
