@@ -450,3 +450,28 @@ def test_transformers_constrained_trace_then_array_has_the_exact_count(tiny_back
         assert len(trace) == 2 and all(line[0].isdigit() and ". " in line for line in trace)
         assert len(json.loads(strip_think(c.text))) == 2
         assert parse_decisions(strip_think(c.text), [3, 4]).fmt_ok
+
+
+@pytest.mark.slow
+def test_transformers_array_ops_follow_the_trace_against_a_bias(tiny_backend):
+    """decision_schema(n, think=True): each item's op is the op its trace line ends with, even where
+    a logit bias pushes the array's op the other way. The tiny Qwen3's single tokens: " DROP" (the
+    trace's op after "-> ") is biased most, so every trace line is " DROP"; "KEEP" (the array's op
+    after a quote) is biased too, so an array that ignored its trace would write KEEP; "\n" ends
+    each line after its first token."""
+    pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")
+    from lazymem.construct import decision_schema, parse_decisions, strip_think
+    from lazymem.llm.hf import trace_ops
+
+    bias = {"\n": 32.0, " DROP": 31.0, "KEEP": 30.0}
+    schema = decision_schema(2, 8, 4, think=True)  # the grammar of the test above: its Index is reused
+    out = tiny_backend.generate(PROMPTS[:3], Sampling(max_tokens=200, json_schema=schema, logit_bias=bias))
+    for c in out:
+        verdict = parse_decisions(strip_think(c.text), [3, 4])
+        assert verdict.fmt_ok and trace_ops(c.text) == ["DROP", "DROP"], c.text
+        assert [d.op for d in verdict.decisions] == ["DROP", "DROP"], c.text
+    without = {k: v for k, v in schema.items() if not k.startswith("x-lazymem-array")}
+    free = tiny_backend.generate(PROMPTS[:3], Sampling(max_tokens=200, json_schema=without, logit_bias=bias))
+    # the same grammar without the annotation: the arrays contradict their all-DROP traces
+    assert all(trace_ops(c.text) == ["DROP", "DROP"] for c in free)
+    assert "KEEP" in [d.op for c in free for d in parse_decisions(strip_think(c.text), [3, 4]).decisions]

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from lazymem.prompts import THINK_LINES
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 
 OPS = ("KEEP", "DROP")
 FIELDS = ("op", "compressed_content", "reason")  # exactly these, per the window-annotation listing
@@ -221,9 +221,11 @@ def strip_think(raw: str) -> str:
 def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 128, think: bool = False) -> dict:
     """A bounded JSON schema of a valid output, for constrained decoding.
 
-    ``think``: the output may open with a ``<think>`` trace of exactly ``n_messages`` numbered
-    lines (how a model trained on ``teacher: gold-trace`` works, e.g. LazyMem-135M); the
-    annotation ``x-lazymem-think-lines`` carries it to the transformers backend's grammar.
+    ``think``: the output opens with a ``<think>`` trace of exactly ``n_messages`` numbered
+    lines, each ending in ``-> KEEP`` or ``-> DROP`` (how a model trained on ``teacher: gold-trace``
+    writes, e.g. LazyMem-135M), and the array's ops are the trace's: the annotations
+    ``x-lazymem-think-lines`` and ``x-lazymem-array-follows-trace`` carry this to the transformers
+    backend, which decodes the trace, then the array with those ops fixed.
 
     Exactly ``n_messages`` items; KEEP needs 1..max_len characters of content, DROP forces
     "" (maxLength 0); no other keys. Bounded strings matter: unbounded ones let constrained
@@ -247,4 +249,4 @@ def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 1
         "items": {"anyOf": [item("KEEP", {"type": "string", "minLength": 1, "maxLength": max_len}),
                             item("DROP", {"type": "string", "maxLength": 0})]},
     }
-    return {**schema, THINK_LINES: n_messages} if think else schema
+    return {**schema, THINK_LINES: n_messages, ARRAY_FOLLOWS_TRACE: True} if think else schema

@@ -2,10 +2,15 @@
 
 Greedy when temperature is 0; a ``json_schema`` is enforced token by token with outlines
 (imported on first use). torch and transformers are imported when the model first loads.
+
+A decision schema whose array follows its trace (``decision_schema(n, think=True)``) also gets
+``_FollowTrace``: each item's op is the one its trace line ends with, so the array cannot
+contradict the decision the trace made (where a logit bias on " KEEP" acts).
 """
 from __future__ import annotations
 
 import json
+import re
 
 import logging
 import os
@@ -14,7 +19,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
-from lazymem.prompts import THINK_LINES
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 from lazymem.runtime import check_device, torch_threads
 
@@ -31,6 +36,7 @@ class TransformersBackend:
         self._model = self._tokenizer = None
         self._outlines = None  # outlines_core Vocabulary wrapper, built on the first json_schema call
         self._indexes: dict[str, Any] = {}  # schema JSON -> outlines_core Index (reusable across calls)
+        self._op_tokens: dict[str, Any] | None = None  # token texts, and which of them hold K or D
         self._lock = threading.Lock()  # one generate at a time per model
 
     def load(self):
@@ -96,15 +102,29 @@ class TransformersBackend:
             self._outlines = OutlinesCoreBackend(from_transformers(model, tok))
         # The grammar keeps the schema's own property order (the paper's items start with "op",
         # so KEEP/DROP is chosen before the content is written); the sorted dump is only the key.
+        # ARRAY_FOLLOWS_TRACE is enforced by _FollowTrace, not by the grammar: the same Index.
+        schema = {k: v for k, v in schema.items() if k != ARRAY_FOLLOWS_TRACE}
         key = json.dumps(schema, sort_keys=True)
         if key not in self._indexes:
-            schema = dict(schema)
             lines = schema.pop(THINK_LINES, None)  # a trace of exactly that many numbered lines first
             regex = build_regex_from_schema(json.dumps(schema))
             if lines is not None:
                 regex = "<think>\n" + rf"(?:[0-9]{{1,3}}\. [^\n]{{1,300}}\n){{{int(lines)}}}" + "</think>\n" + regex
             self._indexes[key] = Index(regex, self._outlines.vocabulary)
         return OutlinesCoreLogitsProcessor(self._indexes[key], "torch")
+
+    def _op_token_ids(self) -> dict[str, Any]:
+        """Every token's text, and a mask of those holding a K or D (what can write an op's letter)."""
+        if self._op_tokens is None:
+            import torch
+
+            model, tok = self.load()
+            width = model.get_output_embeddings().weight.shape[0]  # the logits' width
+            texts = tok.batch_decode([[i] for i in range(min(len(tok), width))])
+            texts += [""] * (width - len(texts))  # padded logits rows: never K or D
+            mask = torch.tensor([("K" in t or "D" in t) for t in texts], device=model.device)
+            self._op_tokens = {"texts": texts, "mask": mask}
+        return self._op_tokens
 
     def _generate_batch(self, texts: list[str], s: Sampling) -> list[Completion]:
         import torch
@@ -122,6 +142,8 @@ class TransformersBackend:
             processors.append(_BiasProcessor(bias_token_ids(tok, s.logit_bias)))
         if s.json_schema is not None:
             processors.append(self._json_processor(s.json_schema))  # masks after the bias
+            if s.json_schema.get(ARRAY_FOLLOWS_TRACE):
+                processors.append(_FollowTrace(tok, width=enc["input_ids"].shape[1], ids=self._op_token_ids()))
         if processors:
             kwargs["logits_processor"] = processors
         kwargs.update(self.config.extra_body or {})
@@ -173,6 +195,56 @@ class TransformersBackend:
                 for i, c in zip(idx, done):
                     out[i] = c
             return out  # type: ignore[return-value]
+
+
+_OP_SET = re.compile(r'"op"[ ]?:[ ]?"([A-Z])')  # an item's op, from its first letter
+_LINE_OP = re.compile(r"(KEEP|DROP)\W*$")
+
+
+def trace_ops(text: str) -> list[str | None]:
+    """The op each line of a ``<think>`` trace ends with (None where a line names none).
+
+    >>> trace_ops('<think>\\n1. user: "hi ..." -> DROP\\n2. assistant: "x" -> KEEP\\n3. ?\\n</think>\\n[')
+    ['DROP', 'KEEP', None]
+    """
+    start = text.find("<think>\n")
+    end = text.find("\n</think>")
+    if start < 0 or end < 0:
+        return []
+    lines = text[start + len("<think>\n"):end].split("\n")
+    return [m.group(1) if (m := _LINE_OP.search(line)) else None for line in lines]
+
+
+class _FollowTrace:
+    """Item i's op = the op trace line i ends with (a transformers LogitsProcessor after the grammar).
+
+    While item i's op is not yet written, every token the grammar allows that would write the
+    other op's first letter there (alone after the quote, or with the quote and key merged into
+    one token) is masked; a trace line that names no op leaves the choice to the model.
+    """
+
+    def __init__(self, tok: Any, width: int, ids: Mapping[str, Any]):
+        self.tok, self.width, self.texts, self.mask = tok, width, ids["texts"], ids["mask"]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        for row in range(input_ids.shape[0]):
+            text = self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True)
+            end = text.find("</think>")
+            if end < 0:
+                continue
+            ops, array = trace_ops(text), text[end:]
+            done = len(_OP_SET.findall(array))
+            if done >= len(ops) or ops[done] is None:
+                continue
+            tail = array[-16:]
+            before = len(_OP_SET.findall(tail))
+            for t in torch.nonzero(torch.isfinite(scores[row]) & self.mask).flatten().tolist():
+                new = _OP_SET.findall(tail + self.texts[t])[before:]
+                if new and new[0] != ops[done][0]:
+                    scores[row, t] = float("-inf")
+        return scores
 
 
 class _BiasProcessor:
