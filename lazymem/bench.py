@@ -243,7 +243,7 @@ def bench_retrieval(
     import torch
 
     config = config or RetrievalConfig()
-    retriever = Retriever(config)
+    retriever = Retriever(config, cache_queries=False)  # every query encoded: the cost of a new question
     retriever.warm_up()
     t_start = time.perf_counter()
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None

@@ -54,7 +54,8 @@ def _mutate(doc, data):
             if kind == "delete":
                 del parent[key]
             elif kind == "replace":
-                parent[key] = data.draw(st.sampled_from(ODD_VALUES))
+                # a copy: the same [] or {} put in two places, then wrapped, would make a cycle
+                parent[key] = copy.deepcopy(data.draw(st.sampled_from(ODD_VALUES)))
             elif kind == "wrap":
                 parent[key] = [parent[key]]
             elif isinstance(parent, list):

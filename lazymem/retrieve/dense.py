@@ -7,7 +7,9 @@ L2-normalised, so cosine similarity is a dot product.
 The cache keeps one matrix per history (``<root>/<namespace>/<key>.npy``, rows in message
 order) beside the sha256 of each row's text (``<key>.hashes.npy``) and a small JSON note.
 A history seen before loads in one ``np.load``; a changed history reuses every row whose
-text hash is stored under any key and encodes only the rest. ``purge`` deletes given text
+text hash is stored under any key and encodes only the rest. Query vectors are kept too, one
+small file per query text (``embed_query``), so a rerun over the same questions and histories
+encodes nothing and never loads the model. ``purge`` deletes given text
 hashes from every matrix on disk (the verbatim store calls it when messages are deleted).
 
 Deleted text is never written back: ``forbid(hashes)`` (``Retriever.purge`` calls it) and the
@@ -116,11 +118,28 @@ class DenseEncoder:
         self.query_threads = query_threads
         self.n_encode_calls = 0  # model forward batches requested (one per encode_* call)
         self.n_texts_encoded = 0  # texts sent through the model, queries included
+        self.load_s = 0.0  # seconds this encoder spent getting its model (a process loads it once)
+        self._model = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this encoder has its model yet (a fully cached run never needs it)."""
+        return self._model is not None
 
     @property
     def model(self):
         """The shared SentenceTransformer (loaded on first access)."""
-        return load_sentence_transformer(self.model_name, self.device)
+        if self._model is None:
+            t0 = time.perf_counter()
+            self._model = load_sentence_transformer(self.model_name, self.device)
+            self.load_s += time.perf_counter() - t0
+        return self._model
+
+    @property
+    def query_namespace(self) -> str:
+        """Cache directory name of query vectors: the model plus a hash of the query prompt."""
+        tag = hashlib.sha256(f"{self.query_prefix}\x00{self.query_prompt_name}".encode()).hexdigest()[:8]
+        return f"{model_slug(self.model_name)}-query{tag}"
 
     @property
     def namespace(self) -> str:
@@ -194,6 +213,8 @@ class EmbeddingCache:
             raise ConfigError(f"embedding cache_dir {self.root}: is a file, expected a directory")
         self.n_loaded = 0  # rows served from disk
         self.n_computed = 0  # rows encoded because no stored row had their text hash
+        self.n_queries_loaded = 0  # query vectors served from disk
+        self.n_queries_computed = 0  # query vectors encoded (then stored)
         self.n_refused = 0  # rows not written because their text was deleted
         # Text hash -> deleted? (e.g. MemoryStore.is_deleted); rows of deleted texts are never saved.
         self.is_deleted = is_deleted
@@ -312,11 +333,13 @@ class EmbeddingCache:
         for i in missing:
             first.setdefault(hashes[i], i)
         t0 = time.perf_counter()
-        new = encoder.encode_docs([texts[i] for i in first.values()], progress=progress)
+        # nothing new (every row stored under other keys): no encode, so no model load
+        new = encoder.encode_docs([texts[i] for i in first.values()], progress=progress) if first else None
         encode_s = time.perf_counter() - t0
-        for h, row in zip(first, new):
+        for h, row in zip(first, new if new is not None else ()):
             found[h.encode()] = row
-        dim = new.shape[1] if len(new) else (next(iter(found.values())).shape[0] if found else encoder.dim)
+        dim = (new.shape[1] if new is not None and len(new)
+               else next(iter(found.values())).shape[0] if found else encoder.dim)
         mat = np.zeros((len(hashes), dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             mat[i] = found[h.encode()]
@@ -331,6 +354,31 @@ class EmbeddingCache:
         else:
             self.n_refused += len(blocked)
         return mat
+
+    def _query_path(self, encoder: DenseEncoder, query: str) -> Path | None:
+        ns = getattr(encoder, "query_namespace", None)  # an encoder without one: not cached
+        h = text_hash(query)
+        return self._dir(ns) / h[:2] / f"{h}.npy" if ns else None
+
+    def embed_query(self, encoder: DenseEncoder, query: str) -> np.ndarray:
+        """The query's unit vector: from disk when this model and query prompt encoded it before,
+        else encoded and stored (``<root>/<model>-query<tag>/<hash[:2]>/<hash>.npy``; the text
+        itself is not written)."""
+        path = self._query_path(encoder, query)
+        if path is None:
+            return encoder.encode_queries([query])[0]
+        try:
+            vec = np.load(path)
+            if vec.ndim == 1 and vec.dtype == np.float32:
+                self.n_queries_loaded += 1
+                return vec
+        except (FileNotFoundError, ValueError, EOFError, OSError):
+            pass  # absent or torn: encode again
+        vec = encoder.encode_queries([query])[0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_save(path, vec)
+        self.n_queries_computed += 1
+        return vec
 
     def purge(self, text_hashes: Iterable[str], namespace: str | None = None) -> int:
         """Delete the rows of these texts from every stored matrix; returns rows removed."""

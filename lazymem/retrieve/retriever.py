@@ -26,6 +26,7 @@ from lazymem.retrieve.dense import DenseEncoder, EmbeddingCache
 from lazymem.retrieve.fusion import reciprocal_rank_fusion
 from lazymem.retrieve.rerank import Reranker
 from lazymem.retrieve.sparse import BM25Index, top_k
+from lazymem.runtime import check_device
 from lazymem.text import text_hash
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ class Retriever:
 
     def __init__(self, config: RetrievalConfig | None = None, cache: EmbeddingCache | None = None,
                  encoder: DenseEncoder | None = None, max_indexes: int = 32,
-                 is_deleted: Callable[[str], bool] | None = None):
+                 is_deleted: Callable[[str], bool] | None = None, cache_queries: bool = True):
         self.config = c = config or RetrievalConfig()
         self.encoder = encoder
         if self.encoder is None and c.dense_model is not None:
@@ -145,15 +146,23 @@ class Retriever:
         self.reranker = (Reranker(c.reranker, c.reranker_backend, c.device, c.batch_size, c.num_threads)
                          if c.reranker else None)
         self.max_indexes = max_indexes
+        # query vectors kept in the disk cache too (EmbeddingCache.embed_query); a benchmark of
+        # the encode itself turns this off
+        self.cache_queries = cache_queries
         # (history id, fingerprint) -> index; the id too, so pools name the history they came from.
         self._indexes: OrderedDict[tuple[str, str], HistoryIndex] = OrderedDict()
         # id(history) -> (weakref, fingerprint): skip rehashing a history object seen before.
         self._fp_memo: dict[int, tuple[weakref.ref, str]] = {}
 
     def warm_up(self) -> "Retriever":
-        """Load the encoder and reranker now (so a bad model name fails before any work)."""
-        if self.encoder is not None:
+        """Load the reranker, and the encoder unless a disk cache may spare it, now (so a bad model
+        name fails before any work). With a cache the encoder loads on the first vector not on
+        disk, and ``Pool.timings["load"]`` says how long that took: a rerun over the same
+        questions and histories loads no encoder at all."""
+        if self.encoder is not None and self.cache is None:
             _ = self.encoder.model
+        elif self.encoder is not None:
+            check_device(getattr(self.encoder, "device", self.config.device), "retrieval device")
         if self.reranker is not None:
             self.reranker.load()
         return self
@@ -203,15 +212,33 @@ class Retriever:
         return idx
 
     def retrieve(self, history: History, query: str) -> Pool:
-        """The pool of at most n messages of `history` for `query`."""
+        """The pool of at most n messages of `history` for `query`.
+
+        An encoder loaded on the way (a cache miss, see ``warm_up``) is timed as ``load`` and
+        kept out of ``index``, ``dense_encode``, ``dense`` and ``total``.
+        """
         t0 = time.perf_counter()
+        loaded0 = self._load_s()
         built = (history.id, self._fingerprint(history)) not in self._indexes
         idx = self.index(history)
+        loaded1 = self._load_s()
         pool = self.search(idx, query)
+        t = pool.timings
         if built:
-            pool.timings["index"] = time.perf_counter() - t0 - pool.timings["total"]
-            pool.timings["total"] = time.perf_counter() - t0
+            t["index"] = time.perf_counter() - t0 - t["total"] - (loaded1 - loaded0)
+            t["total"] = time.perf_counter() - t0
+        if self._load_s() > loaded0:
+            in_search = self._load_s() - loaded1
+            for k in ("dense_encode", "dense"):
+                if k in t:
+                    t[k] -= in_search
+            t["load"] = self._load_s() - loaded0
+            t["total"] -= t["load"]
         return pool
+
+    def _load_s(self) -> float:
+        """Seconds the encoder has spent loading its model (0 for encoders that do not say)."""
+        return float(getattr(self.encoder, "load_s", 0.0) or 0.0)
 
     def ranked_lists(self, idx: HistoryIndex, query: str, depths: tuple[int | None, int | None] | None = None,
                      timings: dict[str, float] | None = None) -> tuple[list | None, list | None]:
@@ -230,7 +257,8 @@ class Retriever:
             timings["bm25"] = time.perf_counter() - t0
         if idx.embeddings is not None:
             t0 = time.perf_counter()
-            q = self.encoder.encode_queries([query])[0]
+            q = (self.cache.embed_query(self.encoder, query) if self.cache is not None and self.cache_queries
+                 else self.encoder.encode_queries([query])[0])
             timings["dense_encode"] = time.perf_counter() - t0
             sims = idx.embeddings @ q
             top = top_k(sims, min(dense_depth, len(idx)) if dense_depth is not None else None)
