@@ -114,7 +114,8 @@ class TransformersBackend:
         return OutlinesCoreLogitsProcessor(self._indexes[key], "torch")
 
     def _op_token_ids(self) -> dict[str, Any]:
-        """Every token's text, and a mask of those holding a K or D (what can write an op's letter)."""
+        """Every token's text, and masks of the tokens that can write an op's first letter: those
+        starting with K / D (right after the quote) and those holding a quote and a K or D."""
         if self._op_tokens is None:
             import torch
 
@@ -122,8 +123,13 @@ class TransformersBackend:
             width = model.get_output_embeddings().weight.shape[0]  # the logits' width
             texts = tok.batch_decode([[i] for i in range(min(len(tok), width))])
             texts += [""] * (width - len(texts))  # padded logits rows: never K or D
-            mask = torch.tensor([("K" in t or "D" in t) for t in texts], device=model.device)
-            self._op_tokens = {"texts": texts, "mask": mask}
+
+            def mask(keep) -> Any:
+                return torch.tensor([bool(keep(t)) for t in texts], device=model.device)
+
+            self._op_tokens = {"texts": texts, "K": mask(lambda t: t.startswith("K")),
+                               "D": mask(lambda t: t.startswith("D")),
+                               "quoted": mask(lambda t: '"' in t and ("K" in t or "D" in t))}
         return self._op_tokens
 
     def _generate_batch(self, texts: list[str], s: Sampling) -> list[Completion]:
@@ -198,6 +204,7 @@ class TransformersBackend:
 
 
 _OP_SET = re.compile(r'"op"[ ]?:[ ]?"([A-Z])')  # an item's op, from its first letter
+_OP_OPEN = re.compile(r'"op"[ ]?:[ ]?"$')  # an op value opened, its letter not yet written
 _LINE_OP = re.compile(r"(KEEP|DROP)\W*$")
 
 
@@ -220,11 +227,13 @@ class _FollowTrace:
 
     While item i's op is not yet written, every token the grammar allows that would write the
     other op's first letter there (alone after the quote, or with the quote and key merged into
-    one token) is masked; a trace line that names no op leaves the choice to the model.
+    one token) is masked; a trace line that names no op leaves the choice to the model. Right
+    after ``"op": "`` that is the tokens starting with the other letter; elsewhere only tokens
+    holding a quote can open an op value, so only those are checked.
     """
 
     def __init__(self, tok: Any, width: int, ids: Mapping[str, Any]):
-        self.tok, self.width, self.texts, self.mask = tok, width, ids["texts"], ids["mask"]
+        self.tok, self.width, self.ids = tok, width, ids
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
@@ -238,11 +247,16 @@ class _FollowTrace:
             done = len(_OP_SET.findall(array))
             if done >= len(ops) or ops[done] is None:
                 continue
+            other = "D" if ops[done] == "KEEP" else "K"
             tail = array[-16:]
+            if _OP_OPEN.search(tail):  # the value's quote is written: its first letter is next
+                scores[row, self.ids[other]] = float("-inf")
+                continue
             before = len(_OP_SET.findall(tail))
-            for t in torch.nonzero(torch.isfinite(scores[row]) & self.mask).flatten().tolist():
-                new = _OP_SET.findall(tail + self.texts[t])[before:]
-                if new and new[0] != ops[done][0]:
+            allowed = torch.isfinite(scores[row]) & self.ids["quoted"]
+            for t in torch.nonzero(allowed).flatten().tolist():
+                new = _OP_SET.findall(tail + self.ids["texts"][t])[before:]
+                if new and new[0] == other:
                     scores[row, t] = float("-inf")
         return scores
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from lazymem.records import History
 from lazymem.retrieve.config import RetrievalConfig
-from lazymem.retrieve.dense import DenseEncoder, EmbeddingCache
+from lazymem.retrieve.dense import DenseEncoder
+from lazymem.retrieve.embcache import EmbeddingCache
 from lazymem.retrieve.fusion import reciprocal_rank_fusion
 from lazymem.retrieve.rerank import Reranker
 from lazymem.retrieve.sparse import BM25Index, top_k
