@@ -457,7 +457,7 @@ def reward_judge_prompt(*, query_time: str, query: str, gold_answer: str, reason
 # Decision-schema annotation (construct.gate.decision_schema(think=True)): a <think> trace of this
 # many numbered lines precedes the JSON array; the transformers backend builds it into the grammar.
 THINK_LINES = "x-lazymem-think-lines"
-# With it, each trace line ends in "-> KEEP" or "-> DROP" and the array's ops are those of the trace
-# (the transformers backend decodes the trace first, then the array with its ops fixed), so the
-# decision is made once, in the trace, and the array cannot contradict it.
+# With it, item i's op is the op trace line i ends with (the transformers backend masks the other
+# op where the grammar opens item i's op), so the decision is made once, in the trace, and the
+# array cannot contradict it.
 ARRAY_FOLLOWS_TRACE = "x-lazymem-array-follows-trace"

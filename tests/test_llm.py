@@ -470,7 +470,9 @@ def test_transformers_array_ops_follow_the_trace_against_a_bias(tiny_backend):
         verdict = parse_decisions(strip_think(c.text), [3, 4])
         assert verdict.fmt_ok and trace_ops(c.text) == ["DROP", "DROP"], c.text
         assert [d.op for d in verdict.decisions] == ["DROP", "DROP"], c.text
-    without = {k: v for k, v in schema.items() if not k.startswith("x-lazymem-array")}
+    from lazymem.prompts import ARRAY_FOLLOWS_TRACE
+
+    without = {k: v for k, v in schema.items() if k != ARRAY_FOLLOWS_TRACE}
     free = tiny_backend.generate(PROMPTS[:3], Sampling(max_tokens=200, json_schema=without, logit_bias=bias))
     # the same grammar without the annotation: the arrays contradict their all-DROP traces
     assert all(trace_ops(c.text) == ["DROP", "DROP"] for c in free)

@@ -222,10 +222,10 @@ def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 1
     """A bounded JSON schema of a valid output, for constrained decoding.
 
     ``think``: the output opens with a ``<think>`` trace of exactly ``n_messages`` numbered
-    lines, each ending in ``-> KEEP`` or ``-> DROP`` (how a model trained on ``teacher: gold-trace``
-    writes, e.g. LazyMem-135M), and the array's ops are the trace's: the annotations
-    ``x-lazymem-think-lines`` and ``x-lazymem-array-follows-trace`` carry this to the transformers
-    backend, which decodes the trace, then the array with those ops fixed.
+    lines (how a model trained on ``teacher: gold-trace`` writes, e.g. LazyMem-135M, each line
+    ending in ``-> KEEP`` or ``-> DROP``), and item i's op is the op trace line i ends with: the
+    annotations ``x-lazymem-think-lines`` and ``x-lazymem-array-follows-trace`` carry this to the
+    transformers backend (its grammar, then ``_FollowTrace``).
 
     Exactly ``n_messages`` items; KEEP needs 1..max_len characters of content, DROP forces
     "" (maxLength 0); no other keys. Bounded strings matter: unbounded ones let constrained

@@ -36,7 +36,7 @@ class TransformersBackend:
         self._model = self._tokenizer = None
         self._outlines = None  # outlines_core Vocabulary wrapper, built on the first json_schema call
         self._indexes: dict[str, Any] = {}  # schema JSON -> outlines_core Index (reusable across calls)
-        self._op_tokens: dict[str, Any] | None = None  # token texts, and which of them hold K or D
+        self._op_tokens: dict[str, Any] | None = None  # token texts and masks for _FollowTrace
         self._lock = threading.Lock()  # one generate at a time per model
 
     def load(self):

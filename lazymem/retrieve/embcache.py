@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
+from lazymem.paths import cache_root
 from lazymem.text import text_hash
 
 if TYPE_CHECKING:
@@ -34,9 +35,7 @@ if TYPE_CHECKING:
 
 def default_cache_dir() -> Path:
     """``$LAZYMEM_CACHE/embeddings`` when the variable is set, else ~/.cache/lazymem/embeddings."""
-    root = os.environ.get("LAZYMEM_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "lazymem"
-    return base / "embeddings"
+    return cache_root() / "embeddings"
 
 
 def _atomic_save(path: Path, array: np.ndarray) -> None:
