@@ -86,3 +86,33 @@ def wall_clock_callback(resume_from: str | None = None) -> Any:
                                                           "segments": self.segments}) + "\n", encoding="utf-8")
 
     return WallClock()
+
+
+def time_budget_callback(seconds: float, clock: Any = None) -> Any:
+    """A TrainerCallback that ends training (with a checkpoint) once ``seconds`` have passed.
+
+    For leased machines and sessions with a hard end: the step in flight finishes, the trainer
+    saves a checkpoint, and ``train_and_record`` writes ``final`` as usual, so what was trained is
+    kept and a rerun with a larger budget resumes from it. ``clock`` (``time.monotonic`` by
+    default) is for tests. The budget counts from when the callback is made, model loading included.
+    """
+    import time
+
+    from transformers import TrainerCallback
+
+    if not (isinstance(seconds, (int, float)) and seconds > 0):
+        raise ValueError(f"time budget must be a number of seconds > 0, got {seconds!r}")
+    now = clock or time.monotonic
+
+    class TimeBudget(TrainerCallback):
+        def __init__(self):
+            self.start, self.seconds, self.stopped_at_step = now(), float(seconds), None
+
+        def on_step_end(self, args, state, control, **kw):
+            if now() - self.start >= self.seconds and self.stopped_at_step is None:
+                self.stopped_at_step = state.global_step
+                control.should_training_stop = True
+                control.should_save = True
+            return control
+
+    return TimeBudget()
