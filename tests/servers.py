@@ -62,3 +62,62 @@ class LocalServer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+try:  # at module level: FastAPI resolves the handler's (string) annotation in this module's globals
+    from fastapi import Request
+except ImportError:  # pragma: no cover - fastapi comes with transformers' serve extra
+    Request = None
+
+
+class EmbeddingServer:
+    """A real OpenAI-compatible ``/v1/embeddings`` server (FastAPI + uvicorn, in a thread) that
+    embeds with a local sentence-transformers model, as vLLM or TEI would on a GPU node. It
+    returns vectors NOT normalised (so clients must), answers 401 without the right key when
+    started with one, and counts the requests and the texts it got."""
+
+    def __init__(self, model: str = "minilm-offline", api_key: str | None = None):
+        from fastapi import FastAPI
+        from fastapi.responses import JSONResponse
+
+        from lazymem.retrieve.dense import load_sentence_transformer
+
+        self.model, self.api_key = model, api_key
+        self.requests: list[int] = []
+        st = load_sentence_transformer(model)
+        app = FastAPI()
+
+        @app.post("/v1/embeddings")
+        async def embeddings(request: Request):
+            if api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
+                return JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
+            body = await request.json()
+            if body.get("model") != model:
+                return JSONResponse({"error": {"message": f"model {body.get('model')!r} not served"}}, status_code=404)
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            self.requests.append(len(texts))
+            vecs = st.encode(texts, normalize_embeddings=False, convert_to_numpy=True)
+            data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vecs)]
+            data.reverse()  # any order: the client sorts by index
+            return {"object": "list", "data": data, "model": model,
+                    "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+
+        self.app = app
+
+    def __enter__(self) -> str:
+        import uvicorn
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            if time.time() > deadline:
+                raise RuntimeError("embedding server did not start in 30 s")
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)

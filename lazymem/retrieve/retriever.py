@@ -134,7 +134,13 @@ class Retriever:
                  is_deleted: Callable[[str], bool] | None = None, cache_queries: bool = True):
         self.config = c = config or RetrievalConfig()
         self.encoder = encoder
-        if self.encoder is None and c.dense_model is not None:
+        if self.encoder is None and c.dense_model is not None and c.dense_base_url is not None:
+            from lazymem.retrieve.remote import RemoteEncoder
+
+            self.encoder = RemoteEncoder(c.dense_model, c.dense_base_url, api_key_env=c.dense_api_key_env,
+                                         batch_size=c.batch_size, concurrency=c.dense_concurrency or 4,
+                                         query_prefix=c.query_prefix, doc_prefix=c.doc_prefix)
+        elif self.encoder is None and c.dense_model is not None:
             self.encoder = DenseEncoder(c.dense_model, device=c.device, batch_size=c.batch_size,
                                         query_prefix=c.query_prefix, doc_prefix=c.doc_prefix,
                                         query_prompt_name=c.query_prompt_name, doc_prompt_name=c.doc_prompt_name,
@@ -162,7 +168,8 @@ class Retriever:
         questions and histories loads no encoder at all."""
         if self.encoder is not None and self.cache is None:
             _ = self.encoder.model
-        elif self.encoder is not None:
+        elif self.encoder is not None and getattr(self.encoder, "device", self.config.device) is not None:
+            # (a RemoteEncoder has no torch device)
             check_device(getattr(self.encoder, "device", self.config.device), "retrieval device")
         if self.reranker is not None:
             self.reranker.load()
