@@ -287,3 +287,48 @@ def test_keep_probe_teacher_forces_the_gold_trace(tiny):
     assert ts[0]["threshold"] == 0.5 and ts[0]["keep_bias"] == 0.0
     recalls = [t["gold_recall"] for t in ts]  # a lower threshold keeps at least as much
     assert recalls == sorted(recalls) and all(0.0 <= t["mean_r_act"] <= 1.0 for t in ts)
+
+
+def test_a_time_budget_ends_grpo_with_a_checkpoint_and_the_device_script_keeps_it(tiny, tmp_path):
+    """scripts/device_grpo.py (what a leased GPU runs) on the tiny model: a spent budget stops the real
+    GRPO trainer after its first step, with a checkpoint to resume from and the adapter copied out."""
+    import importlib.util
+    from pathlib import Path
+
+    import yaml
+
+    cfg = tmp_path / "grpo.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "base": str(tiny), "lora": {"r": 4, "alpha": 8}, "data": _jsonl(tmp_path / "rl.jsonl", _rl_rows(8)),
+        "output_dir": str(tmp_path / "g"), "learning_rate": 1e-4, "max_steps": 3, "beta": 0.0,
+        "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "num_generations": 2,
+        "max_completion_length": 4, "save_steps": 5, "eval_steps": 5, "max_validation_prompts": 2}))
+    script = Path(__file__).resolve().parents[1] / "scripts" / "device_grpo.py"
+    spec = importlib.util.spec_from_file_location("device_grpo", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "out"
+    assert mod.main(["--config", str(cfg), "--budget-s", "0.001", "--out", str(out)]) == 0
+    result = json.loads((out / "train_result.json").read_text())
+    assert result["global_step"] == 1 and result["recipe"]["max_steps"] == 3
+    assert (tmp_path / "g" / "checkpoint-1").is_dir()  # the budget's stop saved a resume point
+    assert (out / "adapter_model.safetensors").stat().st_size > 0 and (out / "adapter_config.json").is_file()
+
+
+def test_time_budget_waits_for_its_seconds_and_rejects_a_bad_budget():
+    from transformers import TrainerControl, TrainerState
+
+    from lazymem.train.logs import time_budget_callback
+
+    now = [100.0]
+    cb = time_budget_callback(60, clock=lambda: now[0])
+    state, control = TrainerState(global_step=3), TrainerControl()
+    now[0] = 159.0
+    cb.on_step_end(None, state, control)
+    assert not control.should_training_stop and cb.stopped_at_step is None
+    now[0] = 160.0
+    cb.on_step_end(None, state, control)
+    assert control.should_training_stop and control.should_save and cb.stopped_at_step == 3
+    for bad in (0, -1, "60", None):
+        with pytest.raises(ValueError, match="time budget"):
+            time_budget_callback(bad)
