@@ -477,3 +477,15 @@ def test_transformers_array_ops_follow_the_trace_against_a_bias(tiny_backend):
     # the same grammar without the annotation: the arrays contradict their all-DROP traces
     assert all(trace_ops(c.text) == ["DROP", "DROP"] for c in free)
     assert "KEEP" in [d.op for c in free for d in parse_decisions(strip_think(c.text), [3, 4]).decisions]
+
+
+def test_auto_backend_picks_llamacpp_only_for_gguf_models_where_it_is_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "llama_cpp" else real(name, *a))
+    assert LLMConfig(backend="auto").backend == "llamacpp"
+    assert LLMConfig.from_dict({"backend": "auto", "model": "/models/x.gguf"}).backend == "llamacpp"
+    assert LLMConfig(backend="auto", model="Qwen/Qwen3-4B").backend == "transformers"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    assert LLMConfig(backend="auto").backend == "transformers"

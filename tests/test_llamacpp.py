@@ -1,0 +1,87 @@
+"""The llama.cpp engine (lazymem.llm.llamacpp) on the real SmolLM2 GGUF and the shipped LazyMem-135M
+adapter: the merged GGUF acts like PEFT's model, free and grammar-constrained decoding, logit bias.
+Skipped where the optional llama-cpp-python is not installed (`pip install 'lazymem[llamacpp]'`)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from lazymem.construct.gate import decision_schema, parse_decisions, strip_think  # noqa: E402
+from lazymem.errors import ConfigError  # noqa: E402
+from lazymem.llm import LLMConfig, Sampling, make_client  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+PROMPT = [{"role": "system", "content": "You answer briefly."},
+          {"role": "user", "content": "Name the capital of Portugal."}]
+
+
+def _llama_logits(path, ids):
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=2, logits_all=True, verbose=False)
+    llm.eval(ids)
+    return np.array(llm.scores[len(ids) - 1], dtype=np.float64)
+
+
+def _hf_logits(adapter, ids):
+    import torch
+
+    from lazymem.train.modeling import load_policy
+
+    model = load_policy("smollm2-offline", adapter, trainable=False).eval()
+    with torch.no_grad():
+        return model(torch.tensor([ids])).logits[0, -1].double().numpy()
+
+
+def test_the_merged_gguf_acts_like_the_peft_adapter(tmp_path):
+    """Next-token logits of llama.cpp on the built GGUF (LoRA merged, Q8_0) against transformers with
+    PEFT's adapter: the same top token, correlated logits, and the adapter's EFFECT reproduced."""
+    from transformers import AutoTokenizer
+
+    from lazymem.llm.llamacpp import gguf_for
+    from lazymem.llm.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model("smollm2-offline"))
+    ids = tok.apply_chat_template(PROMPT, tokenize=True, add_generation_prompt=True, return_dict=False)
+    merged = gguf_for("smollm2-offline", "lazymem-135m", root=tmp_path)
+    plain = gguf_for("smollm2-offline", None, root=tmp_path)
+    assert merged != plain and merged.stat().st_size > 100e6
+    assert gguf_for("smollm2-offline", "lazymem-135m", root=tmp_path) == merged  # built once
+    cpp, hf = _llama_logits(merged, ids), _hf_logits("lazymem-135m", ids)
+    cpp0, hf0 = _llama_logits(plain, ids), _hf_logits(None, ids)
+    assert int(np.argmax(cpp)) == int(np.argmax(hf))
+    assert np.corrcoef(cpp, hf)[0, 1] > 0.99
+    assert np.corrcoef(cpp - cpp0, hf - hf0)[0, 1] > 0.9  # the LoRA's own contribution, not just the base
+
+
+@pytest.fixture(scope="module")
+def client():
+    return make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2))
+
+
+def test_greedy_generation_reads_the_same_prompt_tokens_as_transformers(client):
+    tf = make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m"))
+    s = Sampling(max_tokens=24)
+    a, b = client.generate([PROMPT], s)[0], tf.generate([PROMPT], s)[0]
+    assert a.ok and b.ok and a.prompt_tokens == b.prompt_tokens
+    assert a.text.split()[:3] == b.text.split()[:3] and a.completion_tokens <= 24
+
+
+def test_grammar_gives_a_valid_decision_array_after_its_trace(client):
+    schema = {k: v for k, v in decision_schema(3, think=True).items() if k != "x-lazymem-array-follows-trace"}
+    user = ("Query: Where does the user live?\nMessages:\n1. user: I moved to Lisbon.\n2. assistant: Nice!\n"
+            "3. user: The cat sleeps.\nLabel each message KEEP or DROP as a JSON array.")
+    out = client.generate([[{"role": "user", "content": user}]], Sampling(max_tokens=400, json_schema=schema))[0]
+    assert out.ok and out.text.startswith("<think>\n1. ") and out.finish_reason == "stop", out
+    assert parse_decisions(strip_think(out.text), [0, 1, 2]).fmt_ok
+    with pytest.raises(ConfigError, match="trace-following"):
+        client.generate([PROMPT], Sampling(max_tokens=8, json_schema=decision_schema(3, think=True)))
+
+
+def test_logit_bias_by_token_text(client):
+    out = client.generate([PROMPT], Sampling(max_tokens=2, logit_bias={" KEEP": 100.0}))[0]
+    assert out.text.startswith(" KE")  # the text's FIRST token (SmolLM2 writes " KEEP" as " KE" + "EP")
+    assert not client.generate([PROMPT], Sampling(max_tokens=2))[0].text.startswith(" KE")
