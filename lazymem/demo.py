@@ -3,8 +3,8 @@
 Stages: data summary -> hybrid retrieval over every question (All@k by window radius, as
 the paper's Table 2) -> windows + training-free extractive construction on a few
 questions -> figures in figures/ (HTML + PNG) -> the whole query path on the demo questions
-(`lazymem eval configs/eval_demo.yaml`, records in runs/eval/demo-<mpm>/; a rerun reads the LLM
-cache), printing per question the kept memory next to the gold evidence. The memory-processing
+(`lazymem eval configs/eval_demo.yaml`, records in runs/eval/demo-<mpm>-<engine>/; a rerun reads
+the LLM cache), printing per question the kept memory next to the gold evidence. The memory-processing
 model (``mpm``) is LazyMem-135M (SmolLM2-135M-Instruct + the LoRA adapter this project trained,
 free generation) by default; ``base`` is the untrained SmolLM2 with schema-constrained decoding,
 ``extractive`` the training-free processor.
@@ -139,8 +139,12 @@ def _eval_stage(mpm: str, eval_out: str | None) -> dict:
             print(f"\nnote: {e}\n      -> running the untrained base instead (--mpm base)")
             mpm = "base"
     config = demo_eval_config(mpm)
-    out = eval_out or f"runs/eval/demo-{mpm}"
-    what = {"lazymem-135m": "LazyMem-135M (SmolLM2-135M-Instruct + this project's LoRA adapter, free generation)",
+    # one folder per engine: a run folder resumes only under the same config, and `backend: auto`
+    # is llama.cpp where installed, transformers elsewhere
+    engine = "" if mpm == "extractive" else f"-{config.pipeline.mpm.backend}"
+    out = eval_out or f"runs/eval/demo-{mpm}{engine}"
+    what = {"lazymem-135m": "LazyMem-135M (SmolLM2-135M-Instruct + this project's LoRA adapter, free generation, "
+                            f"on {config.pipeline.mpm.backend})",
             "base": "untrained SmolLM2-135M-Instruct, schema-constrained decoding",
             "extractive": "the training-free extractive processor"}[mpm]
     print(f"\n== 5. construct + answer on {config.limit or 'all'} questions: {what}; SmolLM2 answers ({out}/) ==")

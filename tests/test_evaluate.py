@@ -561,7 +561,10 @@ def test_baseline_ratios(tmp_path):
 def test_recipes_in_configs_load():
     demo = EvalConfig.from_yaml(REPO / "configs" / "eval_demo.yaml")
     assert demo.pipeline.method == "lazymem" and not demo.pipeline.structured and demo.judge == "none"
-    assert demo.pipeline.mpm.backend == "transformers" and demo.pipeline.mpm.model == "smollm2-offline"
+    from lazymem.llm.base import cpu_backend
+
+    # the fastest installed engine: llama.cpp where `make env` built it, else transformers
+    assert demo.pipeline.mpm.backend == cpu_backend("smollm2-offline") and demo.pipeline.mpm.model == "smollm2-offline"
     assert demo.pipeline.mpm.adapter == "lazymem-135m"  # the shipped LazyMem-135M, free generation
     assert demo.dataset.startswith("synthetic") and demo.limit <= 6
     from lazymem.demo import demo_eval_config

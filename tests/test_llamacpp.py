@@ -59,7 +59,8 @@ def test_the_merged_gguf_acts_like_the_peft_adapter(tmp_path):
 
 @pytest.fixture(scope="module")
 def client():
-    return make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2))
+    return make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2,
+                                 batch_size=1))
 
 
 def test_greedy_generation_reads_the_same_prompt_tokens_as_transformers(client):
@@ -85,3 +86,14 @@ def test_logit_bias_by_token_text(client):
     out = client.generate([PROMPT], Sampling(max_tokens=2, logit_bias={" KEEP": 100.0}))[0]
     assert out.text.startswith(" KE")  # the text's FIRST token (SmolLM2 writes " KEEP" as " KE" + "EP")
     assert not client.generate([PROMPT], Sampling(max_tokens=2))[0].text.startswith(" KE")
+
+
+def test_instances_side_by_side_give_the_sequential_outputs(client):
+    par = make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2,
+                                batch_size=4))
+    assert (par.n_instances, par.threads_per_instance) == (2, 1) and client.n_instances == 1
+    prompts = [[{"role": "user", "content": f"Count to {i}."}] for i in (2, 3, 4)]
+    s = Sampling(max_tokens=12)
+    assert [c.text for c in par.generate(prompts, s)] == [c.text for c in client.generate(prompts, s)]
+    with pytest.raises(ConfigError, match="extra_body"):
+        make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", extra_body={"top_k": 5}))

@@ -28,9 +28,11 @@ import hashlib
 import json
 import logging
 import os
+import queue
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -216,13 +218,25 @@ def schema_grammar(schema: Mapping) -> str:
 
 
 class LlamaCppBackend:
-    """One llama.cpp model in this process; prompts run one after another (prefix KV reused)."""
+    """llama.cpp in this process: ``min(batch_size, threads)`` model instances share the GGUF (mapped
+    once) and the CPU threads, and take prompts as they come free: the windows of one question, or of
+    several questions generating at once, run side by side. Each instance reuses the KV cache of the
+    prefix its prompt shares with its previous one (the system prompt and instructions)."""
+
+    OPTIONS = ("quant", "n_ctx")  # extra_body keys this backend takes
 
     def __init__(self, config: LLMConfig):
         self.config = config
         self.model_id = config.model
+        unknown = sorted(set(config.extra_body or {}) - set(self.OPTIONS))
+        if unknown:
+            raise ConfigError(f"LLMConfig.extra_body {unknown}: backend 'llamacpp' takes {list(self.OPTIONS)}")
         self.identity = {**config.identity(), "quant": self._quant()}
-        self._llm = self._tok = None
+        threads = config.num_threads or max(1, min(os.cpu_count() or 1, 8))
+        self.n_instances = max(1, min(config.batch_size, threads))
+        self.threads_per_instance = max(1, threads // self.n_instances)
+        self._tok = None
+        self._free: queue.Queue | None = None
         self._grammars: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.load_s = 0.0
@@ -234,22 +248,23 @@ class LlamaCppBackend:
         return q
 
     def load(self) -> tuple[Any, Any]:
-        if self._llm is None:
-            llama_cpp = _require_llama_cpp()
-            from transformers import AutoTokenizer
+        """Build or find the GGUF, load the tokenizer and the model instances (once)."""
+        with self._lock:
+            if self._free is None:
+                llama_cpp = _require_llama_cpp()
+                from transformers import AutoTokenizer
 
-            t0 = time.perf_counter()
-            path = gguf_for(self.config.model, self.config.adapter, self._quant())
-            _, hf_dir = _source(self.config.model)
-            self._tok = AutoTokenizer.from_pretrained(hf_dir)
-            extra = {k: v for k, v in (self.config.extra_body or {}).items() if k not in ("quant", "n_ctx")}
-            if extra:
-                raise ConfigError(f"LLMConfig.extra_body {sorted(extra)}: backend 'llamacpp' takes quant and n_ctx")
-            self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=int((self.config.extra_body or {}).get("n_ctx", 8192)),
-                                        n_threads=self.config.num_threads or max(1, min(os.cpu_count() or 1, 8)),
-                                        n_batch=512, seed=0, verbose=False)
-            self.load_s = time.perf_counter() - t0
-        return self._llm, self._tok
+                t0 = time.perf_counter()
+                path = gguf_for(self.config.model, self.config.adapter, self._quant())
+                _, hf_dir = _source(self.config.model)
+                self._tok = AutoTokenizer.from_pretrained(hf_dir)
+                free: queue.Queue = queue.Queue()
+                for _ in range(self.n_instances):
+                    free.put(llama_cpp.Llama(model_path=str(path), n_ctx=int((self.config.extra_body or {}).get("n_ctx", 8192)),
+                                             n_threads=self.threads_per_instance, n_batch=512, seed=0, verbose=False))
+                self._free = free
+                self.load_s = time.perf_counter() - t0
+        return self._free, self._tok
 
     def render(self, prompt: Prompt) -> str:
         _, tok = self.load()
@@ -258,13 +273,14 @@ class LlamaCppBackend:
 
     def _grammar(self, schema: Mapping) -> Any:
         key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
-            llama_cpp = _require_llama_cpp()
-            self._grammars[key] = llama_cpp.LlamaGrammar.from_string(schema_grammar(schema), verbose=False)
-        return self._grammars[key]
+        with self._lock:
+            if key not in self._grammars:
+                llama_cpp = _require_llama_cpp()
+                self._grammars[key] = llama_cpp.LlamaGrammar.from_string(schema_grammar(schema), verbose=False)
+            return self._grammars[key]
 
     def _one(self, text: str, s: Sampling) -> Completion:
-        llm, tok = self.load()
+        free, tok = self.load()
         ids = tok(text, add_special_tokens=False)["input_ids"]
         kwargs: dict[str, Any] = {"max_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p,
                                   "top_k": 0 if not s.greedy else 1, "min_p": 0.0, "repeat_penalty": 1.0,
@@ -276,26 +292,32 @@ class LlamaCppBackend:
             kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
         if s.json_schema is not None:
             kwargs["grammar"] = self._grammar(s.json_schema)
-        t0 = time.perf_counter()
-        out = llm.create_completion(prompt=ids, **kwargs)
+        llm = free.get()  # an instance that is free (ctypes calls release the GIL: instances run in parallel)
+        try:
+            t0 = time.perf_counter()
+            out = llm.create_completion(prompt=ids, **kwargs)
+            latency = time.perf_counter() - t0
+        finally:
+            free.put(llm)
         choice, usage = out["choices"][0], out.get("usage") or {}
         return Completion(text=choice["text"], prompt_tokens=usage.get("prompt_tokens", len(ids)),
-                          completion_tokens=usage.get("completion_tokens"), latency_s=time.perf_counter() - t0,
+                          completion_tokens=usage.get("completion_tokens"), latency_s=latency,
                           model=self.model_id, finish_reason=choice.get("finish_reason"))
+
+    def _safe(self, text: str, s: Sampling) -> Completion:
+        try:
+            return self._one(text, s)
+        except Exception as e:  # record it per prompt, go on
+            log.exception("%s: prompt failed", self.model_id)
+            return error_completion(e, self.model_id)
 
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
-        with self._lock:
-            texts = [self.render(p) for p in prompts]
-            if sampling.json_schema is not None:
-                self._grammar(sampling.json_schema)  # a bad schema raises here, for every prompt
-            out = []
-            for text in texts:  # in order: consecutive windows share their prefix in the KV cache
-                try:
-                    out.append(self._one(text, sampling))
-                except Exception as e:  # record it per prompt, go on
-                    log.exception("%s: prompt failed", self.model_id)
-                    out.append(error_completion(e, self.model_id))
-            return out
-
+        texts = [self.render(p) for p in prompts]
+        if sampling.json_schema is not None:
+            self._grammar(sampling.json_schema)  # a bad schema raises here, for every prompt
+        if self.n_instances == 1 or len(texts) == 1:
+            return [self._safe(t, sampling) for t in texts]
+        with ThreadPoolExecutor(min(self.n_instances, len(texts))) as pool:
+            return list(pool.map(lambda t: self._safe(t, sampling), texts))
