@@ -56,7 +56,7 @@ def test_llm_config_validation_and_from_dict():
     assert c.concurrency == 64 and c.timeout == 180.0 and c.max_retries == 3 and c.batch_size == 8
     with pytest.raises(ConfigError, match="unknown field"):
         LLMConfig.from_dict({"backend": "fake", "temperature": 0})
-    for bad in (dict(backend="llamacpp"), dict(model=""), dict(base_url="localhost:8000"), dict(concurrency=0),
+    for bad in (dict(backend="llama.cpp"), dict(model=""), dict(base_url="localhost:8000"), dict(concurrency=0),
                 dict(timeout=0), dict(max_retries=-1), dict(batch_size=0), dict(dtype="int8"),
                 dict(structured_output="guided_json"), dict(extra_body=[1]), dict(num_threads=0)):
         with pytest.raises(ConfigError):
