@@ -287,7 +287,9 @@ def cpu_backend(model: str) -> str:
     """
     import importlib.util
 
-    gguf = model == "smollm2-offline" or str(model).endswith(".gguf")
+    from lazymem.llm.models import SMOLLM2_ALIAS
+
+    gguf = model == SMOLLM2_ALIAS or str(model).endswith(".gguf")
     return "llamacpp" if gguf and importlib.util.find_spec("llama_cpp") is not None else "transformers"
 
 

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
-from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, to_messages
+from lazymem.files import sha256_file
+from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 
 log = logging.getLogger("lazymem.llm")
@@ -53,14 +54,6 @@ def _require_llama_cpp():
     except ImportError as e:
         raise RuntimeError(f"backend='llamacpp' needs llama-cpp-python ({e}): {INSTALL}") from e
     return llama_cpp
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _source(model: str) -> tuple[Path, str]:
@@ -177,7 +170,7 @@ def gguf_for(model: str, adapter: str | None = None, quant: str = "q8_0", root: 
     src, hf_dir = _source(model)
     if adapter is None and quant == "original":
         return src
-    tag = hashlib.sha256(json.dumps([_FORMAT, _sha256(src), _adapter_identity(adapter) if adapter else None,
+    tag = hashlib.sha256(json.dumps([_FORMAT, sha256_file(src), _adapter_identity(adapter) if adapter else None,
                                      quant]).encode()).hexdigest()[:16]
     dest = (root or cache_root() / "models" / "gguf") / f"{src.stem}-{quant}-{tag}.gguf"
     if dest.is_file():
@@ -287,8 +280,6 @@ class LlamaCppBackend:
                                   "seed": s.seed if s.seed is not None else -1,
                                   "stop": list(s.stop) if s.stop else None}
         if s.logit_bias:
-            from lazymem.llm.base import bias_token_ids
-
             kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
         if s.json_schema is not None:
             kwargs["grammar"] = self._grammar(s.json_schema)

@@ -45,6 +45,11 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name.replace("/", "__"))
 
 
+def prompt_tag(prefix: str, prompt_name: str | None) -> str:
+    """Short hash of an encoder prompt (literal prefix, named prompt) for cache namespaces."""
+    return hashlib.sha256(f"{prefix}\x00{prompt_name}".encode()).hexdigest()[:8]
+
+
 def resolve_model(name: str) -> str:
     """What to hand SentenceTransformer: the shipped MiniLM directory for the alias, else `name`."""
     if name == OFFLINE_MINILM:
@@ -123,8 +128,7 @@ class DenseEncoder:
     @property
     def query_namespace(self) -> str:
         """Cache directory name of query vectors: the model plus a hash of the query prompt."""
-        tag = hashlib.sha256(f"{self.query_prefix}\x00{self.query_prompt_name}".encode()).hexdigest()[:8]
-        return f"{model_slug(self.model_name)}-query{tag}"
+        return f"{model_slug(self.model_name)}-query{prompt_tag(self.query_prefix, self.query_prompt_name)}"
 
     @property
     def namespace(self) -> str:
@@ -132,8 +136,7 @@ class DenseEncoder:
         slug = model_slug(self.model_name)
         if self.doc_prefix or self.doc_prompt_name:
             # A prompt changes every vector, so it must not share rows with the plain model.
-            tag = hashlib.sha256(f"{self.doc_prefix}\x00{self.doc_prompt_name}".encode()).hexdigest()[:8]
-            slug = f"{slug}-doc{tag}"
+            slug = f"{slug}-doc{prompt_tag(self.doc_prefix, self.doc_prompt_name)}"
         return slug
 
     @property

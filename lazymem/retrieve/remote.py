@@ -18,7 +18,6 @@ the environment variable named by ``api_key_env`` and never written anywhere.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from lazymem.errors import ConfigError
-from lazymem.retrieve.dense import model_slug
+from lazymem.retrieve.dense import model_slug, prompt_tag
 
 
 class RemoteEncoder:
@@ -77,17 +76,14 @@ class RemoteEncoder:
                                   max_retries=self.max_retries)
         return self._client
 
-    def _tag(self, prefix: str) -> str:
-        return hashlib.sha256(f"{prefix}\x00None".encode()).hexdigest()[:8]
-
     @property
     def namespace(self) -> str:
         slug = f"openai-{model_slug(self.model_name)}"
-        return f"{slug}-doc{self._tag(self.doc_prefix)}" if self.doc_prefix else slug
+        return f"{slug}-doc{prompt_tag(self.doc_prefix, None)}" if self.doc_prefix else slug
 
     @property
     def query_namespace(self) -> str:
-        return f"openai-{model_slug(self.model_name)}-query{self._tag(self.query_prefix)}"
+        return f"openai-{model_slug(self.model_name)}-query{prompt_tag(self.query_prefix, None)}"
 
     @property
     def dim(self) -> int:
