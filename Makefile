@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: demo test test-fast env chromium bench-retrieval clean-env lazymem-135m
+.PHONY: demo test test-fast env chromium bench-retrieval bench-pipeline bench-embedding clean-env lazymem-135m
 
 env: $(STAMP)
 
@@ -49,6 +49,14 @@ lazymem-135m: $(STAMP)
 
 bench-retrieval: $(STAMP)
 	$(OFFLINE) $(BIN)/lazymem bench retrieval --out figures/bench_retrieval.json
+
+# the demo's query path per stage on each engine (transformers one window at a time / batched,
+# llama.cpp one instance / one per thread), then the demo eval cold vs warm (~15 min on 2 cores)
+bench-pipeline: $(STAMP)
+	$(OFFLINE) $(BIN)/lazymem bench pipeline --out figures/bench_pipeline.json
+
+bench-embedding: $(STAMP)
+	$(OFFLINE) $(BIN)/lazymem bench embedding --out figures/bench_embedding.json
 
 clean-env:
 	rm -rf $(VENV)

@@ -5,6 +5,8 @@
     lazymem retrieve SPEC --question ID [--w 2] [--json]
     lazymem coverage SPEC [--k 50] [--w 0,1,2,3] [--json] [--out FILE]
     lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
+    lazymem bench pipeline [--config configs/eval_demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
+    lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
     lazymem eval [CONFIG] [--out DIR] [...]
     lazymem eval-table --config FILE [--set only=[row]]
     lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
@@ -155,15 +157,6 @@ def cmd_coverage(args) -> int:
     return 0
 
 
-def cmd_bench_retrieval(args) -> int:
-    from lazymem.bench import DEFAULT_LONGMEMEVAL, bench_retrieval
-
-    lme = args.longmemeval if args.longmemeval else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
-    bench_retrieval(sizes=_ints(args.sizes), longmemeval_path=None if lme == "none" else lme, n_queries=args.n_queries,
-                    config=_retrieval_config(args), out=args.out, max_embed_messages=args.max_embed_messages)
-    return 0
-
-
 def cmd_notebooks_run(args) -> int:
     from lazymem.notebooks import parse_param, results_table, run_grid
 
@@ -286,16 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     window_opts(s, "0,1,2,3")
     s.set_defaults(func=cmd_coverage)
 
-    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
-    s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
-    s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
-    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file for the ~400-message haystack ('none' to skip)")
-    s.add_argument("--n-queries", type=int, default=20)
-    s.add_argument("--max-embed-messages", type=int, default=None,
-                   help="histories longer than this and not yet cached get random stand-in embeddings")
-    s.add_argument("--out", default="figures/bench_retrieval.json")
-    retrieval_opts(s)
-    s.set_defaults(func=cmd_bench_retrieval)
+    from lazymem.bench.cli import add_bench_parser
+    add_bench_parser(sub, retrieval_opts)
 
     from lazymem.eval import build_parser as eval_parser
     from lazymem.eval.report import build_parser as report_parser

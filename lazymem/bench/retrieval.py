@@ -41,7 +41,7 @@ from lazymem.retrieve import (
 from lazymem.stats import percentiles
 from lazymem.text import text_hash, tokenize
 
-DEFAULT_LONGMEMEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "s_fragment_3haystacks.json"
+DEFAULT_LONGMEMEVAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "longmemeval" / "s_fragment_3haystacks.json"
 
 
 def _queries(history: History, questions: Sequence[str], n: int, seed: int) -> list[str]:

@@ -1,0 +1,73 @@
+"""``lazymem bench retrieval|pipeline|embedding``: the parsers and thin handlers (logic in the modules)."""
+from __future__ import annotations
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in str(text).split(",") if x.strip()]
+
+
+def cmd_bench_retrieval(args) -> int:
+    from lazymem.bench.retrieval import DEFAULT_LONGMEMEVAL, bench_retrieval
+    from lazymem.cli import _retrieval_config
+
+    lme = args.longmemeval if args.longmemeval else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
+    bench_retrieval(sizes=_ints(args.sizes), longmemeval_path=None if lme == "none" else lme, n_queries=args.n_queries,
+                    config=_retrieval_config(args), out=args.out, max_embed_messages=args.max_embed_messages)
+    return 0
+
+
+def cmd_bench_pipeline(args) -> int:
+    from lazymem.bench.pipeline import bench_pipeline
+
+    bench_pipeline(args.config, overrides=args.set, limit=args.limit,
+                   engine_names=[e for e in args.engines.split(",") if e] if args.engines else None,
+                   threads=args.threads, do_cold_warm=not args.no_cold_warm, out=args.out,
+                   figure_dir=None if args.no_figure else args.figure_dir)
+    return 0
+
+
+def cmd_bench_embedding(args) -> int:
+    from lazymem.bench.embedding import bench_embedding
+
+    bench_embedding(n_texts=args.texts, batch_sizes=_ints(args.batch_sizes),
+                    threads=_ints(args.threads) if args.threads else None, n_queries=args.queries,
+                    model=args.dense_model, longmemeval_path=args.longmemeval, out=args.out)
+    return 0
+
+
+def add_bench_parser(sub, retrieval_opts) -> None:
+    """Add ``bench`` and its subcommands to the ``lazymem`` parser (``retrieval_opts`` adds the retrieval flags)."""
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
+    s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
+    s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
+    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file for the ~400-message haystack ('none' to skip)")
+    s.add_argument("--n-queries", type=int, default=20)
+    s.add_argument("--max-embed-messages", type=int, default=None,
+                   help="histories longer than this and not yet cached get random stand-in embeddings")
+    s.add_argument("--out", default="figures/bench_retrieval.json")
+    retrieval_opts(s)
+    s.set_defaults(func=cmd_bench_retrieval)
+
+    s = bench.add_parser("pipeline", help="seconds a question by stage for each engine, and the eval cold vs warm")
+    s.add_argument("--config", default="configs/eval_demo.yaml", help="an eval config (lazymem eval format)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
+    s.add_argument("--limit", type=int, default=None, help="questions (default: the config's limit)")
+    s.add_argument("--engines", default=None,
+                   help="comma list of transformers_sequential, transformers_batched, llamacpp, llamacpp_parallel "
+                        "(default: all)")
+    s.add_argument("--threads", type=int, default=None, help="CPU threads of every engine (default: all cores)")
+    s.add_argument("--no-cold-warm", action="store_true", help="skip the eval cold vs warm (two fresh processes)")
+    s.add_argument("--out", default="figures/bench_pipeline.json")
+    s.add_argument("--figure-dir", default="figures", help="where the figure goes (HTML + PNG)")
+    s.add_argument("--no-figure", action="store_true")
+    s.set_defaults(func=cmd_bench_pipeline)
+
+    s = bench.add_parser("embedding", help="first-time embedding throughput and one query's encode cost")
+    s.add_argument("--texts", type=int, default=512, help="distinct message texts to embed")
+    s.add_argument("--batch-sizes", default="16,64,128")
+    s.add_argument("--threads", default=None, help="comma list of torch thread counts (default: 1 and all cores)")
+    s.add_argument("--queries", type=int, default=30)
+    s.add_argument("--dense-model", default=None, help="default: the retrieval default (MiniLM, offline)")
+    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file (default: ../shared/data's fragment)")
+    s.add_argument("--out", default="figures/bench_embedding.json")
+    s.set_defaults(func=cmd_bench_embedding)
