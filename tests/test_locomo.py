@@ -218,3 +218,27 @@ def test_small_file_round_trip(tmp_path):
 def test_repair_evidence_id_normalises_format_quirks(ids, sep):
     raw = sep.join(f"D{':' if colon else ''}{s}:{str(t).zfill(len(str(t)) + zeros)}" for s, t, zeros, colon in ids)
     assert repair_evidence_id(raw) == [f"D{s}:{t}" for s, t, _, _ in ids]
+
+
+def test_porter_stems_persist_so_a_warm_rerun_never_imports_nltk(tmp_path, monkeypatch):
+    from lazymem.eval import f1
+
+    monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path))
+    first = f1._StemMemo()
+    assert [first.stem(w) for w in ("running", "went", "hikes")] == ["run", "went", "hike"]
+    first.save()
+    assert first.path().parent == tmp_path / "stems" and first.path().name.startswith("porter-nltk")
+
+    def no_nltk():
+        raise AssertionError("NLTK was loaded for a stem already on disk")
+
+    monkeypatch.setattr(f1, "_stemmer", no_nltk)
+    again = f1._StemMemo()  # a new process: only the file
+    assert [again.stem(w) for w in ("running", "went", "hikes")] == ["run", "went", "hike"]
+    with pytest.raises(AssertionError, match="NLTK was loaded"):
+        again.stem("swimming")  # a new word still goes to NLTK
+    # a damaged file is a cold cache, not an error
+    first.path().write_text("{not json")
+    monkeypatch.undo()
+    monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path))
+    assert f1._StemMemo().stem("running") == "run"

@@ -5,9 +5,13 @@
 """
 from __future__ import annotations
 
+import atexit
 import functools
+import json
+import os
 import re
 import string
+import threading
 from collections import Counter
 
 # ---------------------------------------------------------------------------------------
@@ -30,9 +34,76 @@ def _stemmer():
     return PorterStemmer()
 
 
+class _StemMemo:
+    """Porter stems kept on disk beside the other caches, so a rerun whose answers and gold
+    were all seen before never imports NLTK (its package init pulls scipy and sklearn: ~2.5 s,
+    most of a warm eval). One JSON file per NLTK version; a stem is a pure function of the word
+    and that version. New stems are merged into the file at exit (atomic replace); an
+    unwritable cache only loses the speed-up."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._path = None
+        self._stems: dict[str, str] | None = None
+        self._new = 0
+
+    def path(self):
+        if self._path is None:
+            from importlib.metadata import PackageNotFoundError, version
+
+            from lazymem.paths import cache_root
+
+            try:
+                v = version("nltk")
+            except PackageNotFoundError:
+                v = "missing"
+            self._path = cache_root() / "stems" / f"porter-nltk{v}.json"
+        return self._path
+
+    def _load(self) -> dict[str, str]:
+        if self._stems is None:
+            try:
+                self._stems = dict(json.loads(self.path().read_text()))
+            except (OSError, ValueError, TypeError):
+                self._stems = {}
+            atexit.register(self.save)
+        return self._stems
+
+    def stem(self, word: str) -> str:
+        with self._lock:
+            stems = self._load()
+            out = stems.get(word)
+            if out is None:
+                out = stems[word] = _stemmer().stem(word)
+                self._new += 1
+            return out
+
+    def save(self) -> None:
+        """Merge this process's new stems into the file (other processes may have added theirs)."""
+        with self._lock:
+            if not self._new or self._stems is None:
+                return
+            path = self.path()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    merged = {**dict(json.loads(path.read_text())), **self._stems}
+                except (OSError, ValueError, TypeError):
+                    merged = dict(self._stems)
+                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(merged, sort_keys=True))
+                os.replace(tmp, path)
+                self._new = 0
+            except OSError:
+                pass
+
+
+_STEMS = _StemMemo()
+
+
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _stemmer().stem(word)
+    return _STEMS.stem(word)
 
 
 def normalize_answer(s: str) -> str:
