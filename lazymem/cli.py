@@ -280,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_coverage)
 
     from lazymem.bench.cli import add_bench_parser
-    add_bench_parser(sub, retrieval_opts)
+    add_bench_parser(sub, retrieval_opts, _retrieval_config)
 
     from lazymem.eval import build_parser as eval_parser
     from lazymem.eval.report import build_parser as report_parser

@@ -51,7 +51,7 @@ ALLOWED = {
     "eval": _STAGES | {"pipeline"},
     "train": _STAGES | {"pipeline"},
     "viz": {"ground"},
-    "bench": _STAGES,
+    "bench": _STAGES | {"pipeline", "eval", "viz"},
     "notebooks": _STAGES | {"pipeline", "eval", "train", "viz"},
     "demo": _STAGES | {"pipeline", "eval", "train", "viz"},
     "cli": _STAGES | {"pipeline", "eval", "train", "viz", "bench", "notebooks", "demo"},

@@ -1,18 +1,19 @@
 """``lazymem bench retrieval|pipeline|embedding``: the parsers and thin handlers (logic in the modules)."""
 from __future__ import annotations
 
+import functools
+
 
 def _ints(text: str) -> list[int]:
     return [int(x) for x in str(text).split(",") if x.strip()]
 
 
-def cmd_bench_retrieval(args) -> int:
+def cmd_bench_retrieval(args, retrieval_config) -> int:
     from lazymem.bench.retrieval import DEFAULT_LONGMEMEVAL, bench_retrieval
-    from lazymem.cli import _retrieval_config
 
     lme = args.longmemeval if args.longmemeval else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
     bench_retrieval(sizes=_ints(args.sizes), longmemeval_path=None if lme == "none" else lme, n_queries=args.n_queries,
-                    config=_retrieval_config(args), out=args.out, max_embed_messages=args.max_embed_messages)
+                    config=retrieval_config(args), out=args.out, max_embed_messages=args.max_embed_messages)
     return 0
 
 
@@ -35,8 +36,9 @@ def cmd_bench_embedding(args) -> int:
     return 0
 
 
-def add_bench_parser(sub, retrieval_opts) -> None:
-    """Add ``bench`` and its subcommands to the ``lazymem`` parser (``retrieval_opts`` adds the retrieval flags)."""
+def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
+    """Add ``bench`` and its subcommands to the ``lazymem`` parser (``retrieval_opts`` adds the retrieval
+    flags, ``retrieval_config(args)`` reads them back)."""
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
     s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
     s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
@@ -46,7 +48,7 @@ def add_bench_parser(sub, retrieval_opts) -> None:
                    help="histories longer than this and not yet cached get random stand-in embeddings")
     s.add_argument("--out", default="figures/bench_retrieval.json")
     retrieval_opts(s)
-    s.set_defaults(func=cmd_bench_retrieval)
+    s.set_defaults(func=functools.partial(cmd_bench_retrieval, retrieval_config=retrieval_config))
 
     s = bench.add_parser("pipeline", help="seconds a question by stage for each engine, and the eval cold vs warm")
     s.add_argument("--config", default="configs/eval_demo.yaml", help="an eval config (lazymem eval format)")
