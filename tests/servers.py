@@ -1,6 +1,7 @@
 """Helpers for tests that need a real server process on the loopback interface."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -70,7 +71,29 @@ except ImportError:  # pragma: no cover - fastapi comes with transformers' serve
     Request = None
 
 
-class EmbeddingServer:
+class _ThreadedApp:
+    """Runs ``self.app`` (FastAPI) with uvicorn in a thread on a free loopback port: ``with S() as url``."""
+
+    def __enter__(self) -> str:
+        import uvicorn
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            if time.time() > deadline:
+                raise RuntimeError(f"{type(self).__name__} did not start in 30 s")
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class EmbeddingServer(_ThreadedApp):
     """A real OpenAI-compatible ``/v1/embeddings`` server (FastAPI + uvicorn, in a thread) that
     embeds with a local sentence-transformers model, as vLLM or TEI would on a GPU node. It
     returns vectors NOT normalised (so clients must), answers 401 without the right key when
@@ -104,20 +127,49 @@ class EmbeddingServer:
 
         self.app = app
 
-    def __enter__(self) -> str:
-        import uvicorn
 
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.time() + 30
-        while not self.server.started:
-            if time.time() > deadline:
-                raise RuntimeError("embedding server did not start in 30 s")
-            time.sleep(0.05)
-        return f"http://127.0.0.1:{self.port}/v1"
+def new_messages(body: dict) -> list[str]:
+    """The lines of the "## New Messages" section of Mem0's extraction prompt in a chat request."""
+    prompt = "\n".join(m["content"] for m in body.get("messages", []) if m.get("role") == "user")
+    section = prompt.split("## New Messages\n", 1)[1] if "## New Messages\n" in prompt else ""
+    return [line for line in section.split("\n\n## ", 1)[0].splitlines() if line.strip()]
 
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+
+def mem0_extraction(body: dict) -> str:
+    """A scripted Mem0 extractor: the last user line of the new messages as the one memory
+    ({"memory": [{"text": ...}]}, the reply format of Mem0's ADDITIVE_EXTRACTION_PROMPT); none without one."""
+    users = [line[len("user: "):] for line in new_messages(body) if line.startswith("user: ")]
+    return json.dumps({"memory": [{"text": users[-1]}] if users else []})
+
+
+class ChatServer(_ThreadedApp):
+    """A real OpenAI-compatible ``/v1/chat/completions`` server (FastAPI + uvicorn, in a thread)
+    whose reply to each request is ``reply(body)`` of its JSON body (default ``mem0_extraction``),
+    where a local llama.cpp or vLLM server would run a model. It keeps every request body, answers
+    401 without the right key when started with one, and 500 when ``reply`` raises."""
+
+    def __init__(self, reply=None, api_key: str | None = None):
+        from fastapi import FastAPI
+        from fastapi.responses import JSONResponse
+
+        self.reply, self.api_key = reply or mem0_extraction, api_key
+        self.requests: list[dict] = []
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request):
+            if api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
+                return JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
+            body = await request.json()
+            self.requests.append(body)
+            try:
+                text = self.reply(body)
+            except Exception as e:
+                return JSONResponse({"error": {"message": f"{type(e).__name__}: {e}"}}, status_code=500)
+            return {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split()),
+                              "total_tokens": len(text.split())}}
+
+        self.app = app

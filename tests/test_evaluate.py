@@ -803,6 +803,8 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
     for role in ("mpm", "answer"):
         del d["pipeline"][role]["adapter"]  # what a config looked like before the field existed
     del d["judge_json_mode"], d["pipeline"]["nanomemory_top_k"]  # the same
+    for k in ("mem0_top_k", "mem0_chunk", "mem0_observation_date"):
+        del d["pipeline"][k]  # and Mem0's settings (method mem0 came later still)
     import hashlib
     import json
 

@@ -165,11 +165,14 @@ def config_fingerprint(config: EvalConfig) -> str:
     for k in _OPERATIONAL["retrieval"]:
         p["retrieval"].pop(k, None)
     # Fields added later leave older runs resumable where they change nothing: the judge's JSON
-    # mode without a judge, NanoMemory's top-k for other methods.
+    # mode without a judge, NanoMemory's and Mem0's settings for other methods.
     if d.get("judge") == "none":
         d.pop("judge_json_mode", None)
     if p.get("method") != "nanomemory":
         p.pop("nanomemory_top_k", None)
+    if p.get("method") != "mem0":
+        for k in [k for k in p if k.startswith("mem0_")]:
+            p.pop(k)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 

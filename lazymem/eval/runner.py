@@ -264,6 +264,7 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
         run_info["error"] = f"{type(e).__name__}: {e}"[:2000]
         raise
     finally:
+        pipeline.close()
         if bar is not None:
             bar.close()
         records, _ = read_records(records_path)

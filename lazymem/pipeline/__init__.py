@@ -3,7 +3,9 @@
 - ``config``: ``PipelineConfig`` (method, retrieval, window, models, decoding) and the methods;
 - ``query``: ``LazyMemPipeline`` (``answer`` runs all four steps, ``process`` the first three) and
   ``question_windows`` (retrieval + windows of one question without a pipeline object);
-- ``results``: ``QueryResult`` and ``WindowResult``, what a run records.
+- ``results``: ``QueryResult`` and ``WindowResult``, what a run records;
+- ``baselines`` (Oracle Session, NanoMemory) and ``mem0`` (Mem0 run locally: ``Mem0Store``, imported
+  only by method ``mem0``): methods that build their memory their own way.
 """
 from lazymem.pipeline.config import (
     COMPRESSED_METHODS,

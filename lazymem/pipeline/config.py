@@ -3,7 +3,10 @@
 Methods (``PipelineConfig.method``) share retrieval and answering: ``lazymem`` (MPM
 construction), ``extractive`` (the training-free ExtractiveProcessor instead of a model),
 ``rag`` (the paper's RAG TopN baseline: the pool's messages verbatim, chronologically),
-``oracle_turn`` (the gold evidence messages) and ``full`` (the whole history).
+``oracle_turn`` (the gold evidence messages), ``oracle_session`` (the gold sessions),
+``nanomemory`` (lazymem.pipeline.baselines), ``mem0`` (a write-time baseline: Mem0, PyPI
+``mem0ai``, ingests each history once with its own LLM calls to the ``mpm`` server, and a
+question is answered from ``Memory.search``; lazymem.pipeline.mem0) and ``full`` (the whole history).
 
 >>> PipelineConfig.from_dict({"method": "rag", "retrieval": {"n": 20}}).retrieval.n
 20
@@ -19,7 +22,7 @@ from lazymem.errors import ConfigError, check_fields
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.retrieve import RetrievalConfig, WindowConfig
 
-METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "oracle_session", "nanomemory", "full")
+METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "oracle_session", "nanomemory", "mem0", "full")
 COMPRESSED_METHODS = ("lazymem", "extractive")  # answered with the compressed-memory prompt
 RETRIEVING_METHODS = ("lazymem", "extractive", "rag")
 ROLES = ("mpm", "answer", "judge")
@@ -30,6 +33,8 @@ ROLES = ("mpm", "answer", "judge")
 # cap is ours (the paper's answerer is Qwen3-32B in thinking mode: leave room for the trace).
 DEFAULT_MPM_SAMPLING = Sampling(temperature=0.0, max_tokens=3072)
 DEFAULT_ANSWER_SAMPLING = Sampling(temperature=0.0, max_tokens=1024)
+MEM0_SERVE_HINT = ("`python -m llama_cpp.server --model X.gguf --port 8000` (pip install 'llama-cpp-python[server]'; "
+                   "base_url http://127.0.0.1:8000/v1, mpm.model: the name it serves) or `vllm serve MODEL --port 8000`")
 
 
 def _h(text: str) -> dict:
@@ -77,6 +82,13 @@ class PipelineConfig:
                     "its neighbour sub-window are shown as previous_bridge / next_bridge"))
     extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig, metadata=_h("method extractive: threshold, mode"))
     nanomemory_top_k: int = field(default=10, metadata=_h("method nanomemory: sessions shown to its pruning call (paper: 10)"))
+    mem0_top_k: int = field(default=30, metadata=_h(
+        "method mem0: memories Memory.search returns (Mem0's LoCoMo evaluation: --top_k 30)"))
+    mem0_chunk: int = field(default=2, metadata=_h(
+        "method mem0: consecutive messages of one session per Memory.add call (Mem0's LoCoMo evaluation: 2)"))
+    mem0_observation_date: bool = field(default=True, metadata=_h(
+        "method mem0: give each add call its session's date as the Observation Date (custom instructions); "
+        "false = stock OSS Mem0, whose extraction prompt dates every message today"))
 
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
@@ -105,6 +117,17 @@ class PipelineConfig:
              and self.nanomemory_top_k >= 1, "nanomemory_top_k", "must be an integer >= 1")
         need(self.method != "nanomemory" or self.retrieval.dense_model is not None, "method",
              "nanomemory ranks sessions by dense similarity: set retrieval.dense_model")
+        for name in ("mem0_top_k", "mem0_chunk"):
+            v = getattr(self, name)
+            need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, "must be an integer >= 1")
+        need(isinstance(self.mem0_observation_date, bool), "mem0_observation_date", "must be true or false")
+        # Mem0 makes its own LLM calls (its 'openai' provider), so the mpm role must name a server.
+        need(self.method != "mem0" or self.mpm.backend == "openai", "method",
+             f"mem0 calls its LLM through Mem0's 'openai' provider, not mpm.backend={self.mpm.backend!r}: set "
+             f"mpm.backend: openai and mpm.base_url to a local OpenAI-compatible server, e.g. {MEM0_SERVE_HINT}")
+        need(self.method != "mem0" or bool(self.mpm.base_url), "method",
+             f"mem0 needs mpm.base_url (unset, Mem0 would call api.openai.com): serve a model locally, e.g. "
+             f"{MEM0_SERVE_HINT}")
 
     @classmethod
     def from_dict(cls, values: Mapping) -> "PipelineConfig":

@@ -48,6 +48,7 @@ from lazymem.retrieve import RetrievalConfig, Window, WindowConfig, build_window
 
 if TYPE_CHECKING:
     from lazymem.llm import LLMClient
+    from lazymem.pipeline.mem0 import Mem0Store
     from lazymem.retrieve import Pool, Retriever
 
 
@@ -96,6 +97,7 @@ class LazyMemPipeline:
         self._retrieve_lock = threading.Lock()  # the retriever's index cache is not thread-safe
         self._processor = ExtractiveProcessor(config.extractive) if config.method == "extractive" else None
         self._nano = None  # NanoMemory's session index, created on first use
+        self._mem0 = None  # method mem0's Mem0Store, created on first use
 
     # lazily created parts
 
@@ -128,6 +130,21 @@ class LazyMemPipeline:
                 self._retriever = Retriever(self.config.retrieval)
             return self._retriever
 
+    @property
+    def mem0(self) -> "Mem0Store":
+        """Method mem0's stores (lazymem.pipeline.mem0); the first use imports mem0ai and loads its embedder."""
+        with self._lock:
+            if self._mem0 is None:
+                from lazymem.pipeline.mem0 import Mem0Store
+
+                self._mem0 = Mem0Store(self.config)
+            return self._mem0
+
+    def close(self) -> None:
+        """Release what stays open between questions (method mem0: its store folder's lock)."""
+        if self._mem0 is not None:
+            self._mem0.close()
+
     def warm_up(self) -> "LazyMemPipeline":
         """Load the encoder, reranker and in-process models now, so no question's latency
         includes loading them (grammar compilation for structured decoding still happens on
@@ -135,6 +152,8 @@ class LazyMemPipeline:
         roles = ["answer"] + (["mpm"] if self.config.method in ("lazymem", "nanomemory") else [])
         if self.config.method in RETRIEVING_METHODS + ("nanomemory",) and hasattr(self.retriever, "warm_up"):
             self.retriever.warm_up()
+        if self.config.method == "mem0":
+            self.mem0  # a missing mem0ai stops a run here, before its first question
         for role in roles:
             client = self.client(role)
             if callable(getattr(client, "load_inner", None)):
@@ -278,9 +297,11 @@ class LazyMemPipeline:
             memory = text_memory([history[p] for p in oracle_session_positions(history, question)])
         elif c.method == "nanomemory":
             memory, baseline, error = self._nanomemory(history, question, timings)  # sets its own timings
+        elif c.method == "mem0":  # ingests the history once (store time), then searches; sets its own timings
+            memory, baseline, error = self.mem0.memory(history, question, timings)
         else:  # full
             memory = text_memory(history.messages)
-        if c.method != "nanomemory":
+        if c.method not in ("nanomemory", "mem0"):
             timings["processing"] = time.perf_counter() - t1
         load = self._load_s() - loaded
         if load > 0:  # a model loaded lazily on this question's first uncached call: not query latency

@@ -59,7 +59,7 @@ class QueryResult:
     stats: ConstructionStats | None  # gate and keep statistics (lazymem / extractive)
     timings: Mapping[str, float]  # wall seconds: retrieval, processing, answer, total (+ index when built)
     answer_think: str | None = None  # the answer's stripped <think> trace, when there was one
-    baseline: Mapping | None = None  # method-specific record (nanomemory: sessions shown, the pruning call)
+    baseline: Mapping | None = None  # method-specific record (nanomemory: sessions, pruning call; mem0: search, ingestion)
 
     @property
     def ok(self) -> bool:
