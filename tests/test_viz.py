@@ -182,10 +182,15 @@ def test_save_figures_warns_and_writes_html_when_png_impossible(tmp_path, monkey
                     reason="no Chromium for kaleido: apt-get install -y chromium")
 def test_save_figures_png(tmp_path, case):
     history, windows, verdicts = case
-    figs = {"strip": viz.window_strip(history, windows, gate=verdicts), "cov": viz.all_at_k_vs_w({0: 0.5})}
+    figs = {"strip": viz.window_strip(history, windows, gate=verdicts), "cov": viz.all_at_k_vs_w({0: 0.5}),
+            "sized": viz.all_at_k_vs_w({0: 0.5}).update_layout(width=900, height=420)}
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         out = viz.save_figures(figs, tmp_path)
     for name in figs:
         png = tmp_path / f"{name}.png"
         assert out[name]["png"] == str(png) and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import struct
+
+    # the image has the figure's own layout size, not kaleido's default 700 x 500
+    assert struct.unpack(">II", (tmp_path / "sized.png").read_bytes()[16:24]) == (900, 420)

@@ -43,7 +43,10 @@ def save_figures(figures: Mapping[str, Any], out_dir: str | Path = "figures", pn
         try:
             import kaleido  # noqa: F401  (fail here with ImportError rather than deep inside plotly)
 
-            pio.write_images(list(figures.values()), paths)
+            figs = list(figures.values())
+            # kaleido draws at plotly's default 700 x 500 unless told: use each figure's own layout size
+            pio.write_images(figs, paths, width=[getattr(f.layout, "width", None) for f in figs],
+                             height=[getattr(f.layout, "height", None) for f in figs])
         except Exception as e:  # missing kaleido/Chromium surfaces as several exception types
             warnings.warn(f"PNG not written for {', '.join(figures)} ({type(e).__name__}: {str(e)[:200]}); "
                           f"HTML only. Fix: {PNG_FIX}", RuntimeWarning, stacklevel=2)
