@@ -54,3 +54,14 @@ def test_wrong_answer_rule_and_run_counts():
     d = drill_down(rec(kept=()), TEXTS)
     assert d["gold"] == [{"pos": 1, "text": TEXTS[1], "candidate": True, "op": "DROP", "kept_as": None}]
     assert d["attribution"]["stage"] == "editing loss"
+
+
+def test_mem0_misses_and_losses():
+    # Mem0: gold outside the chunks its returned memories came from is a retrieval miss (gold_shown)
+    m = rec(method="mem0", windows=(), decisions=[], baseline={"gold_shown": 0})
+    assert attribute(m, TEXTS)["stage"] == "retrieval miss"
+    # returned, but its extracted fact lost the answer's key content: an editing loss, not a QA error
+    m = rec(method="mem0", windows=(), decisions=[], baseline={"gold_shown": 1}, memory="[May 2023] moved abroad")
+    assert attribute(m, TEXTS)["stage"] == "editing loss"
+    m = rec(method="mem0", windows=(), decisions=[], baseline={"gold_shown": 1}, memory="[May 2023] moved to Lisbon")
+    assert attribute(m, TEXTS)["stage"] == "QA error"

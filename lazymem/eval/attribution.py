@@ -14,7 +14,7 @@ from a record, in pipeline order:
 Questions without gold evidence (abstention, LoCoMo category 5) are ``no gold evidence``.
 A record counts as wrong when its judge label is False (unparseable replies are already
 False), or, without a judge, when its F1 (LoCoMo official, else the proxy) is below
-``f1_threshold`` (0.5). Methods that do not edit (RAG, oracles) never get an editing loss.
+``f1_threshold`` (0.5). Methods that do not edit (RAG, oracles) never get an editing loss; for NanoMemory and Mem0 (they rewrite) only the key-content check applies, and a gold message outside what they showed (sessions; the chunks behind the returned memories) is a retrieval miss.
 
 >>> rec = {"status": "ok", "method": "rag", "question": {"evidence": [3], "answer": "Lisbon", "type": "t"},
 ...        "pool": {"positions": [1, 2]}, "judge": {"label": False}, "windows": [], "decisions": [], "memory": ""}
@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 from lazymem.eval.f1 import answer_tokens
 
 STAGES = ("retrieval miss", "editing loss", "QA error")
-EDITING_METHODS = ("lazymem", "extractive", "nanomemory")
+EDITING_METHODS = ("lazymem", "extractive", "nanomemory", "mem0")
 
 
 def is_wrong(rec: Mapping, f1_threshold: float = 0.5) -> bool | None:
@@ -71,7 +71,9 @@ def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_t
         out["stage"] = "no gold evidence"
         return out
     cand = candidates(rec)
-    if rec.get("method") == "nanomemory" and rec.get("baseline"):
+    if rec.get("method") in ("nanomemory", "mem0") and rec.get("baseline"):
+        # NanoMemory: gold in the sessions it showed its pruning call; Mem0: gold in the chunks the
+        # memories its search returned were extracted from
         shown = rec["baseline"].get("gold_shown")
         out["gold_candidates"] = shown
         if shown is not None and shown < len(gold):
@@ -84,7 +86,7 @@ def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_t
             return out
     if rec.get("method") in EDITING_METHODS:
         kept = {d["pos"] for d in rec.get("decisions") or () if d["op"] == "KEEP"}
-        if rec.get("method") != "nanomemory":
+        if rec.get("method") not in ("nanomemory", "mem0"):  # they rewrite; only the key-token check applies
             out["gold_kept"] = len(gold & kept)
             if not gold <= kept:
                 out["stage"] = "editing loss"
