@@ -14,7 +14,9 @@ from a record, in pipeline order:
 Questions without gold evidence (abstention, LoCoMo category 5) are ``no gold evidence``.
 A record counts as wrong when its judge label is False (unparseable replies are already
 False), or, without a judge, when its F1 (LoCoMo official, else the proxy) is below
-``f1_threshold`` (0.5). Methods that do not edit (RAG, oracles) never get an editing loss; for NanoMemory and Mem0 (they rewrite) only the key-content check applies, and a gold message outside what they showed (sessions; the chunks behind the returned memories) is a retrieval miss.
+``f1_threshold`` (0.5). Methods that do not edit (RAG, oracles) never get an editing loss;
+for NanoMemory and Mem0 (they rewrite) only the key-content check applies, and a gold message
+outside what they showed (sessions; the chunks behind Mem0's returned memories) is a retrieval miss.
 
 >>> rec = {"status": "ok", "method": "rag", "question": {"evidence": [3], "answer": "Lisbon", "type": "t"},
 ...        "pool": {"positions": [1, 2]}, "judge": {"label": False}, "windows": [], "decisions": [], "memory": ""}
