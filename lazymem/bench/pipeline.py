@@ -241,16 +241,10 @@ def bench_pipeline(config_path: str | os.PathLike = "configs/eval_demo.yaml", ov
         result["agreement_with_reference"] = {n: _agreement(kept[ref], kept[n]) for n in ran if n != ref}
     if do_cold_warm:
         result["cold_warm"] = cold_warm(config_path, [*overrides, *([f"limit={limit}"] if limit else [])], progress)
-    from importlib.metadata import PackageNotFoundError, version
-
-    def v(p):
-        try:
-            return version(p)
-        except PackageNotFoundError:
-            return None
+    from lazymem.runinfo import package_versions
 
     result["machine"] = {"platform": platform.platform(), "python": platform.python_version(),
-                         "versions": {p: v(p) for p in ("torch", "transformers", "peft", "llama-cpp-python")}}
+                         "versions": package_versions(("torch", "transformers", "peft", "llama-cpp-python"))}
     result["wall_s"] = round(time.perf_counter() - t_start, 1)
     result["loadavg_1_5_15"] = {"start": load_before, "end": os.getloadavg() if hasattr(os, "getloadavg") else None}
     if out is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import atexit
 import functools
 import json
-import os
 import re
 import string
 import threading
@@ -80,6 +79,8 @@ class _StemMemo:
 
     def save(self) -> None:
         """Merge this process's new stems into the file (other processes may have added theirs)."""
+        from lazymem.files import write_atomic
+
         with self._lock:
             if not self._new or self._stems is None:
                 return
@@ -90,9 +91,7 @@ class _StemMemo:
                     merged = {**dict(json.loads(path.read_text())), **self._stems}
                 except (OSError, ValueError, TypeError):
                     merged = dict(self._stems)
-                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(merged, sort_keys=True))
-                os.replace(tmp, path)
+                write_atomic(path, json.dumps(merged, sort_keys=True))
                 self._new = 0
             except OSError:
                 pass
