@@ -289,30 +289,69 @@ def test_keep_probe_teacher_forces_the_gold_trace(tiny):
     assert recalls == sorted(recalls) and all(0.0 <= t["mean_r_act"] <= 1.0 for t in ts)
 
 
-def test_a_time_budget_ends_grpo_with_a_checkpoint_and_the_device_script_keeps_it(tiny, tmp_path):
-    """scripts/device_grpo.py (what a leased GPU runs) on the tiny model: a spent budget stops the real
-    GRPO trainer after its first step, with a checkpoint to resume from and the adapter copied out."""
+def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_stage(tiny, tmp_path):
+    """scripts/device_train.py (what a leased GPU runs) on the tiny model: a spent budget stops the real
+    SFT and GRPO trainers after their first step with a checkpoint, GRPO continues the SFT adapter,
+    each stage is evaluated on held-out windows and packed into OUT/<stage>.tar.gz at once."""
+    import importlib.util
+    import tarfile
+    from pathlib import Path
+
+    import yaml
+
+    sft = tmp_path / "sft.yaml"
+    sft.write_text(yaml.safe_dump({
+        "base": str(tiny), "lora": {"r": 4, "alpha": 8}, "data": _jsonl(tmp_path / "sft.jsonl", _sft_rows(8)),
+        "output_dir": str(tmp_path / "s"), "learning_rate": 1e-3, "warmup_ratio": 0.0, "max_steps": 3,
+        "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "save_steps": 5, "max_length": 256}))
+    grpo = tmp_path / "grpo.yaml"
+    grpo.write_text(yaml.safe_dump({
+        "base": str(tiny), "adapter": "replaced/by/the/sft/stage", "data": _jsonl(tmp_path / "rl.jsonl", _rl_rows(8)),
+        "output_dir": str(tmp_path / "g"), "learning_rate": 1e-4, "max_steps": 3, "beta": 0.0,
+        "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "num_generations": 2,
+        "max_completion_length": 4, "save_steps": 5, "eval_steps": 5, "max_validation_prompts": 2}))
+    script = Path(__file__).resolve().parents[1] / "scripts" / "device_train.py"
+    spec = importlib.util.spec_from_file_location("device_train", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "out"
+    held = _jsonl(tmp_path / "held.jsonl", _rl_rows(4))
+    assert mod.main(["--sft", str(sft), "--sft-budget-s", "0.001", "--grpo", str(grpo), "--grpo-budget-s", "0.001",
+                     "--min-stage-s", "0", "--eval-set", f"held={held}", "--eval-batch", "4",
+                     "--set", "grpo.max_completion_length=6", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped"] == [] and set(summary["stages"]) == {"sft", "grpo"}
+    for stage in ("sft", "grpo"):
+        rec = summary["stages"][stage]
+        assert rec["global_step"] == 1 and rec["stopped_by_budget_at_step"] == 1
+        assert rec["eval"]["held"]["windows"] == 4 and 0.0 <= rec["eval"]["held"]["gate_fmt"] <= 1.0
+        with tarfile.open(out / f"{stage}.tar.gz") as tar:
+            names = set(tar.getnames())
+        assert {f"{stage}/adapter_model.safetensors", f"{stage}/adapter_config.json", f"{stage}/train_result.json",
+                f"{stage}/eval/held/summary.json", f"{stage}/eval/held/windows.jsonl"} <= names
+    assert (tmp_path / "s" / "checkpoint-1").is_dir() and (tmp_path / "g" / "checkpoint-1").is_dir()
+    assert summary["stages"]["grpo"]["overrides"] == {"max_completion_length": 6, "adapter": str(tmp_path / "s" / "final")}
+    grpo_result = json.loads((tmp_path / "g" / "train_result.json").read_text())
+    assert grpo_result["recipe"]["adapter"] == str(tmp_path / "s" / "final")
+
+
+def test_the_device_script_skips_a_stage_past_its_deadline(tiny, tmp_path):
     import importlib.util
     from pathlib import Path
 
     import yaml
 
-    cfg = tmp_path / "grpo.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "base": str(tiny), "lora": {"r": 4, "alpha": 8}, "data": _jsonl(tmp_path / "rl.jsonl", _rl_rows(8)),
-        "output_dir": str(tmp_path / "g"), "learning_rate": 1e-4, "max_steps": 3, "beta": 0.0,
-        "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "num_generations": 2,
-        "max_completion_length": 4, "save_steps": 5, "eval_steps": 5, "max_validation_prompts": 2}))
-    script = Path(__file__).resolve().parents[1] / "scripts" / "device_grpo.py"
-    spec = importlib.util.spec_from_file_location("device_grpo", script)
+    sft = tmp_path / "sft.yaml"
+    sft.write_text(yaml.safe_dump({"base": str(tiny), "data": _jsonl(tmp_path / "sft.jsonl", _sft_rows(2)),
+                                   "output_dir": str(tmp_path / "s")}))
+    script = Path(__file__).resolve().parents[1] / "scripts" / "device_train.py"
+    spec = importlib.util.spec_from_file_location("device_train", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    out = tmp_path / "out"
-    assert mod.main(["--config", str(cfg), "--budget-s", "0.001", "--out", str(out)]) == 0
-    result = json.loads((out / "train_result.json").read_text())
-    assert result["global_step"] == 1 and result["recipe"]["max_steps"] == 3
-    assert (tmp_path / "g" / "checkpoint-1").is_dir()  # the budget's stop saved a resume point
-    assert (out / "adapter_model.safetensors").stat().st_size > 0 and (out / "adapter_config.json").is_file()
+    assert mod.main(["--sft", str(sft), "--deadline-s", "1", "--min-stage-s", "60", "--out", str(tmp_path / "o")]) == 0
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["stages"] == {} and summary["skipped"][0].startswith("sft:")
+    assert not (tmp_path / "s").exists()
 
 
 def test_time_budget_waits_for_its_seconds_and_rejects_a_bad_budget():
