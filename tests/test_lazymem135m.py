@@ -315,6 +315,16 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     md = (tmp_path / "asset" / "README.md").read_text()
     assert card["sft2"]["global_step"] == 81 and "SFT2: 81 optimizer steps (finished)" in md
     assert '`logit_bias: {" KEEP": 2.197225}`' in md and "at least 0.1" in md and "dev.jsonl" in md
+    assert "offline, on CPU" in md and "- machine: " in md and card["device_run"] is None
+    # stages trained on a leased GPU: the card says where, and quotes the device script's record
+    (tmp_path / "run.json").write_text(json.dumps({"machine": "one leased GPU", "commands": ["bash scripts/device_train.sh"],
+                                                   "calls": [{"device": "GPU", "wall_s": 473.1, "skipped": [], "stages": {
+                                                       "sft": {"global_step": 410, "train_s": 240.6, "eval": {"x": {}}}}}]}))
+    card = ship(dataclasses.replace(cfg, trained_on="one leased NVIDIA H200", device_run=str(tmp_path / "run.json")))
+    md = (tmp_path / "asset" / "README.md").read_text()
+    assert "offline, on one leased NVIDIA H200;" in md and "- trained on: one leased NVIDIA H200" in md
+    assert card["device_run"]["calls"][0]["stages"]["sft"]["global_step"] == 410
+    assert "eval" not in card["device_run"]["calls"][0]["stages"]["sft"]
     with pytest.raises(ConfigError, match="adapter_model.safetensors not found"):
         ship(ReleaseConfig(adapter=str(tmp_path), dest=str(tmp_path / "x"), measure_load=False))
     with pytest.raises(ConfigError, match="stage"):

@@ -40,9 +40,15 @@ RECIPE = (
     Step("keep-bias", "configs/lazymem135m_keep_bias.yaml", "keep-bias"),
     Step("keep-bias-sft2", "configs/lazymem135m_keep_bias_sft2.yaml", "keep-bias"),
     Step("keep-bias-sft3", "configs/lazymem135m_keep_bias_sft3.yaml", "keep-bias"),
+    # the GPU path (scripts/device_train.sh trains sft_gpu and grpo_sft_gpu on a leased GPU; the data and
+    # the choices on development windows run here)
+    Step("sft-gpu-data", "configs/lazymem135m_sft_gpu_data.yaml", "sft-data"),
+    Step("rl-data-gpu", "configs/lazymem135m_rl_data_gpu.yaml", "rl-data"),
+    Step("keep-bias-sft-gpu", "configs/lazymem135m_keep_bias_sft_gpu.yaml", "keep-bias"),
+    Step("keep-bias-grpo-sft-gpu", "configs/lazymem135m_keep_bias_grpo_sft_gpu.yaml", "keep-bias"),
     Step("eval-windows", "configs/lazymem135m_eval_windows.yaml", "eval-windows"),
     Step("eval-table", "configs/lazymem135m_eval_table.yaml", "eval-table"),
-    Step("release", "configs/lazymem135m_release.yaml", "release"),
+    Step("release", "configs/lazymem135m_release_gpu.yaml", "release"),  # the CPU-only release: lazymem135m_release.yaml
 )
 
 

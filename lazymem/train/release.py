@@ -45,6 +45,10 @@ class ReleaseConfig:
         "lazymem train eval-windows table.json"))
     pipeline_table: str | None = field(default="models/lazymem-135m/eval/table/table.json", metadata=_h(
         "lazymem eval-table table.json"))
+    trained_on: str | None = field(default=None, metadata=_h(
+        "where the stages ran when not on this machine (e.g. a leased GPU); None = this CPU"))
+    device_run: str | None = field(default=None, metadata=_h(
+        "scripts/device_train.py's record of a GPU run (commands, budgets, timings), quoted in the card"))
     dest: str | None = field(default=None, metadata=_h("target directory; None = the package's lazymem-135m asset"))
     measure_load: bool = field(default=True, metadata=_h("time base + adapter loading offline for the card"))
 
@@ -139,6 +143,7 @@ def ship(config: ReleaseConfig) -> dict:
         "adapter_sha256": sha256_file(dest / "adapter_model.safetensors"), "shipped_from": str(src),
         "sft_data": _slim_card(_read(config.sft_data)), "rl_data": _slim_card(_read(config.rl_data)),
         "sft": sft, "sft2": sft2, "sft2_data": _slim_card(_read(config.sft2_data)), "grpo": grpo, "machine": machine(),
+        "trained_on": config.trained_on, "device_run": _slim_device_run(_read(config.device_run)),
         "keep_bias": None if bias is None else {k: bias.get(k) for k in ("keep_bias", "chosen", "auc", "settings")},
         "window_table": _read(config.window_table), "pipeline_table": _read(config.pipeline_table),
         "load_s": load_seconds(str(dest)) if config.measure_load else None,
@@ -146,6 +151,17 @@ def ship(config: ReleaseConfig) -> dict:
     (dest / "card.json").write_text(json.dumps(card, indent=1, default=str) + "\n", encoding="utf-8")
     (dest / "README.md").write_text(model_card(card), encoding="utf-8")
     return card
+
+
+def _slim_device_run(run: Mapping | None) -> dict | None:
+    """The commands and per-stage timings of a GPU run (the evaluations stay in their own files)."""
+    if run is None:
+        return None
+    calls = [{"device": c.get("device"), "wall_s": c.get("wall_s"), "skipped": c.get("skipped"),
+              "stages": {k: {f: v.get(f) for f in ("global_step", "stopped_by_budget_at_step", "budget_s", "train_s",
+                                                   "train_loss", "overrides")} for k, v in c.get("stages", {}).items()}}
+             for c in run.get("calls", [])]
+    return {"machine": run.get("machine"), "commands": run.get("commands"), "calls": calls}
 
 
 def _slim_card(card: Mapping | None) -> dict | None:
@@ -168,7 +184,7 @@ def model_card(card: Mapping) -> str:
              "A LoRA adapter that makes SmolLM2-135M-Instruct a LazyMem memory-processing model: given a query and "
              "one window of chat history, it writes one KEEP/DROP decision per message (JSON, after a short think "
              "trace that walks the window). Trained by this project's recipe on its synthetic generator only, "
-             "offline, on CPU; LoCoMo and LongMemEval were never trained on. Use: `adapter: lazymem-135m` with "
+             f"offline, on {card.get('trained_on') or 'CPU'}; LoCoMo and LongMemEval were never trained on. Use: `adapter: lazymem-135m` with "
              "`model: smollm2-offline` (transformers backend).", "",
              "## Adapter", "",
              f"- LoRA r={a.get('r')}, alpha={a.get('lora_alpha')}, modules {sorted(a.get('target_modules') or [])}, "
@@ -188,7 +204,11 @@ def model_card(card: Mapping) -> str:
         state = "finished" if run["finished"] else f"in progress, checkpoint {run.get('checkpoint')}"
         lines.append(f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), {_fmt_s(run.get('wall_s_total'))} "
                      f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}")
-    lines += [f"- machine: {m['cpu']}, {m['cores']} cores ({m['platform']})", ""]
+    if card.get("trained_on"):
+        lines += [f"- trained on: {card['trained_on']}; commands and budgets in card.json `device_run`",
+                  f"- card written (and the load time measured) on: {m['cpu']}, {m['cores']} cores", ""]
+    else:
+        lines += [f"- machine: {m['cpu']}, {m['cores']} cores ({m['platform']})", ""]
     kb = card.get("keep_bias")
     if kb:
         c = kb.get("chosen") or {}
