@@ -135,6 +135,21 @@ def best_threshold(thresholds: Sequence[Mapping]) -> Mapping:
     return max(thresholds, key=lambda t: (t["mean_r_act"], t["threshold"]))
 
 
+def recall_threshold(thresholds: Sequence[Mapping], target: float) -> Mapping:
+    """The highest threshold (the smallest bias) whose gold-line recall reaches ``target``; the one
+    with the highest recall when none does (ties: the higher threshold).
+
+    >>> rows = [{"threshold": 0.5, "gold_recall": 0.4}, {"threshold": 0.1, "gold_recall": 0.85},
+    ...         {"threshold": 0.05, "gold_recall": 0.9}]
+    >>> recall_threshold(rows, 0.8)["threshold"], recall_threshold(rows, 0.95)["threshold"]
+    (0.1, 0.05)
+    """
+    ok = [t for t in thresholds if t["gold_recall"] >= target]
+    if ok:
+        return max(ok, key=lambda t: t["threshold"])
+    return max(thresholds, key=lambda t: (t["gold_recall"], t["threshold"]))
+
+
 @dataclass(frozen=True)
 class KeepBiasConfig:
     """Choose the KEEP logit bias on development windows; the keys of configs/lazymem135m_keep_bias.yaml."""
@@ -145,17 +160,24 @@ class KeepBiasConfig:
     limit: int = field(default=40, metadata={"help": "balanced windows (half with gold)"})
     seed: int = field(default=0, metadata={"help": "seed of the balanced subset"})
     output: str = field(default="runs/keep_bias.json", metadata={"help": "the probe and the chosen bias (JSON)"})
+    target_recall: float | None = field(default=None, metadata={"help": (
+        "None: the threshold with the best mean R_act; a number: the smallest bias whose gold-line recall on "
+        "the development windows reaches it (an operating point for a recall floor)")})
 
     def __post_init__(self):
         if not self.pairs:
             raise ConfigError("KeepBiasConfig.pairs: give the development pairs JSONL (lazymem train sft-data output)")
         if not (isinstance(self.limit, int) and self.limit >= 2):
             raise ConfigError(f"KeepBiasConfig.limit={self.limit!r}: must be an integer >= 2")
+        if self.target_recall is not None and not (isinstance(self.target_recall, (int, float))
+                                                   and 0 < self.target_recall <= 1):
+            raise ConfigError(f"KeepBiasConfig.target_recall={self.target_recall!r}: must be in (0, 1] or null")
 
 
 def choose_keep_bias(config: KeepBiasConfig) -> dict:
     """Probe the model on the development pairs and pick the threshold with the best mean R_act (the
-    paper's action reward, eta-weighted toward keeping gold); writes and returns the record, whose
+    paper's action reward, eta-weighted toward keeping gold), or with ``target_recall`` the smallest
+    bias that keeps that share of the gold lines; writes and returns the record, whose
     ``keep_bias`` goes into ``Sampling.logit_bias`` as {" KEEP": keep_bias}. A finished record for the
     same settings is read back."""
     from lazymem.files import write_atomic
@@ -163,6 +185,8 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     from lazymem.train.modeling import load_policy, load_tokenizer
 
     settings = dataclasses.asdict(config)
+    if config.target_recall is None:
+        settings.pop("target_recall")  # records written before the option stay valid
     out = Path(config.output)
     if out.is_file():
         done = json.loads(out.read_text(encoding="utf-8"))
@@ -173,9 +197,12 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     model = load_policy(config.base, config.adapter, trainable=False)
     model.eval()
     res = keep_probe(rows, model, load_tokenizer(config.base))
-    best = best_threshold(res["thresholds"])
-    record = {"settings": settings, "chosen": {"by": "max mean R_act (eta 0.915) on the development windows",
-                                               **best}, "keep_bias": best["keep_bias"], **res}
+    if config.target_recall is None:
+        best, by = best_threshold(res["thresholds"]), "max mean R_act (eta 0.915) on the development windows"
+    else:
+        best = recall_threshold(res["thresholds"], config.target_recall)
+        by = f"the smallest bias with gold-line recall >= {config.target_recall} on the development windows"
+    record = {"settings": settings, "chosen": {"by": by, **best}, "keep_bias": best["keep_bias"], **res}
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(record, indent=1) + "\n")
     return record
