@@ -228,8 +228,11 @@ def model_card(card: Mapping) -> str:
         t = card.get(name)
         lines += [f"## {title}", ""]
         lines += [_table_md(t), ""] if t else ["Not measured yet.", ""]
-    lines += ["## Reproduce", "", "```", "make lazymem-135m   # the recipe, every step resumable (README: LazyMem-135M)",
-              "```", ""]
+    lines += ["## Reproduce", "", "```", "make lazymem-135m   # the recipe, every step resumable (README: LazyMem-135M)"]
+    if card.get("device_run"):
+        lines += ["# the stages that ran on a GPU (the recipe's CPU steps build their data; README: on one GPU):",
+                  *(f"#   {c}" for c in card["device_run"].get("commands") or [])]
+    lines += ["```", ""]
     return "\n".join(lines)
 
 
