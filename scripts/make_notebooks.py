@@ -546,6 +546,11 @@ With `run = False` (the default) it only reads what the recipe wrote: the commit
 checkpoints, the tables, the model card. `run = True` runs the recipe (`lazymem.notebooks.recipe`:
 hours on a 2-core CPU; every step resumes where it stopped): `make lazymem-135m` executes this
 notebook that way with papermill and keeps the executed copy under `papermill_runs/`.
+
+The shipped adapter's two training stages ran on one leased GPU (`scripts/device_train.sh`: SFT
+from the base on 3,274 examples, then GRPO from it; README "Trained on one GPU"); the recipe's
+steps around them (`sft-gpu-data`, `rl-data-gpu`, the `keep-bias-*gpu*` choices on development
+windows, `release`) run here.
 """),
         code(SETUP + """
 
