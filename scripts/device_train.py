@@ -20,7 +20,6 @@ With both stages, GRPO continues the adapter this SFT run wrote (its ``adapter``
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import platform
 import sys
@@ -28,25 +27,15 @@ import tarfile
 import time
 from pathlib import Path
 
-import yaml
-
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
 
 
-def _overrides(items: list[str], stage: str, recipe_cls, ap) -> dict:
-    names = {f.name for f in dataclasses.fields(recipe_cls)}
-    out = {}
+def _stage_sets(items: list[str], stage: str, ap) -> list[str]:
+    """This stage's ``--set`` items without their ``sft.`` / ``grpo.`` prefix."""
     for item in items:
-        key, sep, value = item.partition("=")
-        st, dot, field_name = key.partition(".")
-        if not sep or not dot or st not in ("sft", "grpo"):
+        if item.partition(".")[0] not in ("sft", "grpo") or "=" not in item:
             ap.error(f"--set {item!r}: expected sft.KEY=VALUE or grpo.KEY=VALUE")
-        if st != stage:
-            continue
-        if field_name not in names:
-            ap.error(f"--set {item!r}: {field_name!r} is not a {recipe_cls.__name__} field")
-        out[field_name] = yaml.safe_load(value)
-    return out
+    return [item.partition(".")[2] for item in items if item.startswith(stage + ".")]
 
 
 def pack(out: Path, stage: str, output_dir: Path, final: Path, evals: dict[str, Path]) -> Path:
@@ -111,9 +100,15 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from lazymem.eval.config import apply_overrides
+    from lazymem.files import write_atomic
+    from lazymem.llm import LLMConfig
     from lazymem.train.grpo import GRPORecipe, run_grpo
     from lazymem.train.logs import time_budget_callback
+    from lazymem.train.modeling import LoraSettings
+    from lazymem.train.recipe import build_recipe
     from lazymem.train.sft import SFTRecipe, run_sft
+    from lazymem.yamlio import read_mapping
 
     t0 = time.monotonic()
     out = Path(args.out)
@@ -127,29 +122,32 @@ def main(argv: list[str] | None = None) -> int:
 
     def save_summary():
         summary["wall_s"] = round(time.monotonic() - t0, 1)
-        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
+        write_atomic(out / "summary.json", json.dumps(summary, indent=1, default=str) + "\n")
 
     sft_final = None
-    plan = [("sft", args.sft, SFTRecipe, run_sft, args.sft_budget_s),
-            ("grpo", args.grpo, GRPORecipe, run_grpo, args.grpo_budget_s)]
-    for stage, config, cls, run, budget_s in plan:
+    plan = [("sft", args.sft, SFTRecipe, {"lora": LoraSettings}, run_sft, args.sft_budget_s),
+            ("grpo", args.grpo, GRPORecipe, {"lora": LoraSettings, "judge": LLMConfig}, run_grpo, args.grpo_budget_s)]
+    for stage, config, cls, nested, run, budget_s in plan:
         if not config:
             continue
         if left() < args.min_stage_s:
             summary["skipped"].append(f"{stage}: {left():.0f} s left before the deadline")
             print(f"skipping {stage}: {left():.0f} s left", flush=True)
             continue
-        recipe = cls.from_yaml(config)
-        extra = _overrides(args.set, stage, cls, ap)
+        sets_here = _stage_sets(args.set, stage, ap)
+        data = apply_overrides(read_mapping(config), sets_here)
+        changed = [item.partition("=")[0].partition(".")[0] for item in sets_here]
         if stage == "grpo" and sft_final is not None:
-            extra["adapter"] = str(sft_final)
-        recipe = dataclasses.replace(recipe, **extra)
+            data["adapter"] = str(sft_final)
+            changed.append("adapter")
+        recipe = build_recipe(cls, data, config, nested)
+        extra = {k: data[k] for k in changed}
         # what follows (evaluation, the next stage) keeps --min-stage-s
         budget = time_budget_callback(max(1e-3, min(budget_s, left() - args.min_stage_s)))
         ts = time.monotonic()
         result = run(recipe, callbacks=[budget])
         final = Path(result["final"])
-        rec = {"config": config, "overrides": {k: v for k, v in extra.items()}, "global_step": result.get("global_step"),
+        rec = {"config": config, "overrides": extra, "global_step": result.get("global_step"),
                "stopped_by_budget_at_step": budget.stopped_at_step, "budget_s": budget.seconds,
                "train_s": round(time.monotonic() - ts, 1), "train_loss": result.get("train_loss")}
         summary["stages"][stage] = rec
