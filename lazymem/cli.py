@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 
 def _print_json(obj) -> None:
@@ -213,6 +214,15 @@ def cmd_report(args) -> int:
     return report_command(args)
 
 
+def cmd_perturb(args) -> int:
+    from lazymem.eval.perturb import perturb_run
+    out = args.out or str(Path(args.run_dir) / "perturbation")
+    study = perturb_run(args.run_dir, out, draws=args.draws, limit=args.limit or None, seed=args.seed,
+                        progress=not args.no_progress)
+    print(Path(out, "perturbation.md").read_text(encoding="utf-8"))
+    return 0 if study["rows"] else 1
+
+
 def cmd_demo(args) -> int:
     from lazymem.demo import run_demo
 
@@ -325,6 +335,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("report", help="tables across run folders with paired bootstrap 95% intervals")
     report_parser(s)
     s.set_defaults(func=cmd_report)
+    s = sub.add_parser("perturb", help="memory perturbation study (paper appendix) on a finished eval run's questions")
+    s.add_argument("run_dir", help="a finished `lazymem eval` run folder (its records give the windows)")
+    s.add_argument("--out", help="folder for perturbation.json / .md (default: RUN_DIR/perturbation)")
+    s.add_argument("--draws", type=int, default=3, help="random draws per +1 / +5 non-gold memory")
+    s.add_argument("--limit", type=int, default=0, help="the first N questions with gold evidence (0 = all)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(func=cmd_perturb)
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")
     s.add_argument("--questions", type=int, default=4, help="questions to run construction on")

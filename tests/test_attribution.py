@@ -65,3 +65,16 @@ def test_mem0_misses_and_losses():
     assert attribute(m, TEXTS)["stage"] == "editing loss"
     m = rec(method="mem0", windows=(), decisions=[], baseline={"gold_shown": 1}, memory="[May 2023] moved to Lisbon")
     assert attribute(m, TEXTS)["stage"] == "QA error"
+
+
+def test_attribution_bars_stack_each_stage_by_type_per_system():
+    from lazymem.viz import attribution_bars
+
+    run = attribute_run([rec(), rec(kept=()), rec(evidence=(1, 3)), rec(label=True)], texts_of=lambda r: TEXTS)
+    right = attribute_run([rec(label=True)])
+    fig = attribution_bars({"lazymem": run, "all right": right})
+    assert fig.layout.barmode == "stack" and len(fig.layout.annotations) == 2
+    assert fig.layout.annotations[0].text == "lazymem (3/4 wrong)"
+    bars = {(b.name, b.xaxis): list(b.y) for b in fig.data}
+    assert bars[("retrieval miss", "x")] == [1] and bars[("editing loss", "x")] == [1] and bars[("QA error", "x")] == [1]
+    assert bars[("QA error", "x2")] == [0] and [b.showlegend for b in fig.data].count(True) == 3

@@ -48,3 +48,54 @@ def test_study_recovers_a_known_sensitivity():
     assert rows["full_gold"]["questions"] == 6
     assert len(fake.calls) == 6 * (1 + 2 + 1 + 2 + 2 + 1)  # every variant answered once
     assert "| drop_one_gold | 6 | 0.0 | -100.0 [-100.0, -100.0] | 100.0 |" in perturbation_markdown(study)
+
+
+def _echo_run(tmp_path):
+    from lazymem.eval import evaluate, quick_config
+
+    cfg = quick_config("synthetic:messages=120,seed=3,histories=1,questions=6", "rag", limit=4, backend="fake", n=10)
+    run = tmp_path / "run"
+    evaluate(cfg, run, progress=False)
+    return run
+
+
+def test_perturb_run_uses_the_runs_windows_answerer_and_score(tmp_path, capsys):
+    """A finished run (echo answerer: its answer is the prompt, so gold in memory scores) through the CLI."""
+    import json
+
+    from lazymem.cli import main
+    from lazymem.eval.perturb import local_nongold, perturb_run
+
+    run = _echo_run(tmp_path)
+    assert main(["perturb", str(run), "--draws", "2", "--no-progress"]) == 0
+    study = json.loads((run / "perturbation" / "perturbation.json").read_text())
+    rows = {r["condition"]: r for r in study["rows"]}
+    assert study["metric"] == "answer_f1 (proxy)" and rows["full_gold"]["questions"] == 4
+    assert rows["full_gold"]["accuracy"] > rows["drop_all_gold"]["accuracy"]  # the echo loses the gold words
+    assert rows["drop_all_gold"]["delta"] < 0 and rows["drop_all_gold"]["tokens"] == 0
+    assert rows["add_all_nongold"]["tokens"] > rows["full_gold"]["tokens"]
+    assert "| full_gold | 4 |" in capsys.readouterr().out
+    rec = json.loads((run / "records.jsonl").read_text().splitlines()[0])
+    ng = local_nongold(rec)
+    assert ng and not set(ng) & set(rec["question"]["evidence"]) and set(ng) <= set(rec["pool"]["positions"])
+    again = perturb_run(run, None, draws=2, limit=2, progress=False, n_resamples=100)  # the first 2 only
+    assert {r["questions"] for r in again["rows"]} == {2}
+
+
+def test_perturb_run_names_what_is_wrong_with_the_run(tmp_path):
+    import json
+
+    from lazymem.errors import ConfigError
+    from lazymem.eval.perturb import perturb_run
+
+    with pytest.raises(ConfigError, match="manifest.json"):
+        perturb_run(tmp_path, progress=False)
+    run = _echo_run(tmp_path)
+    m = json.loads((run / "manifest.json").read_text())
+    m["dataset"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ConfigError, match="dataset.sha256"):
+        perturb_run(run, progress=False)
+    (run / "records.jsonl").unlink()
+    with pytest.raises(ConfigError, match="no records.jsonl"):
+        perturb_run(run, progress=False)

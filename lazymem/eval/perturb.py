@@ -10,6 +10,11 @@ paired change from full gold with a question-level paired bootstrap 95% interval
 of initially correct answers flipped to incorrect (C->I) and the mean memory tokens are
 reported, as in the paper's Table tab:action_reward_perturbation.
 
+``lazymem perturb RUN_DIR`` (``perturb_run``) runs the study on the questions of a finished
+eval run: its windows give each question's local non-gold messages, its config the answer
+model, prompt and sampling, its dataset the score (LoCoMo F1, else the judge, else the
+answer-F1 proxy). Answers go through the run's LLM cache, so a killed study resumes for free.
+
 >>> sorted(variants([1, 2], [5, 6, 7], "drop_one_gold"))
 [[1], [2]]
 >>> [len(v) for v in variants([1], [5, 6, 7], "add_1_nongold", draws=2, seed=0)]
@@ -17,10 +22,13 @@ reported, as in the paper's Table tab:action_reward_perturbation.
 """
 from __future__ import annotations
 
+import json
 import random
 import statistics
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from lazymem.errors import ConfigError
 from lazymem.prompts import PROMPTS, text_memory
 from lazymem.records import History, Question
 from lazymem.stats import paired_bootstrap
@@ -55,7 +63,8 @@ def variants(gold: Sequence[int], nongold: Sequence[int], condition: str, draws:
 def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]], answer: "LLMClient",
                        sampling: "Sampling", score: Callable[[Question, str], float | None],
                        conditions: Sequence[str] = CONDITIONS, draws: int = 3, seed: int = 0,
-                       count_tokens: Callable[[str], int] | None = None, n_resamples: int = 9999) -> dict:
+                       count_tokens: Callable[[str], int] | None = None, n_resamples: int = 9999,
+                       progress: bool = False) -> dict:
     """Run the study over (history, question, local non-gold positions) items.
 
     ``score(question, answer) -> 0..1`` (a judge label or F1); questions without gold evidence
@@ -65,7 +74,12 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
     per_q: dict[str, dict[str, float]] = {c: {} for c in conditions}
     tokens: dict[str, list[int]] = {c: [] for c in conditions}
     answers: dict[str, dict[str, list[str]]] = {c: {} for c in conditions}
-    for c in conditions:
+    todo = conditions
+    if progress:
+        from tqdm.auto import tqdm
+
+        todo = tqdm(conditions, desc="perturbation", unit="condition")
+    for c in todo:
         prompts, owners = [], []
         for h, q, ng in items:
             for v in variants(q.evidence, ng, c, draws, seed):
@@ -112,3 +126,80 @@ def perturbation_markdown(study: dict) -> str:
         tok = "-" if r["tokens"] is None else f"{r['tokens']:,.0f}"
         lines.append(f"| {r['condition']} | {r['questions']} | {pct(r['accuracy'])} | {ci} | {pct(r['c_to_i'])} | {tok} |")
     return "\n".join(lines) + "\n"
+
+
+def local_nongold(record: dict) -> list[int]:
+    """The positions a run showed its memory step for one question (its windows, else its pool), less the gold."""
+    shown = {p for w in record.get("windows") or [] for p in w["positions"]}
+    if not shown and record.get("pool"):
+        shown = set(record["pool"]["positions"])
+    return sorted(shown - set(record["question"]["evidence"]))
+
+
+def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: int = 3, limit: int | None = None,
+                conditions: Sequence[str] = CONDITIONS, seed: int = 0, n_resamples: int = 9999,
+                progress: bool = True, clients: Mapping[str, "LLMClient"] | None = None) -> dict:
+    """The perturbation study on the questions of a finished eval run; writes perturbation.{json,md} to `out`.
+
+    Questions with gold evidence and an ok record are used, in run order (the first `limit`).
+    """
+    from lazymem.data import load_dataset
+    from lazymem.eval.config import EvalConfig, resolve_cache, seeded
+    from lazymem.eval.f1 import locomo_f1, token_f1
+    from lazymem.eval.judge import judge_answer
+    from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_json, read_records
+    from lazymem.pipeline import LazyMemPipeline
+
+    run = Path(run_dir)
+    manifest = read_json(run / MANIFEST_FILE)
+    if not manifest or "config" not in manifest:
+        raise ConfigError(f"{run / MANIFEST_FILE}: missing or without 'config' (not a lazymem eval run folder)")
+    if not (run / RECORDS_FILE).is_file():
+        raise ConfigError(f"{run}: no {RECORDS_FILE} (the run's records stay on the machine that ran it)")
+    config, _ = resolve_cache(seeded(EvalConfig.from_dict(manifest["config"])))
+    dataset = load_dataset(config.dataset, subset=config.subset)
+    want = (manifest.get("dataset") or {}).get("sha256")
+    if want and dataset.sha256 != want:
+        raise ConfigError(f"{run / MANIFEST_FILE}: field dataset.sha256 is {want[:12]}..., but {config.dataset} "
+                          f"now reads as {dataset.sha256[:12]}... (the data changed since the run)")
+    records = [r for r in latest_records(read_records(run / RECORDS_FILE)[0]).values()
+               if r.get("status") == "ok" and r["question"]["evidence"]]
+    records = records[:limit] if limit else records
+    if not records:
+        raise ConfigError(f"{run / RECORDS_FILE}: no ok record of a question with gold evidence")
+    questions = {q.id: q for q in dataset.questions}
+    items = [(dataset.history(questions[r["question_id"]]), questions[r["question_id"]], local_nongold(r))
+             for r in records]
+    pipeline = LazyMemPipeline(config.pipeline, clients=clients)
+    judge = config.judge != "none" and all(q.category is None for _, q, _ in items)
+
+    def score(q: Question, answer: str) -> float | None:
+        if q.category is not None:
+            return locomo_f1(answer, q.answer, q.category)
+        if judge:
+            j = judge_answer(pipeline.client("judge"), q, answer, config.judge, seed=config.seed,
+                             max_tokens=config.judge_max_tokens, json_mode=config.judge_json_mode)
+            return j["label"] if j["error"] is None else None
+        return token_f1(answer, q.answer)
+
+    from lazymem.eval.runner import _tokens
+
+    study = perturbation_study(items, pipeline.client("answer"), config.pipeline.answer_sampling, score,
+                               conditions=conditions, draws=draws, seed=seed, n_resamples=n_resamples,
+                               count_tokens=lambda m: _tokens(m)[0], progress=progress)
+    metric = ("locomo_f1" if any(q.category is not None for _, q, _ in items)
+              else "judge accuracy" if judge else "answer_f1 (proxy)")
+    study.update(run_dir=str(run), metric=metric, dataset=manifest.get("dataset"),
+                 answer_model=config.pipeline.answer.model, method=config.pipeline.method,
+                 nongold_per_question=statistics.fmean(len(ng) for _, _, ng in items))
+    if out is not None:
+        from lazymem.files import write_atomic
+
+        o = Path(out)
+        o.mkdir(parents=True, exist_ok=True)
+        write_atomic(o / "perturbation.json", json.dumps(study, indent=1) + "\n")
+        head = (f"Perturbation study on {len(items)} questions of `{run}` ({config.dataset}); answerer "
+                f"{config.pipeline.answer.model}; score {metric}; {draws} draws per random addition; local "
+                f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question).\n\n")
+        write_atomic(o / "perturbation.md", head + perturbation_markdown(study))
+    return study

@@ -87,7 +87,10 @@ def summarize(records: Iterable[dict], judge: str = "none", selected: Sequence[s
             "gate_pass_rate": tot["n_valid"] / tot["n_windows"] if tot["n_windows"] else None,
             "gold_keep_recall": tot["n_gold_kept"] / tot["n_gold"] if tot["n_gold"] else None,
             "kept_per_question": tot["n_kept"] / len(cons), "windows_per_question": tot["n_windows"] / len(cons),
-            "failures": dict(sorted(failures.items())), "n_questions": len(cons)}
+            "failures": dict(sorted(failures.items())), "n_questions": len(cons),
+            # All@k of the windows: questions whose every gold message the memory step was shown
+            "all_gold_shown": _mean([float(r["construction"]["n_gold"] >= r["n_gold"]) for r in ok
+                                     if r.get("construction") and r.get("n_gold")])}
     else:
         out["construction"] = None
     pooled = [r for r in ok if r.get("gold_in_pool") is not None]

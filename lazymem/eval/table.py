@@ -6,7 +6,8 @@
 runner (``evaluate``: resumable, its records and manifest in ``<output_dir>/<set>/<row>``; a
 finished cell costs nothing), then writes ``table.md`` / ``table.json`` with, per row:
 
-- ``gate_fmt`` (the paper's Gate Fmt.), ``gold_keep_recall`` and ``nongold_drop_rate`` of the
+- ``all_gold_shown`` (All@k of the windows: the share of questions whose every gold message the
+  memory step saw), ``gate_fmt`` (the paper's Gate Fmt.), ``gold_keep_recall`` and ``nongold_drop_rate`` of the
   messages the windows showed (lazymem / extractive rows);
 - ``memory_tokens`` (mean answer-context tokens, Qwen3) and ``ratio_to_ref`` (to the row named
   ``reference``, e.g. RAG Top50: the paper's compression ratio);
@@ -29,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
 
-COLUMNS = ("questions", "gate_fmt", "gold_keep_recall", "nongold_drop_rate", "memory_tokens", "ratio_to_ref",
+COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "gold_keep_recall", "nongold_drop_rate", "memory_tokens", "ratio_to_ref",
            "locomo_f1", "answer_f1", "processing_s")
 
 
@@ -87,6 +88,7 @@ def table_row(summary: Mapping, reference: Mapping | None = None) -> dict:
     proc = ((summary.get("latency_s") or {}).get("processing") or {}).get("mean")
     return {
         "questions": (summary.get("counts") or {}).get("ok"),
+        "all_gold_shown": c.get("all_gold_shown"),
         "gate_fmt": c.get("gate_fmt"), "gold_keep_recall": c.get("gold_keep_recall"),
         "nongold_drop_rate": (1 - (c["n_kept"] - c["n_gold_kept"]) / rest) if c and rest else None,
         "memory_tokens": tokens, "ratio_to_ref": tokens / ref if tokens is not None and ref else None,

@@ -10,7 +10,7 @@ Modules:
   state colours and labels shared by the figures and the explorer;
 - ``figures``: plotly figures: ``window_strip``, ``all_at_k_vs_w`` (beside the paper's
   Table 2), ``window_length_hist``, ``type_counts``, ``split_table_fig``, ``history_stats``,
-  ``method_comparison``;
+  ``method_comparison``, ``attribution_bars`` (wrong answers by first failing stage and type);
 - ``training``: ``keep_drop_balance``, ``length_histograms``, ``training_curves`` (SFT data cards
   and trainer logs);
 - ``pareto``: ``pareto_figure`` (score vs memory tokens, log x, and vs mean latency with P50-P95
@@ -23,6 +23,7 @@ from lazymem.viz.explorer import explorer_view, window_explorer_html
 from lazymem.viz.figures import (
     PAPER_ALL_AT_50,
     all_at_k_vs_w,
+    attribution_bars,
     history_stats,
     method_comparison,
     split_table_fig,
@@ -36,7 +37,7 @@ from lazymem.viz.save import PNG_FIX, save_figure, save_figures
 from lazymem.viz.training import keep_drop_balance, length_histograms, training_curves
 
 __all__ = [
-    "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "history_stats", "method_comparison",
+    "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "attribution_bars", "history_stats", "method_comparison",
     "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
     "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",
     "keep_drop_balance", "length_histograms", "training_curves", "pareto_figure", "pareto_front",

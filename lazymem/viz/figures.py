@@ -257,3 +257,29 @@ def method_comparison(rows: Sequence[Mapping], metric: str = "score", title: str
     fig.update_layout(barmode="group", title=title or f"{metric} by question type and method",
                       yaxis_title=metric, xaxis_title="question type", template="plotly_white")
     return fig
+
+
+STAGE_COLORS = {"retrieval miss": "#d62728", "editing loss": "#ff7f0e", "QA error": "#1f77b4"}
+
+
+def attribution_bars(attributions: Mapping[str, Mapping], title: str = "Wrong answers by first failing stage"):
+    """Stacked bars of error attribution (``lazymem.eval.attribution.attribute_run`` per system):
+    one panel per system, one bar per question type, stacked by stage (retrieval miss, editing
+    loss, QA error), with the system's wrong / total count in its panel title."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    systems = list(attributions)
+    if not systems:
+        raise ValueError("attribution_bars: no systems given")
+    fig = make_subplots(rows=1, cols=len(systems), shared_yaxes=True,
+                        subplot_titles=[f"{s} ({a['wrong']}/{a['questions']} wrong)" for s, a in attributions.items()])
+    for col, (system, a) in enumerate(attributions.items(), start=1):
+        types = list(a["by_type"]) or ["(none wrong)"]
+        for stage, color in STAGE_COLORS.items():
+            y = [a["by_type"].get(t, {}).get(stage, 0) for t in types]
+            fig.add_bar(x=types, y=y, name=stage, marker_color=color, legendgroup=stage, showlegend=col == 1,
+                        text=[v or None for v in y], row=1, col=col)
+    fig.update_layout(barmode="stack", title=title, template="plotly_white", yaxis_title="wrong answers",
+                      width=max(520, 300 * len(systems)), height=420)
+    return fig
