@@ -20,7 +20,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 
 def _print_json(obj) -> None:
@@ -215,12 +214,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_perturb(args) -> int:
-    from lazymem.eval.perturb import perturb_run
-    out = args.out or str(Path(args.run_dir) / "perturbation")
-    study = perturb_run(args.run_dir, out, draws=args.draws, limit=args.limit or None, seed=args.seed,
-                        progress=not args.no_progress)
-    print(Path(out, "perturbation.md").read_text(encoding="utf-8"))
-    return 0 if study["rows"] else 1
+    from lazymem.eval.perturb import perturb_command
+    return perturb_command(args)
 
 
 def cmd_demo(args) -> int:
@@ -294,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from lazymem.eval import build_parser as eval_parser
     from lazymem.eval.report import build_parser as report_parser
+    from lazymem.eval.perturb import perturb_parser
 
     s = sub.add_parser("eval", help="run the query pipeline over a dataset: records.jsonl, summary.json, manifest.json")
     eval_parser(s)
@@ -336,12 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_parser(s)
     s.set_defaults(func=cmd_report)
     s = sub.add_parser("perturb", help="memory perturbation study (paper appendix) on a finished eval run's questions")
-    s.add_argument("run_dir", help="a finished `lazymem eval` run folder (its records give the windows)")
-    s.add_argument("--out", help="folder for perturbation.json / .md (default: RUN_DIR/perturbation)")
-    s.add_argument("--draws", type=int, default=3, help="random draws per +1 / +5 non-gold memory")
-    s.add_argument("--limit", type=int, default=0, help="the first N questions with gold evidence (0 = all)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--no-progress", action="store_true")
+    perturb_parser(s)
     s.set_defaults(func=cmd_perturb)
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")

@@ -203,3 +203,22 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
                 f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question).\n\n")
         write_atomic(o / "perturbation.md", head + perturbation_markdown(study))
     return study
+
+
+def perturb_parser(s) -> None:
+    """The ``lazymem perturb`` options, added to the (sub)parser ``s``."""
+    s.add_argument("run_dir", help="a finished `lazymem eval` run folder (its records give the windows)")
+    s.add_argument("--out", help="folder for perturbation.json / .md (default: RUN_DIR/perturbation)")
+    s.add_argument("--draws", type=int, default=3, help="random draws per +1 / +5 non-gold memory")
+    s.add_argument("--limit", type=int, default=0, help="the first N questions with gold evidence (0 = all)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--no-progress", action="store_true")
+
+
+def perturb_command(args) -> int:
+    """``lazymem perturb``: run the study, write it, print its table."""
+    out = args.out or str(Path(args.run_dir) / "perturbation")
+    study = perturb_run(args.run_dir, out, draws=args.draws, limit=args.limit or None, seed=args.seed,
+                        progress=not args.no_progress)
+    print(Path(out, "perturbation.md").read_text(encoding="utf-8"))
+    return 0 if study["rows"] else 1

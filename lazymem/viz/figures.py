@@ -266,7 +266,6 @@ def attribution_bars(attributions: Mapping[str, Mapping], title: str = "Wrong an
     """Stacked bars of error attribution (``lazymem.eval.attribution.attribute_run`` per system):
     one panel per system, one bar per question type, stacked by stage (retrieval miss, editing
     loss, QA error), with the system's wrong / total count in its panel title."""
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     systems = list(attributions)
