@@ -75,6 +75,7 @@ def test_perturb_run_uses_the_runs_windows_answerer_and_score(tmp_path, capsys):
     assert rows["drop_all_gold"]["delta"] < 0 and rows["drop_all_gold"]["tokens"] == 0
     assert rows["add_all_nongold"]["tokens"] > rows["full_gold"]["tokens"]
     assert "| full_gold | 4 |" in capsys.readouterr().out
+    assert "answers" not in study and (run / "perturbation" / "answers.json").is_file()
     rec = json.loads((run / "records.jsonl").read_text().splitlines()[0])
     ng = local_nongold(rec)
     assert ng and not set(ng) & set(rec["question"]["evidence"]) and set(ng) <= set(rec["pool"]["positions"])

@@ -139,7 +139,8 @@ def local_nongold(record: dict) -> list[int]:
 def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: int = 3, limit: int | None = None,
                 conditions: Sequence[str] = CONDITIONS, seed: int = 0, n_resamples: int = 9999,
                 progress: bool = True, clients: Mapping[str, "LLMClient"] | None = None) -> dict:
-    """The perturbation study on the questions of a finished eval run; writes perturbation.{json,md} to `out`.
+    """The perturbation study on the questions of a finished eval run; writes it to `out`:
+    ``perturbation.json`` (numbers), ``perturbation.md`` (the table), ``answers.json`` (every answer).
 
     Questions with gold evidence and an ok record are used, in run order (the first `limit`).
     """
@@ -197,7 +198,10 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
 
         o = Path(out)
         o.mkdir(parents=True, exist_ok=True)
-        write_atomic(o / "perturbation.json", json.dumps(study, indent=1) + "\n")
+        # the answers quote the data (LoCoMo text stays out of git): their own file, beside the numbers
+        write_atomic(o / "perturbation.json", json.dumps({k: v for k, v in study.items() if k != "answers"},
+                                                         indent=1) + "\n")
+        write_atomic(o / "answers.json", json.dumps(study["answers"], indent=1, ensure_ascii=False) + "\n")
         head = (f"Perturbation study on {len(items)} questions of `{run}` ({config.dataset}); answerer "
                 f"{config.pipeline.answer.model}; score {metric}; {draws} draws per random addition; local "
                 f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question).\n\n")
