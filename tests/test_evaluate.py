@@ -879,5 +879,11 @@ def test_pareto_front_and_figure():
     assert fig.layout.xaxis.type == "log" and list(fig.data[1].x) == [170.0]
     lat = fig.data[3]
     assert list(lat.error_x.array)[0] == pytest.approx(3800 / 800 - 3.8)
+    assert reported.xaxis == "x" and len(fig.layout.annotations) == 2  # same scale: overlaid on the token panel
+    small = [dict(r, score=r["score"] / 20) for r in rows]  # a tiny answerer: far below every reported point
+    fig = report_figure({"rows": small, "metric": "locomo_f1"}, "locomo")
+    reported = next(t for t in fig.data if t.name == "paper (reported)")
+    assert reported.xaxis == "x3" and fig.layout.annotations[2].text.startswith("the paper's reported points")
+    assert "(reported)" not in " ".join(next(t for t in fig.data if t.name == "measured").text)
     with pytest.raises(ValueError, match="the paper reports"):
         report_figure({"rows": rows, "metric": "locomo_f1"}, "msc")

@@ -3,10 +3,12 @@
 ``pareto_figure(rows)`` draws two panels from ``lazymem report`` rows (or any dicts with
 ``system``, ``score``, ``memory_tokens`` and ``latency_s.total``): score vs answer-context
 memory tokens (log x) and score vs mean end-to-end latency with bars from P50 to P95; the
-Pareto frontier of each panel is dashed (upper left is better) and points are labelled. The
-paper's reported points (``lazymem.eval.paper.REPORTED[dataset]``, passed as ``reported``) may be overlaid on the token panel,
-drawn hollow and marked "(reported)": they come from another setup and never join the
-measured frontier.
+Pareto frontier of each panel is dashed (upper left is better) and points are labelled
+(``label_positions`` places the labels so they overlap as little as possible). The paper's
+reported points (``lazymem.eval.paper.REPORTED[dataset]``, passed as ``reported``) are
+overlaid on the token panel, drawn hollow and marked "(reported)", or get a third panel when
+their scores lie far above the measured ones: they come from another setup and never join
+the measured frontier.
 
 >>> pareto_front([("a", 10, 0.5), ("b", 100, 0.9), ("c", 50, 0.4)])
 ['a', 'b']
@@ -33,15 +35,60 @@ def _frontier_xy(points: Sequence[tuple[str, float, float]]) -> tuple[list[float
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
+POSITIONS = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
+
+
+def label_positions(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], logx: bool = False,
+                    char_w: float = 0.018, line_h: float = 0.07) -> list[str]:
+    """A plotly ``textposition`` per point so that labels overlap as little as possible.
+
+    Greedy, in order of x: each label takes the first of ``POSITIONS`` whose box (in axis
+    fractions: ``char_w`` a character, ``line_h`` a line) overlaps no label placed before, else
+    the one that overlaps least.
+
+    >>> label_positions([1, 1.01, 5], [0.5, 0.5, 0.9], ["aaaa", "bbbb", "c"])
+    ['top center', 'bottom center', 'top center']
+    """
+    import math
+
+    if not xs:
+        return []
+    fx = [math.log10(x) if logx else x for x in xs]
+    lo_x, hi_x, lo_y, hi_y = min(fx), max(fx), min(ys), max(ys)
+    nx = [(x - lo_x) / (hi_x - lo_x) if hi_x > lo_x else 0.5 for x in fx]
+    ny = [(y - lo_y) / (hi_y - lo_y) if hi_y > lo_y else 0.5 for y in ys]
+    boxes: list[tuple[float, float, float, float]] = [(x - 0.01, x + 0.01, y - 0.02, y + 0.02) for x, y in zip(nx, ny)]
+    out = [""] * len(xs)
+
+    def box(i: int, pos: str) -> tuple[float, float, float, float]:
+        w, x, y = char_w * len(texts[i]), nx[i], ny[i]
+        cx = x + (w / 2 + 0.015 if "right" in pos else -w / 2 - 0.015 if "left" in pos else 0.0)
+        cy = y + (line_h * 0.8 if "top" in pos else -line_h * 0.8 if "bottom" in pos else 0.0)
+        return cx - w / 2, cx + w / 2, cy - line_h / 2, cy + line_h / 2
+
+    def overlap(a, b) -> float:
+        return max(0.0, min(a[1], b[1]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[2], b[2]))
+
+    for i in sorted(range(len(xs)), key=lambda k: (nx[k], ny[k])):
+        costs = [sum(overlap(box(i, p), b) for j, b in enumerate(boxes) if j != i) for p in POSITIONS]
+        best = POSITIONS[costs.index(min(costs))]
+        out[i] = best
+        boxes.append(box(i, best))
+    return out
+
+
 def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapping[str, Mapping] | None = None,
                   title: str = "Accuracy-efficiency trade-offs", metric_label: str | None = None):
-    """The two-panel figure (see the module docstring); rows without a score are skipped."""
-    import plotly.graph_objects as go
+    """The two-panel figure (see the module docstring); rows without a score are skipped.
+
+    When the reported points' scores lie far above every measured one (the smallest reported
+    more than twice the largest measured, e.g. a 135M answerer against the paper's Qwen3-32B),
+    they get a third panel of their own, so that neither set squeezes the other flat.
+    """
+    import plotly.graph_objects as go  # noqa: F401 (the figure's traces)
     from plotly.subplots import make_subplots
 
     label = metric_label or metric
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"{label} vs answer-context memory tokens",
-                                                        f"{label} vs mean end-to-end latency (bars P50-P95)"))
     pts_tok, pts_lat = [], []
     for r in rows:
         score = r.get(metric)
@@ -53,25 +100,41 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
             pts_tok.append((r["system"], float(tok), float(score)))
         if lat.get("mean") is not None:
             pts_lat.append((r["system"], float(lat["mean"]), float(score), lat.get("median"), lat.get("p95")))
+    rep = [(n, float(v["tokens"]), float(v["lj"])) for n, v in (reported or {}).items()
+           if v.get("tokens") and v.get("lj") is not None]
+    apart = bool(rep and pts_tok) and min(p[2] for p in rep) > 2 * max(max(p[2] for p in pts_tok), 1e-9)
+    titles = [f"{label} vs answer-context memory tokens", f"{label} vs mean end-to-end latency (bars P50-P95)"]
+    if apart:
+        titles.append("the paper's reported points (its models)")
+    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles,
+                        column_widths=[0.36, 0.36, 0.28] if apart else None, horizontal_spacing=0.07)
     if pts_tok:
+        text = [p[0] for p in pts_tok]
         fig.add_scatter(x=[p[1] for p in pts_tok], y=[p[2] for p in pts_tok], mode="markers+text", name="measured",
-                        text=[f"{p[0]} ({p[1]:,.0f} tok)" for p in pts_tok], textposition="top center",
+                        text=text, textposition=label_positions([p[1] for p in pts_tok], [p[2] for p in pts_tok],
+                                                                text, logx=True),
+                        customdata=[f"{p[1]:,.0f} tokens" for p in pts_tok], cliponaxis=False,
+                        hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
                         marker=dict(size=11, color="#1f77b4"), row=1, col=1)
         fx, fy = _frontier_xy(pts_tok)
         fig.add_scatter(x=fx, y=fy, mode="lines", line=dict(dash="dash", color="#1f77b4"), name="frontier (measured)",
                         row=1, col=1)
-    if reported:
-        rep = [(n, float(v["tokens"]), float(v["lj"])) for n, v in reported.items()
-               if v.get("tokens") and v.get("lj") is not None]
+    if rep:
+        text = [f"{p[0]} (reported)" for p in rep]
         fig.add_scatter(x=[p[1] for p in rep], y=[p[2] for p in rep], mode="markers+text", name="paper (reported)",
-                        text=[f"{p[0]} (reported)" for p in rep], textposition="bottom center",
+                        text=text, cliponaxis=False,
+                        textposition=label_positions([p[1] for p in rep], [p[2] for p in rep], text, logx=True,
+                                                     char_w=0.011 if not apart else 0.02),
                         textfont=dict(color="#888", size=9),
                         marker=dict(size=9, color="rgba(0,0,0,0)", line=dict(color="#888", width=1.5)),
-                        row=1, col=1)
+                        row=1, col=3 if apart else 1)
     if pts_lat:
+        text = [p[0] for p in pts_lat]
         fig.add_scatter(
             x=[p[1] for p in pts_lat], y=[p[2] for p in pts_lat], mode="markers+text", showlegend=False,
-            text=[f"{p[0]} ({p[1]:.2f} s)" for p in pts_lat], textposition="top center",
+            text=text, textposition=label_positions([p[1] for p in pts_lat], [p[2] for p in pts_lat], text),
+            customdata=[f"mean {p[1]:.2f} s" for p in pts_lat], cliponaxis=False,
+            hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
             marker=dict(size=11, color="#d62728"),
             error_x=dict(type="data", symmetric=False,
                          array=[max(0.0, (h or m) - m) if h is not None else 0 for (_, m, _, _, h) in pts_lat],
@@ -83,5 +146,8 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
     fig.update_xaxes(type="log", title_text="answer-context memory tokens (log)", row=1, col=1)
     fig.update_xaxes(title_text="mean end-to-end latency (s)", row=1, col=2)
     fig.update_yaxes(title_text=label, row=1, col=1)
-    fig.update_layout(title=title, template="plotly_white", height=520, width=1200)
+    if apart:
+        fig.update_xaxes(type="log", title_text="memory tokens (log), as reported", row=1, col=3)
+    fig.update_layout(title=title, template="plotly_white", height=560, width=1500 if apart else 1200,
+                      margin=dict(l=70, r=90, t=110, b=70), legend=dict(orientation="h", y=-0.18))
     return fig
