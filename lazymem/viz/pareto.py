@@ -85,7 +85,6 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
     more than twice the largest measured, e.g. a 135M answerer against the paper's Qwen3-32B),
     they get a third panel of their own, so that neither set squeezes the other flat.
     """
-    import plotly.graph_objects as go  # noqa: F401 (the figure's traces)
     from plotly.subplots import make_subplots
 
     label = metric_label or metric
