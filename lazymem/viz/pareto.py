@@ -16,7 +16,6 @@ the measured frontier.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 
 def pareto_front(points: Sequence[tuple[str, float, float]]) -> list[str]:
