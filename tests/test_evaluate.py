@@ -887,3 +887,23 @@ def test_pareto_front_and_figure():
     assert "(reported)" not in " ".join(next(t for t in fig.data if t.name == "measured").text)
     with pytest.raises(ValueError, match="the paper reports"):
         report_figure({"rows": rows, "metric": "locomo_f1"}, "msc")
+
+
+def test_stratified_limit_takes_each_types_share_and_keeps_resuming():
+    from collections import Counter
+
+    from lazymem.data import load_dataset
+    from lazymem.eval.config import EvalConfig, config_fingerprint, select_questions
+
+    ds = load_dataset("synthetic:messages=200,seed=0,histories=2,questions=12")
+    shares = Counter(q.type for q in ds.questions)
+    plain = EvalConfig(dataset="x", limit=6)
+    strat = EvalConfig(dataset="x", limit=6, stratified=True)
+    picked = select_questions(ds, strat)
+    assert len(picked) == 6 and picked == [q for q in ds.questions if q in picked]  # dataset order kept
+    got = Counter(q.type for q in picked)
+    assert all(abs(got[t] - 6 * c / len(ds.questions)) < 1 for t, c in shares.items())
+    assert config_fingerprint(plain) == config_fingerprint(strat)  # question selection: records still resume
+    assert select_questions(ds, EvalConfig(dataset="x", limit=0, stratified=True)) == list(ds.questions)
+    with pytest.raises(ConfigError, match="stratified"):
+        EvalConfig(dataset="x", stratified="yes")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 JUDGES = ("longmemeval", "locomo", "none")
 # Fields that change how a run goes, not what it records: a run may resume under new values.
 _OPERATIONAL = {
-    "eval": {"ids", "types", "limit", "split", "split_seed", "workers", "llm_cache", "llm_cache_dir", "baseline"},
+    "eval": {"ids", "types", "limit", "stratified", "split", "split_seed", "workers", "llm_cache", "llm_cache_dir", "baseline"},
     "llm": {"concurrency", "timeout", "max_retries", "retry_wait", "batch_size", "num_threads", "cache_dir"},
     "retrieval": {"cache_dir", "disk_cache", "batch_size", "num_threads", "query_threads", "dense_concurrency",
                   "dense_api_key_env"},
@@ -47,6 +47,9 @@ class EvalConfig:
     types: tuple[str, ...] = field(default=(), metadata=_h("only these question types, names or abbreviations (KU, MS, ...)"))
     limit: int | None = field(default=None, metadata=_h("at most this many questions, the first in dataset order; "
                                                          "0 or None = all"))
+    stratified: bool = field(default=False, metadata=_h(
+        "with limit: the first questions of each type, in proportion to the types' shares (largest remainder), "
+        "instead of the first `limit` overall"))
     judge: str = field(default="none", metadata=_h(f"judge prompt family, one of {JUDGES}"))
     judge_max_tokens: int | None = field(default=None, metadata=_h("judge reply cap; None = official (10 / 1024)"))
     judge_json_mode: bool = field(default=True, metadata=_h(
@@ -85,6 +88,7 @@ class EvalConfig:
         need(self.judge_max_tokens is None or (is_int(self.judge_max_tokens) and self.judge_max_tokens >= 1),
              "judge_max_tokens", "must be None or an integer >= 1")
         need(isinstance(self.judge_json_mode, bool), "judge_json_mode", "must be true or false")
+        need(isinstance(self.stratified, bool), "stratified", "must be true or false")
         need(is_int(self.seed), "seed", "must be an integer")
         need(is_int(self.workers) and self.workers >= 1, "workers", "must be an integer >= 1")
         need(isinstance(self.llm_cache, bool), "llm_cache", "must be true or false")
@@ -223,9 +227,37 @@ def select_questions(dataset: "Dataset", config: EvalConfig) -> list[Question]:
             raise ConfigError(f"EvalConfig.types: {unknown} match no question; types here: {available}")
         wanted = set(config.types)
         qs = [q for q in qs if q.type in wanted or q.abbrev in wanted]
+    if config.limit and config.stratified:
+        return stratified_head(qs, config.limit)
     if config.limit:  # None and 0 both mean every question
         qs = qs[: config.limit]
     return qs
+
+
+def stratified_head(questions: Sequence[Question], n: int) -> list[Question]:
+    """The first questions of each type, ``n`` in all, shared in proportion to the types' counts
+    (largest remainder, ties to the larger type), kept in their original order.
+
+    >>> from lazymem.records import Question
+    >>> qs = [Question(f"q{i}", t, "?", "a", "h") for i, t in enumerate("aaaaaabbbc")]
+    >>> [q.id for q in stratified_head(qs, 5)]
+    ['q0', 'q1', 'q2', 'q6', 'q7']
+    """
+    from collections import Counter
+
+    if n >= len(questions):
+        return list(questions)
+    counts = Counter(q.type for q in questions)
+    exact = {t: n * c / len(questions) for t, c in counts.items()}
+    take = {t: int(v) for t, v in exact.items()}
+    for t in sorted(counts, key=lambda t: (-(exact[t] - take[t]), -counts[t]))[: n - sum(take.values())]:
+        take[t] += 1
+    out = []
+    for q in questions:
+        if take[q.type] > 0:
+            out.append(q)
+            take[q.type] -= 1
+    return out
 
 
 def quick_config(dataset: str, method: str = "lazymem", *, limit: int | None = 2, model: str = "smollm2-offline",
