@@ -715,15 +715,19 @@ recall and the score (paper Table 3). Every point is an ordinary resumable eval 
 As a papermill grid, one point per run: `lazymem notebooks run 09_ablations --grid
 configs/grid_09_radius.yaml` (or `grid_09_stages.yaml`); each run records its table in
 `metrics.json`. CPU defaults use the extractive processor (no MPM calls) on 2 questions; set
-`method = "lazymem"` and the stages' adapters for the trained model (hours on 2 cores).
+`method = "lazymem"` and the stages' adapters for the trained model, and `config` to start every
+point from a recipe (e.g. `configs/eval_locomo_cpu.yaml`: the shipped LazyMem-135M on llama.cpp),
+as the grid files do. `lazymem eval-table --config configs/ablation_radius_locomo.yaml` runs the
+same radius sweep in one process.
 """),
     code(SETUP + """
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
 
-from lazymem.eval import evaluate, quick_config, read_records
+from lazymem.eval import EvalConfig, evaluate, quick_config, read_records
 from lazymem.eval.report import build_report"""),
     code(f"""\
 dataset = "{QUICK_SPEC}"  # dataset SPEC (paper: ../shared/data/locomo/locomo10.json#paper)
@@ -731,13 +735,31 @@ limit = 2  # questions per point (0 = all)
 method = "extractive"  # memory processor of the radius sweep: "extractive" (no MPM) or "lazymem"
 model = "smollm2-offline"  # answer (and MPM) model
 base_url = ""  # OpenAI-compatible server; "" = in-process transformers
+config = ""  # an eval recipe (YAML) to start every point from instead (its models, pool, bias), e.g. configs/eval_locomo_cpu.yaml
 radii = [0, 1, 2, 3]  # the radius sweep (paper Table 2); [] skips it
-n = 20  # pool size (paper: 50)
+n = 20  # pool size (paper: 50); with `config`, the recipe's own
 stages = {{}}  # the stage sweep: name -> adapter (None = base), e.g. {{"base": None, "sft": "models/lazymem-135m/train/sft/final", "rl": "lazymem-135m"}}
 stage_w = 2  # radius of the stage sweep
 out_root = "runs/nb09_ablations"  # <out_root>/radius/w=<w>, <out_root>/stage/<name>
 """ + SAVE_AND_METRICS_PARAMS, "parameters"),
     code("""\
+def make_config(w, adapter="keep", method_=None):
+    \"\"\"One point's EvalConfig: the recipe in `config` (L 8, s 7 windows of radius w) or quick_config.\"\"\"
+    if config:
+        sets = [f"dataset={dataset}", f"limit={limit}", f'pipeline.window={{"w": {w}, "L": 8, "s": 7}}']
+        sets += [f"pipeline.method={method_ or method}"]
+        if adapter != "keep":
+            sets += [f"pipeline.mpm.adapter={adapter or 'null'}", f"pipeline.structured={adapter is None}"]
+            if adapter is None:
+                sets += ["pipeline.mpm_sampling.logit_bias=null"]
+        return EvalConfig.from_yaml(config, sets)
+    cfg = quick_config(dataset, method_ or method, limit=limit, model=model, base_url=base_url, n=n, w=w)
+    if adapter == "keep":
+        return cfg
+    mpm = dataclasses.replace(cfg.pipeline.mpm, adapter=adapter)
+    return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, mpm=mpm, structured=adapter is None))
+
+
 def all_at_k(run_dir):
     recs = [r for r in read_records(Path(run_dir) / "records.jsonl")[0] if r["status"] == "ok"]
     covered = []
@@ -752,32 +774,26 @@ def all_at_k(run_dir):
 def point(run_dir, cfg):
     evaluate(cfg, run_dir, progress=False)
     row = build_report([run_dir], n_resamples=100)["rows"][0]
-    return {"score": row["score"], "metric": row["metric"], f"All@{n}": all_at_k(run_dir), "gate_fmt": row["gate_fmt"],
+    return {"score": row["score"], "metric": row["metric"], "All@k": all_at_k(run_dir), "gate_fmt": row["gate_fmt"],
             "strict_gate": row["gate_strict"], "gold_keep_recall": row["gold_keep_recall"],
             "memory_tokens": row["memory_tokens"], "questions": row["questions"], "errors": row["errors"]}"""),
     md("## 1. History-window radius (paper Table 2)"),
     code("""\
 radius = {}
 for w in radii:
-    cfg = quick_config(dataset, method, limit=limit, model=model, base_url=base_url, n=n, w=w)
-    radius[w] = point(f"{out_root}/radius/w={w}", cfg)
+    radius[w] = point(f"{out_root}/radius/w={w}", make_config(w))
 pd.DataFrame(radius).T.rename_axis("w")"""),
     md("## 2. Training stage (paper Table 3)"),
     code("""\
-import dataclasses
-
 stage_rows = {}
 for name, adapter in stages.items():
-    cfg = quick_config(dataset, "lazymem", limit=limit, model=model, base_url=base_url, n=n, w=stage_w)
-    mpm = dataclasses.replace(cfg.pipeline.mpm, adapter=adapter)
-    cfg = dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, mpm=mpm, structured=adapter is None))
-    stage_rows[name] = point(f"{out_root}/stage/{name}", cfg)
+    stage_rows[name] = point(f"{out_root}/stage/{name}", make_config(stage_w, adapter, "lazymem"))
 pd.DataFrame(stage_rows).T.rename_axis("stage") if stage_rows else "no stages given (set `stages`)\""""),
     md("## 3. Record metrics"),
     code(f"""\
 {CHECK}
 metrics = {{f"w={{w}}": {{"questions": r["questions"], "errors": r["errors"],
-                        f"All@{{n}}": None if r[f"All@{{n}}"] is None else round(r[f"All@{{n}}"], 3)}}
+                        "All@k": None if r["All@k"] is None else round(r["All@k"], 3)}}
            for w, r in radius.items()}}
 metrics.update({{f"stage {{k}}": {{"questions": r["questions"], "errors": r["errors"]}} for k, r in stage_rows.items()}})
 print(nb.metrics_table(metrics))

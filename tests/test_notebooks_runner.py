@@ -69,6 +69,20 @@ def test_repo_grid_file_is_valid():
     assert set(points[0]) <= set(declared)
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("grid_*.yaml")))
+def test_every_repo_grid_names_real_parameters_and_recipes(name):
+    from lazymem.eval import EvalConfig
+
+    spec = nb.load_grid(ROOT / "configs" / name)
+    points = nb.expand_grid(spec)
+    declared = nb.notebook_parameters(nb.resolve_notebook(spec["notebook"]))
+    assert len(points) >= 2 and all(set(p) <= set(declared) for p in points)
+    for p in points:
+        if p.get("config"):  # a recipe the points start from: it parses, with the notebook's overrides
+            c = EvalConfig.from_yaml(ROOT / p["config"], [f"limit={p['limit']}", 'pipeline.window={"w": 0, "L": 8, "s": 7}'])
+            assert c.limit == p["limit"] and c.pipeline.window.w == 0
+
+
 def test_run_id_readable_stable_and_distinct():
     a = nb.run_id({"n": 50, "w": 2}, ["w"])
     assert a.startswith("w=2-") and len(a.split("-")[-1]) == 8
