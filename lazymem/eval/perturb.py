@@ -7,7 +7,7 @@ pipeline; random additions drawn ``draws`` times). Each memory is answered with 
 answer model and prompt (``answer_text``) and scored (judge label, else LoCoMo F1 / the
 answer-F1 proxy); the variants of one question are averaged first, then accuracy, the
 paired change from full gold with a question-level paired bootstrap 95% interval, the share
-of initially correct answers flipped to incorrect (C->I) and the mean memory tokens are
+of initially correct answers flipped to incorrect (C->I) and the mean memory tokens (per question first) are
 reported, as in the paper's Table tab:action_reward_perturbation.
 
 ``lazymem perturb RUN_DIR`` (``perturb_run``) runs the study on the questions of a finished
@@ -72,7 +72,7 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
     """
     items = [(h, q, ng) for h, q, ng in items if q.evidence]
     per_q: dict[str, dict[str, float]] = {c: {} for c in conditions}
-    tokens: dict[str, list[int]] = {c: [] for c in conditions}
+    tokens: dict[str, dict[str, list[int]]] = {c: {} for c in conditions}  # per question, its variants
     answers: dict[str, dict[str, list[str]]] = {c: {} for c in conditions}
     todo = conditions
     if progress:
@@ -88,7 +88,7 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
                                                                memory_text=memory))
                 owners.append(q)
                 if count_tokens is not None:
-                    tokens[c].append(count_tokens(memory))
+                    tokens[c].setdefault(q.id, []).append(count_tokens(memory))
         outs = answer.generate(prompts, sampling) if prompts else []
         scores: dict[str, list[float]] = {}
         for q, o in zip(owners, outs):
@@ -104,7 +104,8 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
         s = per_q[c]
         row: dict[str, Any] = {"condition": c, "questions": len(s),
                                "accuracy": statistics.fmean(s.values()) if s else None,
-                               "tokens": statistics.fmean(tokens[c]) if tokens[c] else None,
+                               "tokens": statistics.fmean(statistics.fmean(v) for v in tokens[c].values())
+                               if tokens[c] else None,  # variants averaged within a question first, as scores
                                "delta": None, "low": None, "high": None, "c_to_i": None}
         if c != "full_gold" and base:
             b = paired_bootstrap(s, base, n_resamples=n_resamples, seed=seed)
