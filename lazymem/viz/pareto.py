@@ -76,6 +76,16 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], texts: Sequence[st
     return out
 
 
+def point_name(row: Mapping) -> str:
+    """A point's label: the system, and how many questions it answered when some errored.
+
+    >>> point_name({"system": "nano", "questions": 36, "errors": 22}), point_name({"system": "rag", "errors": 0})
+    ('nano (14/36 answered)', 'rag')
+    """
+    errors, n = row.get("errors") or 0, row.get("questions")
+    return f"{row['system']} ({n - errors}/{n} answered)" if errors and n else row["system"]
+
+
 def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapping[str, Mapping] | None = None,
                   title: str = "Accuracy-efficiency trade-offs", metric_label: str | None = None):
     """The two-panel figure (see the module docstring); rows without a score are skipped.
@@ -95,9 +105,9 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
         tok = r.get("memory_tokens")
         lat = (r.get("latency_s") or {}).get("total") or {}
         if tok:
-            pts_tok.append((r["system"], float(tok), float(score)))
+            pts_tok.append((point_name(r), float(tok), float(score)))
         if lat.get("mean") is not None:
-            pts_lat.append((r["system"], float(lat["mean"]), float(score), lat.get("median"), lat.get("p95")))
+            pts_lat.append((point_name(r), float(lat["mean"]), float(score), lat.get("median"), lat.get("p95")))
     rep = [(n, float(v["tokens"]), float(v["lj"])) for n, v in (reported or {}).items()
            if v.get("tokens") and v.get("lj") is not None]
     apart = bool(rep and pts_tok) and min(p[2] for p in rep) > 2 * max(max(p[2] for p in pts_tok), 1e-9)
