@@ -42,8 +42,8 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], texts: Sequence[st
     """A plotly ``textposition`` per point so that labels overlap as little as possible.
 
     Greedy, in order of x: each label takes the first of ``POSITIONS`` whose box (in axis
-    fractions: ``char_w`` a character, ``line_h`` a line) overlaps no label placed before, else
-    the one that overlaps least.
+    fractions: ``char_w`` a character, ``line_h`` a line) overlaps no label placed before and
+    stays within the panel's sides, else the one that does least of either.
 
     >>> label_positions([1, 1.01, 5], [0.5, 0.5, 0.9], ["aaaa", "bbbb", "c"])
     ['top center', 'bottom center', 'top center']
@@ -68,8 +68,12 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], texts: Sequence[st
     def overlap(a, b) -> float:
         return max(0.0, min(a[1], b[1]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[2], b[2]))
 
+    def outside(b) -> float:  # past the panel's sides: into the next panel or off the figure
+        return (max(0.0, -0.05 - b[0]) + max(0.0, b[1] - 1.05)) * line_h
+
     for i in sorted(range(len(xs)), key=lambda k: (nx[k], ny[k])):
-        costs = [sum(overlap(box(i, p), b) for j, b in enumerate(boxes) if j != i) for p in POSITIONS]
+        costs = [sum(overlap(box(i, p), b) for j, b in enumerate(boxes) if j != i) + outside(box(i, p))
+                 for p in POSITIONS]
         best = POSITIONS[costs.index(min(costs))]
         out[i] = best
         boxes.append(box(i, best))
