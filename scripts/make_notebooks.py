@@ -648,8 +648,7 @@ from pathlib import Path
 import pandas as pd
 
 from lazymem import viz
-from lazymem.eval import evaluate, quick_config
-from lazymem.notebooks.compare import report_with_figures"""),
+from lazymem.notebooks.compare import method_runs, report_with_figures"""),
         code(f"""\
 dataset = "{QUICK_SPEC}"  # dataset SPEC (lazymem.data.datasets)
 limit = 2  # questions per method (0 = all)
@@ -664,11 +663,8 @@ runs = []  # finished run folders to compare instead of running `methods` (names
 out_root = "runs/nb08_compare"  # one run folder per method, and the report in <out_root>/report
 """ + SAVE_AND_METRICS_PARAMS, "parameters"),
         code("""\
-if not runs:
-    for m in methods:
-        evaluate(quick_config(dataset, m, limit=limit, model=model, base_url=base_url, backend=backend, n=n),
-                 f"{out_root}/{m}", progress=False)
-run_dirs = list(runs) or [f"{out_root}/{m}" for m in methods]
+run_dirs = method_runs(runs, methods, dataset, out_root, limit=limit, model=model, base_url=base_url,
+                       backend=backend, n=n)
 names = [Path(d).name for d in run_dirs]
 run_dirs"""),
         md("## 1. The tables"),
@@ -826,9 +822,10 @@ from IPython.display import HTML, display
 
 from lazymem import viz
 from lazymem.data import load_dataset
-from lazymem.eval import evaluate, quick_config, read_records
+from lazymem.eval import read_records
 from lazymem.eval.attribution import STAGES, attribute_run, drill_down
-from lazymem.notebooks import explore_question"""),
+from lazymem.notebooks import explore_question
+from lazymem.notebooks.compare import method_runs"""),
     code(f"""\
 dataset = "{QUICK_SPEC}"  # dataset SPEC the runs answered (their history texts feed the key-content check)
 limit = 2  # questions per method (0 = all)
@@ -844,11 +841,8 @@ drill = 3  # drill-downs to print (the first wrong answers, one stage after anot
 question_id = ""  # a question to open in the window explorer ("" = the first drilled one with windows)
 """ + SAVE_AND_METRICS_PARAMS, "parameters"),
     code("""\
-if not runs:
-    for m in methods:
-        evaluate(quick_config(dataset, m, limit=limit, model=model, base_url=base_url, backend=backend, n=n),
-                 f"{out_root}/{m}", progress=False)
-run_dirs = list(runs) or [f"{out_root}/{m}" for m in methods]
+run_dirs = method_runs(runs, methods, dataset, out_root, limit=limit, model=model, base_url=base_url,
+                       backend=backend, n=n)
 ds = load_dataset(dataset)
 texts = {h.id: {m.pos: m.text for m in h.messages} for h in ds.histories.values()}
 records = {Path(d).name: [r for r in read_records(Path(d) / "records.jsonl")[0] if r["status"] == "ok"]

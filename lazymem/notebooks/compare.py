@@ -3,7 +3,8 @@
 ``report_with_figures(runs, ..., dataset="locomo", out="runs/report")`` builds the report
 (``lazymem.eval.report``), writes ``report.json`` / ``report.md`` and the Pareto figure
 (``pareto.html``, offline, and ``pareto.png``) with the paper's reported points of `dataset`
-overlaid hollow, and returns (report, figure).
+overlaid hollow, and returns (report, figure). ``method_runs`` gives notebooks 08 and 10 their
+run folders: finished ones as given, else one quick run (or resume) per method.
 """
 from __future__ import annotations
 
@@ -14,6 +15,18 @@ from typing import Any, Sequence
 
 from lazymem.eval.paper import REPORTED
 from lazymem.eval.report import build_report, report_markdown
+
+def method_runs(runs: Sequence[str], methods: Sequence[str], dataset: str, out_root: str, **quick: Any) -> list[str]:
+    """``runs`` when given; else each method evaluated (resumably) on ``dataset`` into ``<out_root>/<method>``
+    with ``lazymem.eval.quick_config(dataset, method, **quick)``."""
+    if runs:
+        return [str(r) for r in runs]
+    from lazymem.eval import evaluate, quick_config
+
+    for m in methods:
+        evaluate(quick_config(dataset, m, **quick), f"{out_root}/{m}", progress=False)
+    return [f"{out_root}/{m}" for m in methods]
+
 
 METRIC_LABELS = {"accuracy": "LLM-judge accuracy", "locomo_f1": "LoCoMo F1", "answer_f1": "answer F1 (proxy)"}
 
