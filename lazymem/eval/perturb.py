@@ -131,10 +131,9 @@ def perturbation_markdown(study: dict) -> str:
 
 def local_nongold(record: dict) -> list[int]:
     """The positions a run showed its memory step for one question (its windows, else its pool), less the gold."""
-    shown = {p for w in record.get("windows") or [] for p in w["positions"]}
-    if not shown and record.get("pool"):
-        shown = set(record["pool"]["positions"])
-    return sorted(shown - set(record["question"]["evidence"]))
+    from lazymem.eval.attribution import candidates
+
+    return sorted((candidates(record) or set()) - set(record["question"]["evidence"]))
 
 
 def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: int = 3, limit: int | None = None,

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from lazymem.eval.paper import REPORTED
 from lazymem.eval.report import build_report, report_markdown
 
+
 def method_runs(runs: Sequence[str], methods: Sequence[str], dataset: str, out_root: str, **quick: Any) -> list[str]:
     """``runs`` when given; else each method evaluated (resumably) on ``dataset`` into ``<out_root>/<method>``
     with ``lazymem.eval.quick_config(dataset, method, **quick)``."""
