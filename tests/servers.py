@@ -142,11 +142,54 @@ def mem0_extraction(body: dict) -> str:
     return json.dumps({"memory": [{"text": users[-1]}] if users else []})
 
 
+def thinking_model(answer, think_tokens: int = 2000, parser: str | None = None):
+    """A scripted Qwen3-like thinking model for ChatServer, one word = one token.
+
+    It writes ``<think> step0 ... step{think_tokens-1} </think>`` then ``answer`` (a string, or
+    ``answer(body)``), and honours what vLLM does: ``max_tokens`` (cut, finish_reason "length"),
+    ``stop`` strings (cut before them, "stop"), ``thinking_token_budget`` (the think phase ends
+    after that many tokens) and ``continue_final_message`` (a final assistant message that
+    closes its ``</think>`` is continued: only the answer is written). ``parser``: None leaves
+    the trace inline in ``content`` (vLLM without a reasoning parser); "reasoning" (vLLM) or
+    "reasoning_content" (DeepSeek, older vLLM) returns it in that message field."""
+    def reply(body: dict) -> dict:
+        text_answer = answer(body) if callable(answer) else answer
+        last = body["messages"][-1]
+        if body.get("continue_final_message") and last["role"] == "assistant" and "</think>" in last["content"]:
+            tokens = text_answer.split(" ")
+        else:
+            budget = body.get("thinking_token_budget")
+            n = think_tokens if budget is None else min(think_tokens, budget)
+            tokens = ["<think>", *(f"step{i}" for i in range(n)), "</think>", *text_answer.split(" ")]
+        limit = body.get("max_completion_tokens") or body.get("max_tokens") or len(tokens)
+        emitted, finish, text = [], "stop", ""
+        for tok in tokens:
+            if len(emitted) == limit:
+                finish = "length"
+                break
+            emitted.append(tok)
+            text = " ".join(emitted)
+            hit = [text.index(s) for s in body.get("stop") or [] if s in text]
+            if hit:
+                text = text[:min(hit)]
+                break
+        out = {"content": text, "finish_reason": finish, "completion_tokens": len(emitted)}
+        if parser and text.startswith("<think>"):
+            inner, closed, rest = text[len("<think>"):].partition("</think>")
+            out.update({"content": rest.strip() if closed else "", parser: inner.strip()})
+        return out
+
+    return reply
+
+
 class ChatServer(_ThreadedApp):
     """A real OpenAI-compatible ``/v1/chat/completions`` server (FastAPI + uvicorn, in a thread)
     whose reply to each request is ``reply(body)`` of its JSON body (default ``mem0_extraction``),
     where a local llama.cpp or vLLM server would run a model. It keeps every request body, answers
-    401 without the right key when started with one, and 500 when ``reply`` raises."""
+    401 without the right key when started with one, and 500 when ``reply`` raises. A reply is the
+    message text, or a dict with ``content`` and optionally ``finish_reason``,
+    ``completion_tokens`` and a reasoning field (``reasoning`` / ``reasoning_content``), as a
+    reasoning server sends (see ``thinking_model``)."""
 
     def __init__(self, reply=None, api_key: str | None = None):
         from fastapi import FastAPI
@@ -163,13 +206,17 @@ class ChatServer(_ThreadedApp):
             body = await request.json()
             self.requests.append(body)
             try:
-                text = self.reply(body)
+                out = self.reply(body)
             except Exception as e:
                 return JSONResponse({"error": {"message": f"{type(e).__name__}: {e}"}}, status_code=500)
+            out = out if isinstance(out, dict) else {"content": out}
+            text = out.get("content") or ""
+            message = {"role": "assistant", "content": out.get("content"),
+                       **{k: out[k] for k in ("reasoning", "reasoning_content") if k in out}}
+            n = out.get("completion_tokens", len(text.split()))
             return {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split()),
-                              "total_tokens": len(text.split())}}
+                    "choices": [{"index": 0, "message": message, "finish_reason": out.get("finish_reason", "stop")}],
+                    "usage": {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}}
 
         self.app = app

@@ -33,6 +33,8 @@ BACKENDS = ("openai", "transformers", "llamacpp", "vllm", "fake")
 # field {"structured_outputs": {"json": schema}} (vLLM >= 0.12; guided_json was removed),
 # or not at all. Callers validate the output either way.
 STRUCTURED_OUTPUTS = ("response_format", "structured_outputs", "none")
+# How LLMConfig.thinking_budget caps a thinking model's reasoning (see LLMConfig's docstring).
+THINKING_BUDGET_MODES = ("two_phase", "server")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 Prompt = Union[str, Sequence[Mapping[str, str]]]
@@ -137,13 +139,20 @@ class Completion:
     error: str | None = None  # "ExceptionType: message" of a failed prompt
     model: str = ""
     finish_reason: str | None = None  # "stop", "length" (hit max_tokens) or None when unknown
+    # The reasoning trace a server returned beside the text (DeepSeek's and older vLLM's
+    # message.reasoning_content, vLLM's message.reasoning, the think phase of a thinking budget);
+    # None when it sent none (a trace left inline in the text as <think>...</think> stays there).
+    reasoning: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if d["reasoning"] is None:
+            del d["reasoning"]  # stored entries stay as they were before the field existed
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Completion":
@@ -161,7 +170,29 @@ def error_completion(exc: BaseException, model: str, latency_s: float = 0.0, sec
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """Which model answers and how to reach it; the same keys as a recipe's ``llm:`` section."""
+    """Which model answers and how to reach it; the same keys as a recipe's ``llm:`` section.
+
+    **Thinking budget** (``thinking_budget``: at most this many tokens of reasoning, then the
+    answer; the paper's reward judge: Qwen3-32B, 1,024 output tokens, 512 of them thinking). A
+    thinking model left unbounded under ``max_tokens`` is cut off mid-thought and never answers.
+    ``thinking_budget_mode`` says how the cap is applied (backend 'openai'):
+
+    - ``"two_phase"`` (the default; Qwen3's documented way): request 1 lets the model think with
+      ``max_tokens = min(budget, Sampling.max_tokens)`` and stop ``"</think>"``; request 2 sends the
+      prompt plus an assistant message ``"<think>\\n{trace}\\n</think>\\n\\n"`` (the trace as
+      written, cut or not) with ``continue_final_message: true, add_generation_prompt: false``,
+      so the model writes only the answer, with ``max_tokens`` = what request 1 left. Needs a
+      server that continues a final assistant message (vLLM, SGLang); any reasoning parser is
+      fine. The Completion's text is the answer, its ``reasoning`` the trace. Exact on every
+      such server, at the price of a second request (a prefix cache makes its prefill cheap).
+    - ``"server"``: one request carrying vLLM's ``thinking_token_budget`` sampling parameter;
+      the server forces the end of reasoning at the budget. Needs vLLM started with
+      ``--reasoning-parser`` (and ``--reasoning-config`` where the parser does not name the
+      think tokens) in a version that has the parameter; an older vLLM or another server
+      ignores it, and the cut-off replies then show as the judge's ``truncated`` failures.
+
+    ``chat_template_kwargs: {enable_thinking: true}`` turns Qwen3's thinking on (its default).
+    """
 
     backend: str = field(default="transformers", metadata=_h(
         f"one of {BACKENDS}, or 'auto': llamacpp where llama-cpp-python is installed and the model is a GGUF "
@@ -192,6 +223,10 @@ class LLMConfig:
         default=None, metadata=_h("passed to the chat template, e.g. {'enable_thinking': false} for Qwen3"))
     structured_output: str = field(
         default="response_format", metadata=_h(f"openai: how a json_schema is sent, one of {STRUCTURED_OUTPUTS}"))
+    thinking_budget: int | None = field(default=None, metadata=_h(
+        "openai: most reasoning tokens before the answer must start (the paper's judge: 512); None = no cap"))
+    thinking_budget_mode: str = field(default="two_phase", metadata=_h(
+        f"openai: how thinking_budget is applied, one of {THINKING_BUDGET_MODES} (see the class docstring)"))
 
     def __post_init__(self):
         if self.backend == "auto":  # the fastest engine installed here for this model, fixed at load
@@ -233,6 +268,12 @@ class LLMConfig:
         for name in ("extra_body", "chat_template_kwargs"):
             need(getattr(self, name) is None or isinstance(getattr(self, name), Mapping), name, "must be a mapping or None")
         need(self.structured_output in STRUCTURED_OUTPUTS, "structured_output", f"must be one of {STRUCTURED_OUTPUTS}")
+        need(self.thinking_budget is None or (is_int(self.thinking_budget) and self.thinking_budget >= 1),
+             "thinking_budget", "must be None or an integer >= 1 (tokens)")
+        need(self.thinking_budget is None or self.backend in ("openai", "fake"), "thinking_budget",
+             f"is applied by backend 'openai' only (got backend {self.backend!r}); set it to null")
+        need(self.thinking_budget_mode in THINKING_BUDGET_MODES, "thinking_budget_mode",
+             f"must be one of {THINKING_BUDGET_MODES}")
 
     @classmethod
     def from_dict(cls, values: Mapping) -> "LLMConfig":
@@ -264,6 +305,8 @@ class LLMConfig:
                "structured_output": self.structured_output if self.backend == "openai" else None}
         if self.adapter is not None:  # only when set, so caches made before adapters existed stay valid
             out["adapter"] = _adapter_identity(self.adapter)
+        if self.thinking_budget is not None:  # likewise
+            out["thinking_budget"] = [self.thinking_budget, self.thinking_budget_mode]
         return out
 
 

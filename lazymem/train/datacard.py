@@ -12,6 +12,7 @@ resolved config, seeds, counts, lengths, file hashes, prompt hash, package versi
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import Counter
 from pathlib import Path
@@ -22,6 +23,8 @@ from lazymem.prompts import PROMPTS
 from lazymem.runinfo import git_commit, now, package_versions
 from lazymem.secrets import redact
 from lazymem.stats import percentiles
+
+log = logging.getLogger("lazymem.train")
 
 # The paper's App. "Training Data" (LongMemEval train split, DeepSeek-V4-Flash teacher).
 PAPER_SFT = {
@@ -218,3 +221,16 @@ def example_targets(rows: Sequence[Mapping], n: int = 2, keep_only: bool = True)
         if len(out) == n:
             break
     return out
+
+
+def chain_counts(rows: Sequence[dict], source: str | None) -> dict:
+    """How many rows carry a referenced reasoning chain and how many send the judge an empty one
+    (logged as a warning when any does)."""
+    empty = sum(not r["reasoning_chain"] for r in rows)
+    if empty:
+        log.warning("RL prompts: %d of %d rows have no referenced reasoning chain (%s); the judge gets \"\" there",
+                    empty, len(rows), f"none in {source}" if source else "set reasoning_chains to an SFT data folder")
+    return {"source": source or "the data only", "rows_with_chain": len(rows) - empty, "rows_empty": empty,
+            "empty_share": ratio(empty, len(rows)),
+            "questions_with_chain": len({r["question_id"] for r in rows if r["reasoning_chain"]}),
+            "questions": len({r["question_id"] for r in rows})}

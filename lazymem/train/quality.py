@@ -4,7 +4,10 @@ Every KEEP message of a format-valid rollout is scored by a reward judge on fait
 and utility u, both in {0, 1, 2}, with the paper's listing (``lazymem.prompts``,
 "reward_judge"). Q(x) = 1[f > 0] (f + u) / 4, and R_qual is the mean Q over the kept
 messages (0 when nothing is kept). A judge call that fails or a reply that cannot be read is
-recorded and counted, and the rollout's R_qual becomes None: never a silent 0.
+recorded and counted, and the rollout's R_qual becomes None: never a silent 0. A refused reply
+that was cut off (finish_reason "length", or a ``<think>`` never closed) is counted as
+``truncated``, not as a parse failure: that is the sign of a thinking judge without a thinking
+budget (``LLMConfig.thinking_budget``; the paper's judge: 512 of its 1,024 tokens).
 
 >>> parse_quality_judgement('<think>ok</think> {"faithfulness": 2, "utility": 1, "reason": "r"}')
 (2, 1)
@@ -29,13 +32,15 @@ log = logging.getLogger("lazymem.train")
 
 SCORES = (0, 1, 2)  # the rubric's no / partial / full
 # Paper, Appendix "Quality Reward: Scoring Rubric and Judge Configuration": temperature 0,
-# at most 1,024 output tokens. Its 512-token thinking budget, 180 s timeout and three retries
-# belong to the judge's LLMConfig (server side), not to the sampling settings.
+# at most 1,024 output tokens. Its 512-token thinking budget (LLMConfig.thinking_budget), 180 s
+# timeout and three retries belong to the judge's LLMConfig, not to the sampling settings.
 JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=1024)
 # Why a judge reply was refused; JudgeParseError.kind is one of these.
 PARSE_FAILURES = ("not_text", "empty", "invalid_json", "extra_text", "not_object", "duplicate_field",
                   "missing_field", "bad_score")
 CALL_ERROR = "call_error"  # the client returned Completion(error=...) (after its own retries)
+TRUNCATED = "truncated"  # a refused reply that was cut off (see cut_off)
+_OPEN_THINK = re.compile(r"\A\s*<think>(?!.*</think>)", re.DOTALL)
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
@@ -115,6 +120,21 @@ def parse_quality_judgement(reply: str) -> tuple[int, int]:
     return scores[0], scores[1]
 
 
+def cut_off(completion: Any) -> bool:
+    """Whether a reply stopped before it was done: the token limit ended it (finish_reason
+    "length") or it opens a ``<think>`` it never closes.
+
+    >>> from lazymem.llm import Completion
+    >>> cut_off(Completion("<think>so the memory", 9, 1024, 0.0, finish_reason=None))
+    True
+    >>> cut_off(Completion('<think>ok</think> {"faithfulness": 2}', 9, 9, 0.0, finish_reason="stop"))
+    False
+    """
+    text = getattr(completion, "text", "")
+    return getattr(completion, "finish_reason", None) == "length" or (
+        isinstance(text, str) and _OPEN_THINK.match(text) is not None)
+
+
 def quality_score(faithfulness: int, utility: int) -> float:
     """Q(x) = 1[f > 0] (f + u) / 4 (paper Eq. quality_score): unfaithful content earns nothing.
 
@@ -146,7 +166,7 @@ class KeptMessage:
     query: str
     query_time: str
     gold_answer: str
-    reasoning_chain: str = ""  # the referenced reasoning chain ("" when the dataset has none)
+    reasoning_chain: str = ""  # the referenced reasoning chain (the data's or the SFT teacher's; "" when none)
 
     def messages(self) -> list[dict[str, str]]:
         """The judge's chat: the paper's system prompt and its user-prompt listing."""
@@ -164,9 +184,10 @@ class QualityJudge:
     timeouts and retries are its job, caching is CachedClient's). Identical prompts (GRPO
     rollouts of one window often compress a message the same way) are sent once.
 
-    Failures are recorded, never hidden: ``failures`` counts them by kind (CALL_ERROR or a
-    JudgeParseError kind), ``recent_failures`` keeps the last few with their detail, and a
-    rollout with any unjudged kept message gets R_qual None.
+    Failures are recorded, never hidden: ``failures`` counts them by kind (CALL_ERROR,
+    TRUNCATED for a refused reply that was cut off, or a JudgeParseError kind),
+    ``recent_failures`` keeps the last few with their detail, and a rollout with any unjudged
+    kept message gets R_qual None.
 
     Pickling: a judge built from an ``LLMConfig`` drops its client and rebuilds it on first
     use; one given a client pickles that client (a FakeBackend or CachedClient cannot be).
@@ -222,10 +243,12 @@ class QualityJudge:
                 verdicts[k] = parse_quality_judgement(c.text)
             except JudgeParseError as e:
                 verdicts[k] = None
-                self.failures[e.kind] += 1
-                self.recent_failures.append({"kind": e.kind, "detail": e.detail[:300], "reply": c.text[:300],
+                # a reply cut off mid-thought is the budget's fault, not the judge's format
+                kind = TRUNCATED if e.kind != CALL_ERROR and cut_off(c) else e.kind
+                self.failures[kind] += 1
+                self.recent_failures.append({"kind": kind, "detail": e.detail[:300], "reply": c.text[:300],
                                              "finish_reason": c.finish_reason})
-                log.warning("reward judge: %s (%s)", e.kind, e.detail[:200])
+                log.warning("reward judge: %s (%s; finish_reason %s)", kind, e.detail[:200], c.finish_reason)
         return [verdicts[k] for k in keys]
 
     def score(self, rollouts: Sequence[Sequence[KeptMessage]]) -> list[float | None]:

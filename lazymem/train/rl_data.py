@@ -8,19 +8,26 @@ replacement and half without gold sampled WITHOUT replacement; the paper draws 1
 pool of 11,072 of which 8.98% bear gold. Each row carries what a GRPO reward needs:
 
 - ``prompt`` (chat messages), ``decision_positions`` and ``gold_labels`` (the action reward);
-- ``question_id``, ``query``, ``query_time``, ``gold_answer``, ``reasoning_chain`` ("" unless
-  the data has one) and ``sources`` (per decision: the message's role, content, timestamp):
-  the quality reward's judge prompt.
+- ``question_id``, ``query``, ``query_time``, ``gold_answer``, ``reasoning_chain`` and
+  ``sources`` (per decision: the message's role, content, timestamp): the quality reward's
+  judge prompt (paper App. "Quality Reward": the judge receives the referenced reasoning chain).
+
+The referenced reasoning chain is the data's own where a question has one, else the SFT
+teacher's for that question (``reasoning_chains``: an SFT data folder or its
+``annotations.jsonl``, joined by dataset and question id; ``teacher_chains`` says which trace),
+else "". Rows without a chain are counted in the card (``reasoning_chains``), never silent.
 
 Writes ``rl_prompts.jsonl`` and a pool card (``card.json``, ``card.md``) to ``output_dir``.
 """
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, LoadError
 from lazymem.train.sft_data import (
     PairsConfig,
     QueryWindow,
@@ -30,6 +37,7 @@ from lazymem.train.sft_data import (
     query_window_pairs,
     select_questions,
 )
+from lazymem.train.teacher import OK, think_text
 
 
 def _h(text: str) -> dict:
@@ -44,6 +52,9 @@ class RLDataConfig(PairsConfig):
         default=10000, metadata=_h("prompts to draw (the paper: 10,000); None = twice the prompts without gold"))
     gold_fraction: float = field(default=0.5, metadata=_h("share of gold-bearing prompts in the drawn set (the paper: 0.5)"))
     output_dir: str = field(default="runs/train_data/rl", metadata=_h("where rl_prompts.jsonl and the pool card go"))
+    reasoning_chains: str | None = field(default=None, metadata=_h(
+        "an SFT data folder (or its annotations.jsonl): each question's teacher trace becomes the judge's referenced "
+        "reasoning chain; None = only chains the data has"))
 
     def __post_init__(self):
         super().__post_init__()
@@ -51,6 +62,8 @@ class RLDataConfig(PairsConfig):
                    "size", "must be None or an integer >= 1")
         self._need(isinstance(self.gold_fraction, (int, float)) and not isinstance(self.gold_fraction, bool)
                    and 0 <= self.gold_fraction <= 1, "gold_fraction", "must be in [0, 1]")
+        self._need(self.reasoning_chains is None or (isinstance(self.reasoning_chains, str) and self.reasoning_chains),
+                   "reasoning_chains", "must be None or the path of an SFT data folder or its annotations.jsonl")
 
 
 def balance_pool(gold_bearing: Sequence[bool], size: int | None, gold_fraction: float = 0.5,
@@ -84,28 +97,78 @@ def balance_pool(gold_bearing: Sequence[bool], size: int | None, gold_fraction: 
     return picked
 
 
-def rl_row(pair: QueryWindow) -> dict:
-    """One GRPO prompt row: the chat prompt, the reward's columns and the pair's metadata."""
+def annotations_path(path: str | Path) -> Path:
+    """The annotations file of ``reasoning_chains``: the path itself, or a folder's annotations.jsonl."""
+    return Path(path) / "annotations.jsonl" if Path(path).is_dir() else Path(path)
+
+
+def teacher_chains(path: str | Path) -> dict[tuple[str, str], str]:
+    """{(dataset SPEC, question id): the teacher's reasoning} from SFT annotations.
+
+    A question's chain is the trace of one of its accepted windows (status ok) that shows gold
+    evidence: the one with the most gold messages, then the first; its reasoning is the
+    separate trace (``reasoning``) or the output's leading ``<think>...</think>``. Questions whose
+    accepted gold windows carry no trace get none.
+
+    Raises:
+        LoadError: the file is missing, a line is not a JSON object, or a field is missing.
+    """
+    p = annotations_path(path)
+    if not p.is_file():
+        raise LoadError(str(p), None, None, "no such file (reasoning_chains: an SFT data folder or its annotations.jsonl)")
+    best: dict[tuple[str, str], tuple[tuple, str]] = {}
+    with open(p, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise LoadError(str(p), f"line {i + 1}", None, f"not JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise LoadError(str(p), f"line {i + 1}", None, "not a JSON object")
+            for name in ("dataset", "question_id", "status", "n_gold", "window_index", "output"):
+                if name not in row:
+                    raise LoadError(str(p), f"line {i + 1}", name, "missing (not an SFT annotations file?)")
+            chain = (row.get("reasoning") or "").strip() or think_text(row["output"] or "")
+            if row["status"] != OK or not row["n_gold"] or not chain:
+                continue
+            key, rank = (row["dataset"], row["question_id"]), (-row["n_gold"], row["window_index"])
+            if key not in best or rank < best[key][0]:
+                best[key] = (rank, chain)
+    return {k: chain for k, (_, chain) in best.items()}
+
+
+def rl_row(pair: QueryWindow, chains: dict[tuple[str, str], str] | None = None) -> dict:
+    """One GRPO prompt row: the chat prompt, the reward's columns and the pair's metadata;
+    ``chains`` (``teacher_chains``) gives a question without its own chain the teacher's."""
     q, p, h = pair.question, pair.prompt, pair.history
+    chain = getattr(q, "reasoning_chain", "") or (chains or {}).get((pair.dataset, q.id), "")
     return {"prompt": list(p.messages), **pair_columns(pair), "has_gold": any(p.gold_labels),
             "query": q.text, "query_time": q.query_time, "gold_answer": q.answer,
-            "reasoning_chain": getattr(q, "reasoning_chain", "") or "",
+            "reasoning_chain": chain,
             "sources": [{"role": h[i].role, "content": h[i].text, "timestamp": h[i].timestamp}
                         for i in p.decision_positions]}
 
 
 def build_rl_prompts(config: RLDataConfig) -> dict:
     """Build the balanced GRPO prompt set into ``config.output_dir``; returns the pool card."""
-    from lazymem.train.datacard import PAPER_RL, length_stats, prompt_text, provenance, ratio, sources_md, table
-    from lazymem.train.datacard import write_card, write_jsonl
+    from lazymem.train.datacard import PAPER_RL, chain_counts, length_stats, prompt_text, provenance, ratio, sources_md
+    from lazymem.train.datacard import table, write_card, write_jsonl
 
+    from lazymem.files import sha256_file
+
+    teacher = teacher_chains(config.reasoning_chains) if config.reasoning_chains else {}  # bad file: fail first
     datasets, sources = load_sources(config)
     selected, selection = select_questions(datasets, config)
     pool = [pair for pairs in query_window_pairs(datasets, selected, config, desc="rl pool") for pair in pairs]
     selection["gold_messages_in_windows"] = gold_in_windows(pool)
     gold = [any(p.prompt.gold_labels) for p in pool]
     picked = balance_pool(gold, config.size, config.gold_fraction, config.seed)
-    rows = [rl_row(pool[i]) for i in picked]
+    rows = [rl_row(pool[i], teacher) for i in picked]
+    chains = chain_counts(rows, config.reasoning_chains)
+    if config.reasoning_chains:
+        chains["source_sha256"] = sha256_file(annotations_path(config.reasoning_chains))
     files = {"rl_prompts": write_jsonl(f"{config.output_dir}/rl_prompts.jsonl", rows)}
     n_gold = sum(gold)
     gold_picked = [i for i in picked if gold[i]]
@@ -118,7 +181,8 @@ def build_rl_prompts(config: RLDataConfig) -> dict:
     card = {"kind": "rl", "sources": sources, "seeds": {"seed": config.seed, "split_seed": config.split_seed},
             "selection": selection, **counts, "prompt_lengths_unique": lengths,
             "sampling": "gold-bearing WITH replacement, others WITHOUT replacement, shuffled",
-            "paper": PAPER_RL, "files": files, "config": config.to_dict(), **provenance()}
+            "reasoning_chains": chains, "paper": PAPER_RL, "files": files, "config": config.to_dict(),
+            **provenance()}
     md = "\n".join([
         "# RL prompt pool card", "", "Sources:", sources_md(sources), "",
         f"Seeds: seed {config.seed}, split seed {config.split_seed}; questions by type: {selection['used_by_type']}; "
@@ -130,6 +194,9 @@ def build_rl_prompts(config: RLDataConfig) -> dict:
                ("gold-bearing drawn (with replacement)", counts["gold_bearing_sampled"], PAPER_RL["gold_bearing_sampled"]),
                ("distinct gold-bearing prompts drawn", counts["gold_bearing_unique"], None),
                ("others drawn (without replacement)", counts["other_sampled"], PAPER_RL["other_sampled"]),
-               (f"prompt length, mean ({lengths['unit']})", lengths["mean"], None)]), ""])
+               (f"prompt length, mean ({lengths['unit']})", lengths["mean"], None)]), "",
+        f"Referenced reasoning chains (the judge's): {chains['rows_with_chain']} of {len(rows)} rows have one, "
+        f"{chains['rows_empty']} are empty (source: {chains['source']}).", ""])
     write_card(config.output_dir, card, md)
     return card
+

@@ -294,6 +294,8 @@ class SFTDataConfig(PairsConfig):
                                   "(the same with a think trace walking the window message by message) or "
                                   "'gold-trace-numbered' (that, each item's reason naming its message number)"))
     teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=_h("teacher decoding"))
+    teacher_reasoning: bool = field(default=True, metadata=_h("a model teacher's separate reasoning (reasoning_content / "
+                                                              "reasoning) goes in the target as <think>...</think>"))
     batch_questions: int = field(default=16, metadata=_h("questions whose windows go in one generate call"))
     balance: bool = field(default=True, metadata=_h("pair the windows with a KEEP with as many sampled all-DROP windows"))
     output_dir: str = field(default="runs/train_data/sft", metadata=_h("where sft.jsonl and the data card go"))
@@ -308,6 +310,7 @@ class SFTDataConfig(PairsConfig):
         self._need(isinstance(self.teacher_sampling, Sampling), "teacher_sampling", "must be a Sampling")
         self._need(_is_int(self.batch_questions) and self.batch_questions >= 1, "batch_questions", "must be >= 1")
         self._need(isinstance(self.balance, bool), "balance", "must be true or false")
+        self._need(isinstance(self.teacher_reasoning, bool), "teacher_reasoning", "must be true or false")
 
     @property
     def teacher_name(self) -> str:
@@ -368,7 +371,8 @@ def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> 
         done.extend((pair, *r) for pair, r in zip(batch, annotate([b.prompt for b in batch], [b.history for b in batch],
                                                                   client, config.teacher_sampling,
                                                                   trace=config.teacher in TRACE_TEACHERS,
-                                                                  numbered=config.teacher == GOLD_TRACE_NUMBERED)))
+                                                                  numbered=config.teacher == GOLD_TRACE_NUMBERED,
+                                                                  keep_reasoning=config.teacher_reasoning)))
         batch.clear()
 
     for n, pairs in enumerate(query_window_pairs(datasets, selected, config, desc="sft data"), start=1):
@@ -386,7 +390,7 @@ def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> 
              "annotations": write_jsonl(f"{out}/annotations.jsonl", (
                  {**pair_columns(pair), "status": ann.status, "detail": ann.detail, "n_keep": ann.n_keep,
                   "n_decisions": ann.n_decisions, "has_think": ann.has_think, "model": c.model, "error": c.error,
-                  "finish_reason": c.finish_reason, "output": c.text} for pair, c, ann in done))}
+                  "finish_reason": c.finish_reason, "output": c.text, "reasoning": c.reasoning} for pair, c, ann in done))}
     card, markdown = sft_card(config, sources, selection, [(pair.prompt, ann) for pair, _, ann in done], rows, files)
     write_card(out, card, markdown)
     return card

@@ -7,7 +7,10 @@ option, recorded as such in the data card; it never stands in for a model that f
 
 Every output goes through the same format gate as inference (``WindowPrompt.gate``) after a
 leading ``<think>...</think>`` is set aside; the trace stays in the SFT target, as the paper's
-"its reasoning and structured decisions form the SFT target". An instance is discarded when
+"its reasoning and structured decisions form the SFT target". A reasoning server returns the
+trace beside the text (``Completion.reasoning``: DeepSeek's ``reasoning_content``, vLLM's
+``reasoning``); with ``keep_reasoning`` (``SFTDataConfig.teacher_reasoning``) it is put back
+in front as ``<think>\\n{trace}\\n</think>\\n\\n`` (``with_reasoning``). An instance is discarded when
 the call failed, the gate refuses the output (unparsable, schema violation, wrong number of
 decisions: the gate's failure kind is the reason), or a gold message is dropped.
 
@@ -29,6 +32,7 @@ decisions: the gate's failure kind is the reason), or a gold message is dropped.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -51,6 +55,7 @@ OK = "ok"
 FAILED_CALL = "failed_call"
 DROPPED_GOLD = "dropped_gold"
 DISCARD_REASONS: tuple[str, ...] = (FAILED_CALL, DROPPED_GOLD) + FAILURE_KINDS
+_THINK = re.compile(r"\A\s*<think>(.*?)</think>", re.DOTALL)
 # The paper's four discard reasons, each gate failure kind under one of them.
 PAPER_GROUPS = ("failed_call", "drops_gold", "unparsable", "schema_violation", "wrong_count")
 
@@ -79,7 +84,7 @@ class Annotation:
     """The teacher's output for one window and whether it becomes an SFT instance."""
 
     status: str  # OK or one of DISCARD_REASONS
-    target: str  # the teacher's text as returned (think trace included); "" for a failed call
+    target: str  # the SFT target: the teacher's text (with keep_reasoning, a separate trace in front); "" if the call failed
     n_keep: int  # KEEP decisions (0 unless the gate passed)
     n_decisions: int  # decisions parsed (0 unless the gate passed)
     has_think: bool  # the text opens with a <think>...</think> trace
@@ -153,11 +158,38 @@ def gold_completion(prompt: WindowPrompt, history: "History", trace: bool = Fals
     return completion(gold_trace(prompt, history) + "\n" + target if trace else target)
 
 
-def judge(prompt: WindowPrompt, out: Completion) -> Annotation:
+def with_reasoning(out: Completion) -> str:
+    """A teacher output as an SFT target: a separately returned trace put in front as
+    ``<think>...</think>`` (the paper's targets), unless the text already opens with one.
+
+    >>> print(with_reasoning(Completion("[]", None, None, 0.0, reasoning="No message helps.")))
+    <think>
+    No message helps.
+    </think>
+    <BLANKLINE>
+    []
+    """
+    trace = (out.reasoning or "").strip()
+    if not trace or not isinstance(out.text, str) or out.text.lstrip().startswith("<think>"):
+        return out.text
+    return f"<think>\n{trace}\n</think>\n\n{out.text.lstrip()}"
+
+
+def think_text(text: str) -> str:
+    """The reasoning inside a leading ``<think>...</think>``; "" when there is none.
+
+    >>> think_text("<think>\\nGold: message 2.\\n</think>\\n[]"), think_text("[]")
+    ('Gold: message 2.', '')
+    """
+    m = _THINK.match(text) if isinstance(text, str) else None
+    return m.group(1).strip() if m else ""
+
+
+def judge(prompt: WindowPrompt, out: Completion, keep_reasoning: bool = False) -> Annotation:
     """Keep or discard one teacher output for its window (see the module docstring)."""
     if out.error is not None:
         return Annotation(FAILED_CALL, "", 0, 0, False, out.error)
-    text = out.text
+    text = with_reasoning(out) if keep_reasoning else out.text
     rest = strip_think(text) if isinstance(text, str) else text
     has_think = isinstance(text, str) and rest != text
     verdict = prompt.gate(rest)
@@ -172,13 +204,15 @@ def judge(prompt: WindowPrompt, out: Completion) -> Annotation:
 
 
 def annotate(prompts: Sequence[WindowPrompt], histories: Sequence["History"], client: "LLMClient | None",
-             sampling: "Sampling", trace: bool = False, numbered: bool = False) -> list[tuple[Completion, Annotation]]:
+             sampling: "Sampling", trace: bool = False, numbered: bool = False,
+             keep_reasoning: bool = False) -> list[tuple[Completion, Annotation]]:
     """Teacher outputs for many windows and their verdicts, in order.
 
     ``client`` None means the gold-label teacher (``histories[i]`` gives window i's texts; with
     ``trace`` its target opens with ``gold_trace``, with ``numbered`` its reasons carry the message number);
     otherwise all windows go to the client in one ``generate`` call, so a server backend
-    runs them concurrently and a cached client answers repeats from disk.
+    runs them concurrently and a cached client answers repeats from disk; ``keep_reasoning``
+    puts a separately returned trace in the target (``with_reasoning``).
     """
     if len(prompts) != len(histories):
         raise ValueError(f"{len(prompts)} prompts but {len(histories)} histories")
@@ -188,4 +222,4 @@ def annotate(prompts: Sequence[WindowPrompt], histories: Sequence["History"], cl
         outs = client.generate([list(p.messages) for p in prompts], sampling) if prompts else []
         if len(outs) != len(prompts):
             raise RuntimeError(f"teacher returned {len(outs)} completions for {len(prompts)} prompts")
-    return [(o, judge(p, o)) for p, o in zip(prompts, outs)]
+    return [(o, judge(p, o, keep_reasoning)) for p, o in zip(prompts, outs)]
