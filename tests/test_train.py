@@ -185,7 +185,8 @@ def test_paper_recipes_resolve_to_the_papers_table():
     assert completions_per_rollout_batch == 32 * 8 and completions_per_update == 16 * 8  # VERL: mini-batch 16
     assert (g.learning_rate, g.lr_scheduler_type, g.warmup_ratio, g.num_train_epochs, g.dataloader_drop_last,
             g.num_generations, g.temperature, g.top_p, g.max_completion_length, g.beta, g.epsilon, g.loss_type,
-            g.weight_decay, g.max_grad_norm, g.bf16, g.eta, g.tau, g.lam_phase2, g.eval_steps, g.save_steps,
+            g.weight_decay, g.max_grad_norm, g.bf16, g.eta, g.tau, g.lam_phase2, g.eval_every_rollout_batches,
+            g.save_every_rollout_batches,
             g.save_total_limit, g.seed) == (1e-6, "constant", 0.0, 3, True, 8, 0.9, 0.95, 3072, 0.001, 0.2, "dapo",
                                             0.01, 1.0, True, 0.915, 0.99, 0.5, 10, 30, 5, 42)
     assert g.judge.model == "Qwen/Qwen3-32B"

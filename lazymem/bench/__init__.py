@@ -6,6 +6,9 @@
   (``lazymem bench pipeline``).
 - ``embedding``: first-time embedding throughput by batch size, threads and length sorting,
   and a query's encode cost against a bare sentence-transformers call (``lazymem bench embedding``).
+- ``latency``: the paper's latency protocol for any method: questions one at a time, 3 warm-up
+  runs discarded, mean / P50 / P90 / P95 by stage over the next 3, LLM cache off
+  (``lazymem bench latency CONFIG``).
 
 Nothing is imported until used (``lazymem --help`` builds the bench parser from ``bench.cli``);
 ``from lazymem.bench import bench_retrieval`` still works.

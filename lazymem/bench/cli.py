@@ -1,19 +1,29 @@
-"""``lazymem bench retrieval|pipeline|embedding``: the parsers and thin handlers (logic in the modules)."""
+"""``lazymem bench retrieval|pipeline|embedding|latency``: the parsers and thin handlers (logic in the modules)."""
 from __future__ import annotations
 
 import functools
 
+from lazymem.errors import ConfigError, int_at_least
 
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in str(text).split(",") if x.strip()]
+
+def _ints(text: str, flag: str) -> list[int]:
+    """``--flag 1,2,3`` as integers >= 1 (ConfigError naming the flag otherwise)."""
+    try:
+        values = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{flag}: expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise ConfigError(f"{flag}: expected comma-separated integers >= 1, got {text!r}")
+    return values
 
 
 def cmd_bench_retrieval(args, retrieval_config) -> int:
     from lazymem.bench.retrieval import DEFAULT_LONGMEMEVAL, bench_retrieval
 
     lme = args.longmemeval if args.longmemeval else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
-    bench_retrieval(sizes=_ints(args.sizes), longmemeval_path=None if lme == "none" else lme, n_queries=args.n_queries,
-                    config=retrieval_config(args), out=args.out, max_embed_messages=args.max_embed_messages)
+    bench_retrieval(sizes=_ints(args.sizes, "--sizes"), longmemeval_path=None if lme == "none" else lme,
+                    n_queries=args.n_queries, config=retrieval_config(args), out=args.out,
+                    max_embed_messages=args.max_embed_messages)
     return 0
 
 
@@ -30,9 +40,17 @@ def cmd_bench_pipeline(args) -> int:
 def cmd_bench_embedding(args) -> int:
     from lazymem.bench.embedding import bench_embedding
 
-    bench_embedding(n_texts=args.texts, batch_sizes=_ints(args.batch_sizes),
-                    threads=_ints(args.threads) if args.threads else None, n_queries=args.queries,
+    bench_embedding(n_texts=args.texts, batch_sizes=_ints(args.batch_sizes, "--batch-sizes"),
+                    threads=_ints(args.threads, "--threads") if args.threads else None, n_queries=args.queries,
                     model=args.dense_model, longmemeval_path=args.longmemeval, out=args.out)
+    return 0
+
+
+def cmd_bench_latency(args) -> int:
+    from lazymem.bench.latency import bench_latency
+
+    bench_latency(args.config, overrides=args.set, limit=args.limit, warmup=args.warmup, runs=args.runs,
+                  out=args.out)
     return 0
 
 
@@ -43,7 +61,7 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
     s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
     s.add_argument("--longmemeval", default=None, help="LongMemEval_S file for the ~400-message haystack ('none' to skip)")
-    s.add_argument("--n-queries", type=int, default=20)
+    s.add_argument("--n-queries", type=int_at_least(1), default=20)
     s.add_argument("--max-embed-messages", type=int, default=None,
                    help="histories longer than this and not yet cached get random stand-in embeddings")
     s.add_argument("--out", default="figures/bench_retrieval.json")
@@ -53,11 +71,12 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     s = bench.add_parser("pipeline", help="seconds a question by stage for each engine, and the eval cold vs warm")
     s.add_argument("--config", default="configs/eval_demo.yaml", help="an eval config (lazymem eval format)")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
-    s.add_argument("--limit", type=int, default=None, help="questions (default: the config's limit)")
+    s.add_argument("--limit", type=int_at_least(0), default=None, help="questions (default: the config's limit)")
     s.add_argument("--engines", default=None,
                    help="comma list of transformers_sequential, transformers_batched, llamacpp, llamacpp_parallel "
                         "(default: all)")
-    s.add_argument("--threads", type=int, default=None, help="CPU threads of every engine (default: all cores)")
+    s.add_argument("--threads", type=int_at_least(1), default=None,
+                   help="CPU threads of every engine (default: all cores)")
     s.add_argument("--no-cold-warm", action="store_true", help="skip the eval cold vs warm (two fresh processes)")
     s.add_argument("--out", default="figures/bench_pipeline.json")
     s.add_argument("--figure-dir", default="figures", help="where the figure goes (HTML + PNG)")
@@ -65,11 +84,21 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     s.set_defaults(func=cmd_bench_pipeline)
 
     s = bench.add_parser("embedding", help="first-time embedding throughput and one query's encode cost")
-    s.add_argument("--texts", type=int, default=512, help="distinct message texts to embed")
+    s.add_argument("--texts", type=int_at_least(1), default=512, help="distinct message texts to embed")
     s.add_argument("--batch-sizes", default="16,64,128")
     s.add_argument("--threads", default=None, help="comma list of torch thread counts (default: 1 and all cores)")
-    s.add_argument("--queries", type=int, default=30)
+    s.add_argument("--queries", type=int_at_least(1), default=30)
     s.add_argument("--dense-model", default=None, help="default: the retrieval default (MiniLM, offline)")
     s.add_argument("--longmemeval", default=None, help="LongMemEval_S file (default: ../shared/data's fragment)")
     s.add_argument("--out", default="figures/bench_embedding.json")
     s.set_defaults(func=cmd_bench_embedding)
+
+    s = bench.add_parser("latency", help="the paper's latency protocol: questions one at a time, 3 warm-up runs "
+                                         "discarded, mean/P50/P90/P95 by stage over the next 3 (LLM cache off)")
+    s.add_argument("config", help="an eval recipe (lazymem eval format), any pipeline.method")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
+    s.add_argument("--limit", type=int_at_least(0), default=None, help="questions (default: the config's limit)")
+    s.add_argument("--warmup", type=int_at_least(0), default=3, help="warm-up runs discarded (paper: 3)")
+    s.add_argument("--runs", type=int_at_least(1), default=3, help="measured runs (paper: 3)")
+    s.add_argument("--out", default=None, help="write every latency as JSON here")
+    s.set_defaults(func=cmd_bench_latency)

@@ -9,6 +9,15 @@ thinking, Qwen3-Embedding-8B, a DeepSeek judge): anything drawn from this table 
 
 >>> REPORTED["locomo"]["LazyMem-4B"]
 {'lj': 0.68, 'tokens': 697, 'mpm': 'LazyMem-4B'}
+
+A measured system whose method the paper ran but not on that benchmark (Oracle Session on
+LoCoMo: the paper's Table 1 cell is empty) is the project's extension, and every table and
+figure says so through ``system_label``:
+
+>>> system_label("oracle_session", "oracle_session", "../shared/data/locomo/locomo10.json#paper")
+'oracle_session (ours, not in the paper)'
+>>> system_label("oracle_session", "oracle_session", "longmemeval_s_cleaned")
+'oracle_session'
 """
 from __future__ import annotations
 
@@ -35,3 +44,29 @@ REPORTED: dict[str, dict[str, dict]] = {
     "longmemeval": {s: {"lj": lme, "tokens": tl, "mpm": m} for s, (m, lme, _, tl, _) in _ROWS.items()},
     "locomo": {s: {"lj": lo, "tokens": tk, "mpm": m} for s, (m, _, lo, _, tk) in _ROWS.items() if lo is not None},
 }
+
+# the project's methods that are systems of the paper's Table 1, by its name there
+PAPER_SYSTEM = {"oracle_turn": "Oracle Turn", "oracle_session": "Oracle Session", "nanomemory": "NanoMemory",
+                "mem0": "Mem0"}
+NOT_IN_PAPER = "ours, not in the paper"
+
+
+def benchmark_of(dataset: str | None) -> str | None:
+    """"locomo" or "longmemeval" for a data set spec or name that names one, else None (synthetic, unknown).
+
+    >>> benchmark_of("locomo10-paper"), benchmark_of("longmemeval_s_cleaned"), benchmark_of("synthetic:seed=0")
+    ('locomo', 'longmemeval', None)
+    """
+    name = (dataset or "").lower()
+    return next((b for b in ("locomo", "longmemeval") if b in name), None)
+
+
+def not_in_paper(method: str | None, dataset: str | None) -> bool:
+    """True when the paper ran ``method`` as a system but reports no number for it on ``dataset``'s benchmark."""
+    bench = benchmark_of(dataset)
+    return bench is not None and method in PAPER_SYSTEM and PAPER_SYSTEM[method] not in REPORTED[bench]
+
+
+def system_label(system: str, method: str | None, dataset: str | None) -> str:
+    """How a measured system is shown: its name, marked "(ours, not in the paper)" where ``not_in_paper``."""
+    return f"{system} ({NOT_IN_PAPER})" if not_in_paper(method, dataset) else system

@@ -4,14 +4,16 @@
 (``lazymem.eval.report``), writes ``report.json`` / ``report.md`` and the Pareto figure
 (``pareto.html``, offline, and ``pareto.png``) with the paper's reported points of `dataset`
 overlaid hollow, and returns (report, figure). ``method_runs`` gives notebooks 08 and 10 their
-run folders: finished ones as given, else one quick run (or resume) per method.
+run folders: finished ones as given, else one quick run (or resume) per method. ``latency=
+{system: "docs/results/latency/x.json"}`` draws those systems' latency from ``lazymem bench
+latency`` (the paper's protocol) instead of the eval run's timings (``bench_latency``).
 """
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from lazymem.eval.paper import REPORTED
 from lazymem.eval.report import build_report, report_markdown
@@ -32,22 +34,45 @@ def method_runs(runs: Sequence[str], methods: Sequence[str], dataset: str, out_r
 METRIC_LABELS = {"accuracy": "LLM-judge accuracy", "locomo_f1": "LoCoMo F1", "answer_f1": "answer F1 (proxy)"}
 
 
-def report_figure(report: dict, dataset: str | None = None):
-    """The Pareto figure of a report; ``dataset`` ("locomo" / "longmemeval") overlays the paper's points."""
+def bench_latency(latency: Mapping[str, str | Path | Mapping] | None) -> dict[str, Mapping]:
+    """``{system: bench result}`` from ``{system: a `lazymem bench latency --out` JSON file (or its dict)}``."""
+    from lazymem.errors import LoadError
+
+    out: dict[str, Mapping] = {}
+    for system, src in (latency or {}).items():
+        if isinstance(src, Mapping):
+            out[system] = src
+            continue
+        try:
+            data = json.loads(Path(src).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise LoadError(str(src), None, None, f"not a readable `lazymem bench latency` JSON ({e})") from None
+        if not isinstance(data, Mapping) or not isinstance(data.get("stages"), Mapping):
+            raise LoadError(str(src), None, "stages", "missing: not a `lazymem bench latency` result")
+        out[system] = data
+    return out
+
+
+def report_figure(report: dict, dataset: str | None = None, latency: Mapping[str, str | Path | Mapping] | None = None):
+    """The Pareto figure of a report; ``dataset`` ("locomo" / "longmemeval") overlays the paper's points;
+    ``latency`` ({system: bench latency JSON}) replaces those systems' latencies (``bench_latency``)."""
     from lazymem.viz import pareto_figure
+    from lazymem.viz.pareto import bench_latency_rows
 
     if dataset is not None and dataset not in REPORTED:
         raise ValueError(f"dataset {dataset!r}: the paper reports {sorted(REPORTED)}")
-    return pareto_figure(report["rows"], "score", REPORTED.get(dataset) if dataset else None,
+    rows = bench_latency_rows(report["rows"], bench_latency(latency)) if latency else report["rows"]
+    return pareto_figure(rows, "score", REPORTED.get(dataset) if dataset else None,
                          metric_label=METRIC_LABELS.get(report["metric"], report["metric"]),
                          title=f"Accuracy-efficiency trade-offs ({', '.join(r['system'] for r in report['rows'])})")
 
 
 def report_with_figures(runs: Sequence[str | Path], names: Sequence[str] | None = None, metric: str | None = None,
                         reference: str | None = None, dataset: str | None = None, out: str | Path | None = None,
-                        png: bool = True, n_resamples: int = 9999) -> tuple[dict, Any]:
+                        png: bool = True, n_resamples: int = 9999,
+                        latency: Mapping[str, str | Path | Mapping] | None = None) -> tuple[dict, Any]:
     rep = build_report(runs, names, metric, reference, n_resamples=n_resamples)
-    fig = report_figure(rep, dataset)
+    fig = report_figure(rep, dataset, latency)
     if out is not None:
         from lazymem.viz import save_figure
 

@@ -1,13 +1,17 @@
 """The reward curriculum (paper Sec. 3.3): lambda_qual moves from 0 to 0.5 once the policy's
 format validity on the validation prompts exceeds tau = 0.99.
 
-``FormatCurriculum`` is a ``transformers.TrainerCallback``: every ``eval_steps`` optimizer
+``FormatCurriculum`` is a ``transformers.TrainerCallback``: every ``eval_steps`` TRL optimizer
 steps (and before training, as the paper validates before training) it decodes the validation
 prompts greedily with the current policy, runs the strict format gate and the paper's Gate
 Fmt. on each output, logs both rates, and when the strict rate exceeds tau sets
 ``reward.lam`` to the phase-2 weight, once, logging the switch. Its state (lambda, the step
 it switched at, every validation) is written into every checkpoint (``curriculum.json``) and
 restored on resume (``restore``), so a resumed run does not fall back to phase 1.
+
+The paper validates every 10 *rollout batches* (VERL's training steps); ``lazymem.train.grpo``
+converts that to optimizer steps (``GRPORecipe.trl_eval_steps``: 20 in the paper recipe, where a
+rollout batch is two optimizer steps) before it reaches ``eval_steps`` here.
 """
 from __future__ import annotations
 
@@ -68,7 +72,8 @@ class FormatCurriculum:
     Args:
         reward: the LazyMemReward whose ``lam`` is scheduled (its judge must be set for phase 2).
         validation: rows with ``prompt`` (chat messages) and ``decision_positions``.
-        eval_steps: validate every this many optimizer steps (paper: 10), and at step 0.
+        eval_steps: validate every this many TRL optimizer steps, and at step 0 (paper: every 10
+            rollout batches, converted by ``GRPORecipe.trl_eval_steps``).
         tau: the format-validity threshold (paper: 0.99).
         phase2: lambda after the switch (paper: 0.5).
         max_new_tokens: decoding budget of a validation output.

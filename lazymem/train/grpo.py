@@ -4,8 +4,11 @@ The policy starts from the SFT checkpoint: a full model directory (``base``), or
 model plus the SFT LoRA adapter (``adapter``), which GRPO keeps training while TRL holds a
 frozen copy of it as the reference policy. Rewards: ``LazyMemReward`` (format gate x
 ((1 - lambda) R_act + lambda R_qual)); the ``FormatCurriculum`` callback validates format
-validity every ``eval_steps`` and switches lambda 0 -> 0.5 past tau. Checkpoints every
-``save_steps``; a rerun resumes from the last one, curriculum state included.
+validity every ``eval_every_rollout_batches`` and switches lambda 0 -> 0.5 past tau. Checkpoints
+every ``save_every_rollout_batches``; a rerun resumes from the last one, curriculum state included.
+Both cadences are in rollout batches (the paper's unit: VERL's training steps) and become TRL
+optimizer steps in ``grpo_config_kwargs`` (``lazymem.train.cadence``); old recipes may still give
+``eval_steps`` / ``save_steps`` in optimizer steps (not both for one cadence).
 
 TRL settings that realise the paper's table (VERL 0.7.1), and where their meaning differs:
 
@@ -24,7 +27,10 @@ TRL settings that realise the paper's table (VERL 0.7.1), and where their meanin
   plain k3 (``use_bias_correction_kl=False``), no vLLM importance reweighting;
 - advantages: ``scale_rewards="group"`` (TRL: std with Bessel's correction, + 1e-4; VERL: its
   own epsilon): see ``lazymem.train.objective``;
-- the paper validates every 10 steps and checkpoints every 30, keeping five.
+- the paper validates every 10 training steps and checkpoints every 30, keeping five; a VERL
+  training step is one rollout batch, which TRL makes ``steps_per_generation x num_iterations /
+  gradient_accumulation_steps`` optimizer steps (2 in the paper recipe: 1,872 optimizer steps for
+  VERL's 936), so the recipe states the cadence in rollout batches and the code converts it.
 """
 from __future__ import annotations
 
@@ -34,17 +40,20 @@ from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.llm import LLMConfig
+from lazymem.train.cadence import rollout_batches_to_steps, steps_per_rollout_batch
 from lazymem.train.modeling import DTYPES, LoraSettings, has_cuda, load_policy, load_tokenizer
 from lazymem.train.objective import TRL_PAPER_SETTINGS
-from lazymem.train.recipe import load_recipe
+from lazymem.train.recipe import OMIT_WHEN_NONE, load_recipe
 from lazymem.train.rewards import ETA, LAMBDA_PHASE2, TAU
 from lazymem.train.sft import finished_result, train_and_record
 
 REQUIRED_COLUMNS = ("prompt", "decision_positions", "gold_labels")
+PAPER_EVAL_EVERY, PAPER_SAVE_EVERY = 10, 30  # rollout batches (VERL training steps): test_freq, save_freq
+CADENCE_KEYS = ("eval_every_rollout_batches", "save_every_rollout_batches", "eval_steps", "save_steps")
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
+def _h(text: str, omit_when_none: bool = False) -> dict:
+    return {"help": text, OMIT_WHEN_NONE: omit_when_none}
 
 
 @dataclass(frozen=True)
@@ -87,8 +96,14 @@ class GRPORecipe:
     tau: float = field(default=TAU, metadata=_h("format-validity threshold of the curriculum (paper: 0.99)"))
     lam_phase2: float = field(default=LAMBDA_PHASE2, metadata=_h("quality weight after the switch (paper: 0.5)"))
     judge: LLMConfig | None = field(default=None, metadata=_h("reward judge (paper: Qwen3-32B); null = phase 1 only"))
-    eval_steps: int = field(default=10, metadata=_h("validate format validity every N steps (paper: 10)"))
-    save_steps: int = field(default=30, metadata=_h("checkpoint every N steps (paper: 30)"))
+    eval_every_rollout_batches: int | None = field(default=None, metadata=_h(
+        "validate format validity every N rollout batches (paper: 10; None = 10 unless eval_steps is set)", True))
+    save_every_rollout_batches: int | None = field(default=None, metadata=_h(
+        "checkpoint every N rollout batches (paper: 30; None = 30 unless save_steps is set)", True))
+    eval_steps: int | None = field(default=None, metadata=_h(
+        "old recipes: validate every N TRL optimizer steps (not with eval_every_rollout_batches)"))
+    save_steps: int | None = field(default=None, metadata=_h(
+        "old recipes: checkpoint every N TRL optimizer steps (not with save_every_rollout_batches)"))
     save_total_limit: int = field(default=5, metadata=_h("checkpoints kept (paper: 5)"))
     logging_steps: int = field(default=1, metadata=_h("log every N steps"))
     use_vllm: bool = field(default=False, metadata=_h("generate rollouts with vLLM (GPU nodes)"))
@@ -104,9 +119,17 @@ class GRPORecipe:
 
         for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_generations",
                      "max_completion_length", "eval_steps", "save_steps", "save_total_limit", "logging_steps",
-                     "max_validation_prompts"):
+                     "max_validation_prompts", "eval_every_rollout_batches", "save_every_rollout_batches",
+                     "steps_per_generation"):
             v = getattr(self, name)
+            if v is None and name in CADENCE_KEYS + ("steps_per_generation",):
+                continue
             need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, "must be an integer >= 1")
+        for old, new in (("eval_steps", "eval_every_rollout_batches"), ("save_steps", "save_every_rollout_batches")):
+            need(getattr(self, old) is None or getattr(self, new) is None, old,
+                 f"give {new} (rollout batches, the paper's unit) or {old} (TRL optimizer steps), not both")
+        for prop in ("trl_eval_steps", "trl_save_steps"):  # a cadence that is no whole number of steps fails here
+            getattr(self, prop)
         need(self.num_generations >= 2, "num_generations", "must be >= 2 (a group needs a baseline)")
         need(self.dtype in DTYPES, "dtype", f"must be one of {DTYPES}")
         need(self.adapter is None or self.lora is None, "lora", "a new LoRA and an SFT adapter cannot both be set")
@@ -117,6 +140,26 @@ class GRPORecipe:
     @classmethod
     def from_yaml(cls, path: str | Path) -> "GRPORecipe":
         return load_recipe(cls, path, {"lora": LoraSettings, "judge": LLMConfig})
+
+    def _steps(self, batches: int | None, steps: int | None, default: int, what: str) -> int:
+        if steps is not None:
+            return steps
+        args = (self.steps_per_generation, self.gradient_accumulation_steps, TRL_PAPER_SETTINGS["num_iterations"])
+        if batches is None:  # the paper's cadence, to the nearest whole step where it falls between two
+            return max(1, round(default * steps_per_rollout_batch(*args)))
+        return rollout_batches_to_steps(batches, *args, what=f"GRPORecipe.{what}")
+
+    @property
+    def trl_eval_steps(self) -> int:
+        """The validation cadence in TRL optimizer steps (``lazymem.train.cadence``)."""
+        return self._steps(self.eval_every_rollout_batches, self.eval_steps, PAPER_EVAL_EVERY,
+                           "eval_every_rollout_batches")
+
+    @property
+    def trl_save_steps(self) -> int:
+        """The checkpoint cadence in TRL optimizer steps (``lazymem.train.cadence``)."""
+        return self._steps(self.save_every_rollout_batches, self.save_steps, PAPER_SAVE_EVERY,
+                           "save_every_rollout_batches")
 
 
 def load_rl_dataset(path: str | Path, limit: int | None = None) -> Any:
@@ -143,6 +186,31 @@ def build_reward(recipe: GRPORecipe) -> Any:
     return LazyMemReward(eta=recipe.eta, lam=0.0, judge=judge)
 
 
+def grpo_config_kwargs(recipe: GRPORecipe) -> dict:
+    """The keyword arguments of TRL's ``GRPOConfig`` for a recipe, cadences in optimizer steps."""
+    # The objective's settings start from the paper's (lazymem.train.objective.TRL_PAPER_SETTINGS:
+    # plain k3 KL, no vLLM importance reweighting, ...); the recipe's values override them.
+    paper = {k: v for k, v in TRL_PAPER_SETTINGS.items()
+             if k not in ("loss_type", "beta", "epsilon", "epsilon_high", "delta", "scale_rewards")}
+    return dict(
+        **paper, epsilon_high=recipe.epsilon, delta=recipe.delta,
+        output_dir=str(recipe.output_dir), learning_rate=recipe.learning_rate,
+        lr_scheduler_type=recipe.lr_scheduler_type, warmup_steps=recipe.warmup_ratio,
+        num_train_epochs=recipe.num_train_epochs, max_steps=recipe.max_steps,
+        per_device_train_batch_size=recipe.per_device_train_batch_size,
+        gradient_accumulation_steps=recipe.gradient_accumulation_steps,
+        steps_per_generation=recipe.steps_per_generation, num_generations=recipe.num_generations,
+        temperature=recipe.temperature, top_p=recipe.top_p, max_completion_length=recipe.max_completion_length,
+        beta=recipe.beta, epsilon=recipe.epsilon, loss_type=recipe.loss_type, scale_rewards=recipe.scale_rewards,
+        weight_decay=recipe.weight_decay, max_grad_norm=recipe.max_grad_norm, bf16=recipe.bf16,
+        gradient_checkpointing=recipe.gradient_checkpointing, dataloader_drop_last=recipe.dataloader_drop_last,
+        eval_strategy="no", eval_steps=recipe.trl_eval_steps, save_strategy="steps", save_steps=recipe.trl_save_steps,
+        save_total_limit=recipe.save_total_limit, logging_steps=recipe.logging_steps, seed=recipe.seed,
+        use_vllm=recipe.use_vllm, vllm_mode=recipe.vllm_mode, report_to=recipe.report_to,
+        use_cpu=not has_cuda(), dataloader_num_workers=0,
+    )
+
+
 def run_grpo(recipe: GRPORecipe, validator: Any = None, callbacks: list | None = None) -> dict:
     """Train with GRPO; returns (and writes to ``output_dir/train_result.json``) steps, rewards, switch."""
     from trl import GRPOConfig, GRPOTrainer
@@ -163,29 +231,11 @@ def run_grpo(recipe: GRPORecipe, validator: Any = None, callbacks: list | None =
         tau = float("inf")  # phase 2 needs a judge: without one the run stays in phase 1, by design
     else:
         tau = recipe.tau
-    curriculum = FormatCurriculum(reward, list(validation), eval_steps=recipe.eval_steps, tau=tau,
+    args = GRPOConfig(**grpo_config_kwargs(recipe))
+    # TRL's own evaluation stays off (eval_strategy "no"): the curriculum validates, every args.eval_steps
+    curriculum = FormatCurriculum(reward, list(validation), eval_steps=args.eval_steps, tau=tau,
                                   phase2=recipe.lam_phase2, max_new_tokens=recipe.max_completion_length,
                                   validator=validator)
-    # The objective's settings start from the paper's (lazymem.train.objective.TRL_PAPER_SETTINGS:
-    # plain k3 KL, no vLLM importance reweighting, ...); the recipe's values override them.
-    paper = {k: v for k, v in TRL_PAPER_SETTINGS.items()
-             if k not in ("loss_type", "beta", "epsilon", "epsilon_high", "delta", "scale_rewards")}
-    args = GRPOConfig(
-        **paper, epsilon_high=recipe.epsilon, delta=recipe.delta,
-        output_dir=str(out), learning_rate=recipe.learning_rate, lr_scheduler_type=recipe.lr_scheduler_type,
-        warmup_steps=recipe.warmup_ratio, num_train_epochs=recipe.num_train_epochs, max_steps=recipe.max_steps,
-        per_device_train_batch_size=recipe.per_device_train_batch_size,
-        gradient_accumulation_steps=recipe.gradient_accumulation_steps,
-        steps_per_generation=recipe.steps_per_generation, num_generations=recipe.num_generations,
-        temperature=recipe.temperature, top_p=recipe.top_p, max_completion_length=recipe.max_completion_length,
-        beta=recipe.beta, epsilon=recipe.epsilon, loss_type=recipe.loss_type, scale_rewards=recipe.scale_rewards,
-        weight_decay=recipe.weight_decay, max_grad_norm=recipe.max_grad_norm, bf16=recipe.bf16,
-        gradient_checkpointing=recipe.gradient_checkpointing,
-        dataloader_drop_last=recipe.dataloader_drop_last, save_strategy="steps", save_steps=recipe.save_steps,
-        save_total_limit=recipe.save_total_limit, logging_steps=recipe.logging_steps, seed=recipe.seed,
-        use_vllm=recipe.use_vllm, vllm_mode=recipe.vllm_mode, report_to=recipe.report_to,
-        use_cpu=not has_cuda(), dataloader_num_workers=0,
-    )
     trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=train,
                           processing_class=tokenizer, peft_config=recipe.lora.peft_config() if recipe.lora else None,
                           callbacks=[curriculum, *(callbacks or [])])

@@ -43,6 +43,17 @@ def load_recipe(cls: type[T], path: str | Path, nested: Mapping[str, type] | Non
     return build_recipe(cls, read_mapping(path), str(path), nested)
 
 
+OMIT_WHEN_NONE = "omit_when_none"  # field metadata: a key added later, left out of records while unset
+
+
 def recipe_dict(recipe: Any) -> dict:
-    """A recipe as plain JSON-ready values (for run records)."""
-    return dataclasses.asdict(recipe)
+    """A recipe as plain JSON-ready values (for run records).
+
+    Fields marked ``OMIT_WHEN_NONE`` are left out while None, so a finished run recorded before
+    they existed still matches its recipe (``finished_result``) and is not trained again.
+    """
+    d = dataclasses.asdict(recipe)
+    for f in dataclasses.fields(recipe):
+        if f.metadata.get(OMIT_WHEN_NONE) and d.get(f.name) is None:
+            del d[f.name]
+    return d

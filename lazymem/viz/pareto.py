@@ -10,12 +10,17 @@ overlaid on the token panel, drawn hollow and marked "(reported)", or get a thir
 their scores lie far above the measured ones: they come from another setup and never join
 the measured frontier.
 
+``bench_latency_rows(rows, {system: bench})`` puts ``lazymem bench latency`` results (the
+paper's latency protocol) into those rows, so the latency panel can show them.
+
 >>> pareto_front([("a", 10, 0.5), ("b", 100, 0.9), ("c", 50, 0.4)])
 ['a', 'b']
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+from lazymem.errors import ConfigError
 
 
 def pareto_front(points: Sequence[tuple[str, float, float]]) -> list[str]:
@@ -81,13 +86,53 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], texts: Sequence[st
 
 
 def point_name(row: Mapping) -> str:
-    """A point's label: the system, and how many questions it answered when some errored.
+    """A point's label: the system as the report shows it (``label``: Oracle Session on LoCoMo is
+    "(ours, not in the paper)"), and how many questions it answered when some errored.
 
     >>> point_name({"system": "nano", "questions": 36, "errors": 22}), point_name({"system": "rag", "errors": 0})
     ('nano (14/36 answered)', 'rag')
     """
-    errors, n = row.get("errors") or 0, row.get("questions")
-    return f"{row['system']} ({n - errors}/{n} answered)" if errors and n else row["system"]
+    errors, n, name = row.get("errors") or 0, row.get("questions"), row.get("label") or row["system"]
+    return f"{name} ({n - errors}/{n} answered)" if errors and n else name
+
+
+LATENCY_STAGES = ("retrieval", "processing", "answer", "total")
+
+
+def bench_latency_rows(rows: Sequence[Mapping], benches: Mapping[str, Mapping]) -> list[dict]:
+    """Report rows with the latency of ``lazymem bench latency`` instead of the eval run's.
+
+    ``benches`` maps a row's ``system`` to a bench result (its JSON, read): that row's
+    ``latency_s`` becomes the bench's per-stage statistics (the paper's protocol: warm-up runs
+    discarded, questions one at a time, no LLM cache) and ``latency_source`` says so; the
+    other rows are copied unchanged. The result draws in ``pareto_figure``'s latency panel
+    (notebook 08) like any report.
+
+    >>> bench = {"method": "rag", "protocol": {"warmup_runs": 3, "measured_runs": 3},
+    ...          "stages": {k: {"mean": 2.0, "median": 1.5, "p90": 3.0, "p95": 3.5, "n": 6}
+    ...                     for k in ("retrieval", "processing", "answer", "total")}}
+    >>> row = bench_latency_rows([{"system": "rag", "score": 0.5}], {"rag": bench})[0]
+    >>> row["latency_s"]["total"]["median"], row["latency_source"]
+    (1.5, 'bench latency: 3 warm-up runs discarded, statistics over 3')
+    """
+    names = {r["system"] for r in rows}
+    unknown = sorted(set(benches) - names)
+    if unknown:
+        raise ConfigError(f"bench_latency_rows: {unknown} name no row; rows are {sorted(names)}")
+    out = []
+    for r in rows:
+        b = benches.get(r["system"])
+        if b is None:
+            out.append(dict(r))
+            continue
+        if b.get("method") and r.get("method") and b["method"] != r["method"]:
+            raise ConfigError(f"bench_latency_rows: row {r['system']!r} is method {r['method']!r}, "
+                             f"its bench timed {b['method']!r}")
+        p = b.get("protocol") or {}
+        out.append({**r, "latency_s": {k: dict(b["stages"][k]) for k in LATENCY_STAGES},
+                    "latency_source": f"bench latency: {p.get('warmup_runs')} warm-up runs discarded, "
+                                      f"statistics over {p.get('measured_runs')}"})
+    return out
 
 
 def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapping[str, Mapping] | None = None,
