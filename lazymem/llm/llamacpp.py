@@ -46,6 +46,7 @@ log = logging.getLogger("lazymem.llm")
 QUANTS = ("q8_0", "original")
 INSTALL = "pip install 'lazymem[llamacpp]' (llama-cpp-python==0.3.36 compiles from source: ~7 min on 2 cores, needs cmake and a C++ compiler)"
 _FORMAT = 1  # bump when the GGUF build changes
+DEFAULT_N_CTX = 8192  # the context window without extra_body n_ctx (SmolLM2-135M's trained length)
 
 
 def _require_llama_cpp():
@@ -253,7 +254,8 @@ class LlamaCppBackend:
                 self._tok = AutoTokenizer.from_pretrained(hf_dir)
                 free: queue.Queue = queue.Queue()
                 for _ in range(self.n_instances):
-                    free.put(llama_cpp.Llama(model_path=str(path), n_ctx=int((self.config.extra_body or {}).get("n_ctx", 8192)),
+                    n_ctx = int((self.config.extra_body or {}).get("n_ctx", DEFAULT_N_CTX))
+                    free.put(llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx,
                                              n_threads=self.threads_per_instance, n_batch=512, seed=0, verbose=False))
                 self._free = free
                 self.load_s = time.perf_counter() - t0

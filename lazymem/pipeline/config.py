@@ -82,6 +82,10 @@ class PipelineConfig:
                     "its neighbour sub-window are shown as previous_bridge / next_bridge"))
     extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig, metadata=_h("method extractive: threshold, mode"))
     nanomemory_top_k: int = field(default=10, metadata=_h("method nanomemory: sessions shown to its pruning call (paper: 10)"))
+    nanomemory_context: int | None = field(default=None, metadata=_h(
+        "method nanomemory: the pruning call's context window in tokens; its prompt keeps the top sessions that fit "
+        "in it less mpm_sampling.max_tokens (lazymem.pipeline.baselines.fit_sessions). None: the mpm model's own "
+        "(llamacpp: extra_body.n_ctx, 8192 by default; transformers: max_position_embeddings; a server: not fitted)"))
     mem0_top_k: int = field(default=30, metadata=_h(
         "method mem0: memories Memory.search returns (Mem0's LoCoMo evaluation: --top_k 30)"))
     mem0_chunk: int = field(default=2, metadata=_h(
@@ -115,6 +119,10 @@ class PipelineConfig:
         need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
         need(isinstance(self.nanomemory_top_k, int) and not isinstance(self.nanomemory_top_k, bool)
              and self.nanomemory_top_k >= 1, "nanomemory_top_k", "must be an integer >= 1")
+        need(self.nanomemory_context is None or (isinstance(self.nanomemory_context, int)
+                                                 and not isinstance(self.nanomemory_context, bool)
+                                                 and self.nanomemory_context >= 1),
+             "nanomemory_context", "must be None (the mpm model's window) or an integer >= 1 (tokens)")
         need(self.method != "nanomemory" or self.retrieval.dense_model is not None, "method",
              "nanomemory ranks sessions by dense similarity: set retrieval.dense_model")
         for name in ("mem0_top_k", "mem0_chunk"):
@@ -159,4 +167,6 @@ class PipelineConfig:
         d = dataclasses.asdict(self)
         d["mpm_sampling"], d["answer_sampling"] = self.mpm_sampling.as_dict(), self.answer_sampling.as_dict()
         d["retrieval"] = self.retrieval.as_dict()  # unset later fields left out: older fingerprints stay valid
+        if self.method != "nanomemory":  # a later field that changes nothing elsewhere: other runs stay resumable
+            d.pop("nanomemory_context")
         return d

@@ -71,10 +71,16 @@ with dense search, threshold 0.1, over the local MiniLM.
 
 The local LLM needs a long context: that system prompt is 33.6k characters, 8,722 tokens with a
 2-message chunk in SmolLM2's tokenizer, so SmolLM2-135M (the only model shipped here, 8,192
-tokens) gets HTTP 400 "maximum context length" from llama_cpp.server at its trained context;
-served with ``--n_ctx 12288`` it runs (2 CPU cores shared with another job: 278 s for the first
-call's prompt, then 70-170 s an add with the shared prefix cached). Serve a model with >= 16k
-context (e.g. Qwen3 on vLLM).
+tokens) gets HTTP 400 "maximum context length" from llama_cpp.server at its trained context.
+Served with its context extended by YaRN (``--n_ctx 16384 --rope_scaling_type 2 --rope_freq_scale
+0.5 --yarn_orig_ctx 8192 --cache true --cache_type ram``, configs/eval_mem0.yaml), the fixed system
+prompt stays in llama.cpp's KV cache between adds: the first add evaluates all ~8.7k prompt
+tokens, each later one only its ~300 new ones (last messages, existing memories, the chunk) and
+its reply. Measured with ``scripts/mem0_cost.py --serve --threads 1`` on conversation 49, 2 cores
+shared with other jobs (load ~6): first add 645 s, a warm add 120 s (181 reply tokens: decoding
+at ~9k context dominates), so one conversation's 260 adds take hours; with ``--n_threads 2`` on
+those oversubscribed cores a decode step took ~8 s (threads spinning at barriers): use 1 thread
+on a shared machine. Ingestion is resumable (``progress.json``) across sessions.
 """
 from __future__ import annotations
 

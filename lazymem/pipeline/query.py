@@ -321,7 +321,7 @@ class LazyMemPipeline:
 
         with self._retrieve_lock:
             if self._nano is None:
-                self._nano = NanoMemory(self.retriever, self.config.nanomemory_top_k)
+                self._nano = NanoMemory.from_config(self.retriever, self.config)  # fitted to the mpm's window
             t0 = time.perf_counter()
             if self._nano.index(history):  # embedding the turns is store-time work, like a history's index
                 timings["index"] = time.perf_counter() - t0
@@ -329,14 +329,15 @@ class LazyMemPipeline:
             sessions = self._nano.rank_sessions(history, question.text)
         timings["retrieval"] = timings.get("retrieval", 0.0) + time.perf_counter() - t0
         t1 = time.perf_counter()
-        out = self.client("mpm").generate([self._nano.prompt(question, sessions)], self.config.mpm_sampling)[0]
+        prompt, sessions, fit = self._nano.fitted_prompt(question, sessions)
+        out = self.client("mpm").generate([prompt], self.config.mpm_sampling)[0]
         timings["processing"] = time.perf_counter() - t1
         gold = set(question.evidence)
         record = {"method": "nanomemory", "top_k": self.config.nanomemory_top_k,
                   "sessions": [{"session_id": s["session_id"], "score": s["score"], "n_messages": len(s["positions"]),
                                 "gold": sorted(gold & set(s["positions"]))} for s in sessions],
                   "gold_shown": len(gold & {p for s in sessions for p in s["positions"]}), "n_gold": len(gold),
-                  "prune_output": _completion_meta(out), "prune_think": None}
+                  "prune_output": _completion_meta(out), "prune_think": None, "fit": fit}
         if out.error is not None:
             return "", record, f"nanomemory prune: {out.error}"
         memory, record["prune_think"] = self._split_think(out.text)
