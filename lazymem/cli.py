@@ -7,8 +7,9 @@
     lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
     lazymem bench pipeline [--config configs/eval_demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
     lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
+    lazymem bench latency CONFIG [--limit N] [--warmup 3] [--runs 3] [--out FILE]
     lazymem eval [CONFIG] [--out DIR] [...]
-    lazymem eval-table --config FILE [--set only=[row]]
+    lazymem eval-table --config FILE [--set only=[row]] [--dry-run]
     lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
     lazymem train sft-data|rl-data|sft|grpo|eval-windows|release --config FILE [--set k=v]
     lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v]
@@ -20,6 +21,8 @@ import argparse
 import json
 import sys
 import time
+
+from lazymem.errors import ConfigError, error_message, int_at_least, report_exception  # noqa: F401 (error_message)
 
 
 def _print_json(obj) -> None:
@@ -67,11 +70,11 @@ def _retrieval_config(args):
                            cache_dir=args.cache_dir, device=args.device)
 
 
-def _ints(text: str) -> list[int]:
+def _ints(text: str, flag: str = "--w") -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
+        raise ConfigError(f"{flag}: expected comma-separated integers, got {text!r}") from None
 
 
 def cmd_retrieve(args) -> int:
@@ -80,7 +83,11 @@ def cmd_retrieve(args) -> int:
     from lazymem.retrieve import WindowConfig, build_windows, window_stats
 
     ds = load_dataset(args.spec, subset=args.subset)
-    q = ds.question(args.question)
+    try:
+        q = ds.question(args.question)
+    except KeyError:
+        raise ConfigError(f"--question {args.question!r}: no such question id in {ds.name} "
+                          f"({len(ds.questions)} questions, e.g. {[x.id for x in ds.questions[:3]]})") from None
     history = ds.history(q)
     config = _retrieval_config(args)
     pool = Retriever(config).warm_up().retrieve(history, q.text)
@@ -123,14 +130,14 @@ def cmd_coverage(args) -> int:
     from lazymem.retrieve import retrieve_many
     from lazymem.retrieve import WindowConfig
 
-    ds = load_dataset(args.spec, subset=args.subset)
+    radii = _ints(args.w)  # bad flags first, before the retrieval's minutes
     config = _retrieval_config(args)
     if args.k > config.n:
-        raise ValueError(f"--k {args.k} is larger than the pool size --n {config.n}")
+        raise ConfigError(f"--k {args.k} is larger than the pool size --n {config.n}")
+    ds = load_dataset(args.spec, subset=args.subset)
     t0 = time.perf_counter()
     pools = retrieve_many(ds, config, progress=not args.json)
     t_retrieve = time.perf_counter() - t0
-    radii = _ints(args.w)
     table = coverage_table({qid: p.positions for qid, p in pools.items()}, ds, k=args.k, radii=radii,
                            config=WindowConfig(L=args.L, s=args.s, cross_sessions=not args.within_sessions))
     rerankers = sorted({p.reranker for p in pools.values()})
@@ -147,13 +154,21 @@ def cmd_coverage(args) -> int:
     ref = next((v for k, v in PAPER_ALL_AT_50.items() if k in ds.name.lower()), None) if args.k == 50 else None
     print(f"{ds.name}: {table['n_with_evidence']} of {table['n_questions']} questions with gold evidence; "
           f"reranker: {', '.join(rerankers)}; retrieval {t_retrieve:.1f} s")
+    if not table["n_with_evidence"]:  # e.g. histories without messages: All@k and recall are undefined
+        print("  no question with gold evidence: All@k and recall are undefined (\"-\")")
     print(f"  w   All@{args.k}" + ("   paper" if ref else "") + "   windows P   messages")
+
+    def f(x, spec):
+        return "-".rjust(len(format(0.0, spec))) if x is None else format(x, spec)
+
     for w in radii:
         ws = table["window_stats"][str(w)]
         paper = f"   {ref[w]:.3f}" if ref and w in ref else ("        " if ref else "")
-        print(f"  {w}   {table['all_at_k'][str(w)]:.3f}{paper}   {ws['P']:>9.1f}   {ws['covered']:>8.1f}")
-    print("  " + "  ".join(f"{k}={v:.3f}" for k, v in table["recall"].items() if v is not None and
-                           k.split("@")[1] in ("5", "10", "50")))
+        print(f"  {w}   {f(table['all_at_k'][str(w)], '.3f')}{paper}   {f(ws['P'], '>9.1f')}   "
+              f"{f(ws['covered'], '>8.1f')}")
+    recall = [f"{k}={v:.3f}" for k, v in table["recall"].items() if v is not None and k.split("@")[1] in ("5", "10", "50")]
+    if recall:
+        print("  " + "  ".join(recall))
     return 0
 
 
@@ -203,7 +218,16 @@ def cmd_eval_table(args) -> int:
     from lazymem.train.recipe import build_recipe
 
     config = build_recipe(EvalTableConfig, _recipe_data(args.config, args.set), args.config)
-    table = run_eval_table(config, progress=not args.no_progress)  # the recipe's step, with --no-progress
+    if args.dry_run:  # what it would run and call: nothing run, no model loaded, no network
+        from lazymem.eval.dryrun import dry_run, dry_run_text
+
+        plan = dry_run(config)
+        _print_json(plan) if args.json else print(dry_run_text(plan), end="")
+        return 0
+    from lazymem.eval.runner import sigterm_exits
+
+    with sigterm_exits():  # SIGTERM: the cell's manifest says interrupted, the process exits 143
+        table = run_eval_table(config, progress=not args.no_progress)  # the recipe's step, with --no-progress
     _print_json(table) if args.json else print(table_markdown(table, config.reference))
     return 0
 
@@ -277,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("coverage", help="All@k per window radius and LongMemEval recall@k over a dataset")
     s.add_argument("spec", help=spec_help)
     s.add_argument("--subset")
-    s.add_argument("--k", type=int, default=50)
+    s.add_argument("--k", type=int_at_least(1), default=50, help="All@k: the first k of the pool")
     s.add_argument("--json", action="store_true")
     s.add_argument("--out", help="also write the JSON here")
     retrieval_opts(s)
@@ -326,9 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key (e.g. only=[sft])")
     s.add_argument("--json", action="store_true", help="print the table as JSON")
     s.add_argument("--no-progress", action="store_true")
+    s.add_argument("--dry-run", action="store_true",
+                   help="print every cell's resolved config, the models and endpoints the table needs and its "
+                        "model calls (bounds where only retrieval can tell); runs nothing, loads no model, no network")
     s.set_defaults(func=cmd_eval_table)
 
-    s = sub.add_parser("report", help="tables across run folders with paired bootstrap 95% intervals")
+    s = sub.add_parser("report", help="tables across run folders with paired bootstrap 95%% intervals")
     report_parser(s)
     s.set_defaults(func=cmd_report)
     s = sub.add_parser("perturb", help="memory perturbation study (paper appendix) on a finished eval run's questions")
@@ -345,49 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def error_message(e: BaseException) -> str | None:
-    """The one-line message for bad input the CLI reports without a traceback (None: a bug, re-raise).
-
-    >>> error_message(IsADirectoryError(21, "Is a directory", "runs/x"))
-    'runs/x: is a directory (a file was expected)'
-    >>> error_message(ZeroDivisionError()) is None
-    True
-    """
-    import errno
-
-    if isinstance(e, KeyError):
-        return str(e.args[0]) if e.args else "missing key"
-    if isinstance(e, (ValueError, RuntimeError)):  # LoadError / ConfigError name file, record and field
-        return str(e)
-    if isinstance(e, OSError):
-        where = e.filename or ""
-        what = {errno.EISDIR: "is a directory (a file was expected)",
-                errno.ENOTDIR: "is not a directory (a folder was expected, or a path inside a file was given)",
-                errno.EEXIST: "already exists and is not a directory",
-                errno.ENOENT: "no such file or directory",
-                errno.EACCES: "permission denied"}.get(e.errno, e.strerror or str(e))
-        return f"{where}: {what}" if where else what
-    if isinstance(e, RecursionError):
-        return "input nested too deeply to read"
-    try:
-        import yaml
-    except ImportError:  # pragma: no cover - pyyaml is a dependency
-        return None
-    if isinstance(e, yaml.YAMLError):
-        return f"not valid YAML: {e}"
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
+    """Run one command: 0/1 as the command says; 2 and one line for bad input (the project's own errors,
+    OSError, YAML); anything else is a bug: its traceback on stderr and 1."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except Exception as e:  # bad input -> a named error and exit 2; anything else is a bug and re-raises
-        msg = error_message(e)
-        if msg is None:
-            raise
-        print(f"lazymem: error: {msg}", file=sys.stderr)
-        return 2
+    except Exception as e:
+        return report_exception(e, "lazymem")
 
 
 if __name__ == "__main__":

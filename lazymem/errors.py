@@ -1,5 +1,12 @@
-"""Errors that say where bad input is: file, record and field."""
+"""Errors that say where bad input is: file, record and field; and the CLI's one line for each.
+
+The project's own errors are LoadError (a bad input file), ConfigError (a bad config or flag
+value) and ModelLoadError (a model that cannot load); with OSError and YAML errors they are
+what ``error_message`` turns into one line for the CLI (exit 2). Anything else is a bug.
+"""
 from __future__ import annotations
+
+import argparse
 
 
 class LoadError(ValueError):
@@ -45,3 +52,103 @@ def check_fields(cls, values, where: str) -> None:
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; known: {sorted(known)}")
+
+
+def int_at_least(low: int):
+    """An argparse ``type=`` for integers >= `low` (argparse then exits 2 with a usage line).
+
+    >>> int_at_least(1)("3")
+    3
+    >>> int_at_least(1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 0 is not an integer >= 1
+    """
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is not an integer >= {low}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"  # argparse names the type in its messages
+    return parse
+
+
+def error_message(e: BaseException) -> str | None:
+    """The one-line message the CLI prints for the project's own errors; None for anything else (a bug).
+
+    >>> error_message(ConfigError("EvalConfig.limit=-1: must be an integer >= 0"))
+    'EvalConfig.limit=-1: must be an integer >= 0'
+    >>> error_message(IsADirectoryError(21, "Is a directory", "runs/x"))
+    'runs/x: is a directory (a file was expected)'
+    >>> error_message(KeyError("status")) is None and error_message(ZeroDivisionError()) is None
+    True
+    """
+    import errno
+
+    if isinstance(e, (LoadError, ConfigError, ModelLoadError)):  # they name file, record and field
+        return str(e)
+    if isinstance(e, OSError):
+        where = e.filename or ""
+        what = {errno.EISDIR: "is a directory (a file was expected)",
+                errno.ENOTDIR: "is not a directory (a folder was expected, or a path inside a file was given)",
+                errno.EEXIST: "already exists and is not a directory",
+                errno.ENOENT: "no such file or directory",
+                errno.EACCES: "permission denied"}.get(e.errno, e.strerror or str(e))
+        return f"{where}: {what}" if where else what
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - pyyaml is a dependency
+        return None
+    if isinstance(e, yaml.YAMLError):
+        return yaml_error_text(e)
+    return None
+
+
+def report_exception(e: Exception, prog: str) -> int:
+    """Print a command's exception on stderr and return its exit status: 2 and one line
+    (``prog: error: ...``) for the project's own errors (``error_message``), else 1 and the traceback
+    (a bug). Lone surrogates from bad input ("\\ud800") are printed escaped, never a second crash."""
+    import sys
+    import traceback
+
+    def say(text: str) -> None:
+        enc = getattr(sys.stderr, "encoding", None) or "utf-8"
+        print(text.encode(enc, "backslashreplace").decode(enc), file=sys.stderr)
+
+    msg = error_message(e)
+    if msg is None:
+        say("".join(traceback.format_exception(e)).rstrip("\n"))
+        say(f"{prog}: internal error (a bug, please report it with the traceback above): {type(e).__name__}: {e}")
+        return 1
+    say(f"{prog}: error: {msg}")
+    return 2
+
+
+def yaml_error_text(e: Exception, source: str | None = None) -> str:
+    """A YAML error in one line: ``file:line:column: not valid YAML: problem (context)``.
+
+    `source` names the file when the error's mark does not (YAML read from a string).
+
+    >>> import yaml
+    >>> try:
+    ...     yaml.safe_load("a: 1\\nb: {c: [\\n")
+    ... except yaml.YAMLError as e:
+    ...     print(yaml_error_text(e, "r.yaml"))
+    r.yaml:3:1: not valid YAML: expected the node content, but found '<stream end>' (while parsing a flow node)
+    """
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    problem = getattr(e, "problem", None) or " ".join(str(e).split())
+    context = getattr(e, "context", None)
+    name = getattr(mark, "name", None)
+    if name in ("<unicode string>", "<byte string>", "<file>", "<stdin>"):
+        name = None
+    where = source or name
+    if mark is not None:
+        line, column = mark.line + 1, mark.column + 1
+        where = f"{where}:{line}:{column}" if where else f"line {line}, column {column}"
+    text = f"not valid YAML: {problem}" + (f" ({context})" if context else "")
+    return f"{where}: {text}" if where else text

@@ -103,15 +103,70 @@ def looks_secret(value: Any) -> bool:
 
 def redact(obj: Any) -> Any:
     """A copy of a mapping / list tree with the values under secret names, and the values
-    that look like credentials (``looks_secret``), replaced by "<redacted>".
+    that look like credentials (``looks_secret``), replaced by "<redacted>"; in any other
+    string, a URL's password (``http://user:<redacted>@host/v1``) and secret query parameters
+    (``redact_urls``); in a key, a ``name: value`` pair with a secret name (YAML reads the shell's
+    ``{api_key:x}`` as the key "api_key:x").
 
     A tree without any returns equal (mappings as dicts, tuples as lists): its JSON is unchanged.
+
+    >>> redact({"base_url": "http://me:pw12@host:8000/v1", "extra_body": {"api_key:x": None}})
+    {'base_url': 'http://me:<redacted>@host:8000/v1', 'extra_body': {'api_key:<redacted>': None}}
     """
     if isinstance(obj, Mapping):
-        return {k: (REDACTED if is_secret(k) and obj[k] is not None else redact(v)) for k, v in obj.items()}
+        return {(_redact_pairs(k) if isinstance(k, str) else k): (REDACTED if is_secret(k) and obj[k] is not None
+                                                                   else redact(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
-    return REDACTED if looks_secret(obj) else obj
+    return REDACTED if looks_secret(obj) else redact_urls(obj) if isinstance(obj, str) else obj
+
+
+# scheme://authority... up to whitespace or a quote; the authority's userinfo ends at its last "@".
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>`]+")
+# name: value / name=value / "name": "value" pairs (YAML or JSON flow mappings, URL queries, key=value
+# lists); the value is quoted, or runs to the next , } ] & # or line end.
+_PAIR = re.compile(r"(?<![\w/:@.\-])([\"']?)([A-Za-z_][\w.\-]*)\1(\s*[:=]\s*)"
+                   r"(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\]&#\s][^,}\]&#\n]*)")
+
+
+def _redact_pairs(text: str, mask: str = REDACTED) -> str:
+    """`text` with the value of every ``name: value`` / ``name=value`` pair whose name is secret masked.
+
+    >>> _redact_pairs('{api_key:abc, "token": "x y", n: 1}')
+    '{api_key:<redacted>, "token": <redacted>, n: 1}'
+    """
+    if not any(w in text.lower() for w in ("key", "token", "secret", "pass", "auth", "credential")):
+        return text
+    return _PAIR.sub(lambda m: m.group(0) if not is_secret(m.group(2)) else
+                     m.group(0)[: m.start(4) - m.start(0)] + mask, text)
+
+
+def _redact_url(url: str, mask: str) -> str:
+    scheme, _, rest = url.partition("://")
+    end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
+    authority, tail = rest[:end], rest[end:]
+    if "@" in authority:
+        userinfo, _, host = authority.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        authority = (f"{user}:{mask}" if colon else mask) + "@" + host
+    if "?" in tail or "#" in tail:
+        tail = _redact_pairs(tail, mask)
+    return f"{scheme}://{authority}{tail}"
+
+
+def redact_urls(text: str, mask: str = REDACTED) -> str:
+    """`text` with each URL's password masked (a bare userinfo, often a token, wholly) and the
+    values of its secret query parameters; scheme, user, host and path are kept.
+
+    >>> redact_urls("to http://user:sk-abc@10.0.0.1:8000/v1 and https://tok@h/x?api_key=1&n=2")
+    'to http://user:<redacted>@10.0.0.1:8000/v1 and https://<redacted>@h/x?api_key=<redacted>&n=2'
+    >>> redact_urls("http://127.0.0.1:8000/v1")
+    'http://127.0.0.1:8000/v1'
+    """
+    if "://" not in text or not ("@" in text or "?" in text or "#" in text):
+        return text
+    out = _URL.sub(lambda m: _redact_url(m.group(0), mask), text)
+    return text if out == text else out  # the same object when nothing changed (Masker relies on it)
 
 
 _INLINE = re.compile(_HTTP_AUTH + r"|(?<![A-Za-z0-9/._\-])(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|"
@@ -122,37 +177,58 @@ def _secret_flag(flag: str) -> bool:
     return flag.startswith("-") and is_secret(flag.lstrip("-"))
 
 
+_KEY_VALUE = re.compile(r"[A-Za-z_][\w.\-]*=")  # KEY=VALUE of --set, -p and notebook parameters
+
+
+def _value_has_secret(value: str) -> bool:
+    """Whether an override's VALUE holds a credential in any form ``--set`` accepts: a scalar that
+    looks secret, a prefixed key or ``Bearer`` token anywhere, a secret-named pair in a YAML / JSON
+    flow mapping or sequence (parsed, or as text when it does not parse or YAML misreads it)."""
+    if looks_secret(value) or _INLINE.search(value) or _redact_pairs(value) != value:
+        return True
+    try:
+        import yaml
+
+        parsed = yaml.safe_load(value)
+    except Exception:  # not YAML: the text checks above are all there is
+        return False
+    return not isinstance(parsed, str) and redact(parsed) != parsed
+
+
 def redact_command(argv: Iterable[Any]) -> list:
     """A command line (``sys.argv``-like) with its credentials replaced by "<redacted>".
 
-    - ``--set KEY=VALUE`` / ``--set=KEY=VALUE``: the VALUE when KEY's last part (after the
-      last ``.``) is secret, or VALUE looks secret or holds a prefixed key / ``Bearer`` token
-      anywhere (e.g. a JSON mapping);
+    - ``KEY=VALUE`` (after ``--set``, ``-p``, or as ``--set=KEY=VALUE``): the whole VALUE when KEY's
+      last part (after the last ``.``) is secret, or VALUE holds a credential in any form
+      ``--set`` accepts (``_value_has_secret``: scalar, YAML/JSON flow mapping or sequence); else
+      only the passwords of the URLs in it (``redact_urls``);
     - a secret-named flag (``--api-key X``, ``--hf-token=X``, ``--password X``): its value;
-    - any other item that looks secret or holds such a token: that token.
+    - any other item: a value that looks secret wholly, else its prefixed keys, ``Bearer`` tokens
+      and URL passwords.
 
     >>> redact_command(["x", "--api-key", "abc", "--hf-token=abc", "--set", 'pipeline.mpm.extra_body={"h": "sk-abcdefgh12345678"}'])
     ['x', '--api-key', '<redacted>', '--hf-token=<redacted>', '--set', 'pipeline.mpm.extra_body=<redacted>']
+    >>> redact_command(["--set", "pipeline.mpm.extra_body={api_key:x}", "--set=pipeline.mpm.base_url=http://u:pw@h/v1"])
+    ['--set', 'pipeline.mpm.extra_body=<redacted>', '--set=pipeline.mpm.base_url=http://u:<redacted>@h/v1']
     """
     items = [str(a) for a in argv]
     out: list = []
     prev = None
     for a in items:
+        head = "--set=" if a.startswith("--set=") else ""
         if prev is not None and _secret_flag(prev) and "=" not in prev:
             out.append(REDACTED)
         elif a.startswith("-") and "=" in a and _secret_flag(a.split("=", 1)[0]):
             out.append(a.split("=", 1)[0] + "=" + REDACTED)
-        elif a.startswith("--set=") or (prev == "--set" and "=" in a):
-            head = "--set=" if a.startswith("--set=") else ""
-            key, value = a[len(head):].split("=", 1) if "=" in a[len(head):] else (a[len(head):], "")
-            if is_secret(key.split(".")[-1]) or looks_secret(value) or _INLINE.search(value):
-                out.append(f"{head}{key}={REDACTED}")
-            else:
-                out.append(a)
+        elif head or _KEY_VALUE.match(a):
+            key, _, value = a[len(head):].partition("=")
+            value = redact_urls(value)
+            secret = is_secret(key.split(".")[-1]) or _value_has_secret(value)
+            out.append(f"{head}{key}={REDACTED if secret else value}")
         elif looks_secret(a):
             out.append(REDACTED)
         else:
-            out.append(_INLINE.sub(REDACTED, a))
+            out.append(redact_urls(_INLINE.sub(REDACTED, a)))
         prev = a
     return out
 
@@ -177,8 +253,9 @@ class Masker:
 
     def dumps(self, obj: Any, **kw) -> str:
         """``json.dumps`` (non-ASCII kept, unknown types as str) with every secret value masked:
-        the known values anywhere in the text, and string values that ``looks_secret`` (by value
-        only: names are not judged here, as records have fields like ``cache_key``).
+        the known values anywhere in the text, string values that ``looks_secret`` (by value
+        only: names are not judged here, as records have fields like ``cache_key``), and URL
+        passwords inside any string (``redact_urls``).
 
         >>> Masker([]).dumps({"h": "Bearer abcdefgh123", "model": "gpt-4o-mini"})
         '{"h": "***", "model": "gpt-4o-mini"}'
@@ -195,4 +272,6 @@ def _mask_values(obj: Any, mask: str) -> Any:
     if isinstance(obj, (list, tuple)):
         new_items = [_mask_values(v, mask) for v in obj]
         return obj if all(a is b for a, b in zip(new_items, obj)) else new_items
-    return mask if looks_secret(obj) else obj
+    if looks_secret(obj):
+        return mask
+    return redact_urls(obj, mask) if isinstance(obj, str) else obj

@@ -111,17 +111,22 @@ def _agreement(ref: tuple, other: tuple) -> dict:
 
 def cold_warm(config_path: str | os.PathLike, overrides: Sequence[str] = (), progress: bool = True) -> dict:
     """``lazymem eval CONFIG`` twice as fresh processes on one new, empty cache: wall times, ratio, same records."""
+    from lazymem.eval.runfiles import RECORDS_FILE, read_records
+
     def records(out: Path) -> list[dict]:
         keep = ("question_id", "status", "answer", "memory", "pool")
-        rows = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines() if line.strip()]
+        rows, _ = read_records(out / RECORDS_FILE)
         for r in rows:
             if isinstance(r.get("pool"), dict):
                 r["pool"] = r["pool"].get("positions")  # timings differ by design
         return sorted(({k: r.get(k) for k in keep} for r in rows), key=lambda r: r["question_id"])
 
+    from lazymem.llm.tokens import DIR_ENV, qwen3_tokenizer_dir
+
     with tempfile.TemporaryDirectory(prefix="lazymem-cold-") as tmp:
-        env = {**os.environ, "LAZYMEM_CACHE": str(Path(tmp) / "cache"), "HF_HUB_OFFLINE": "1",
-               "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        # a new cache for the calls, but the Qwen3 tokenizer of this one (else memory tokens go missing)
+        env = {**os.environ, "LAZYMEM_CACHE": str(Path(tmp) / "cache"), DIR_ENV: str(qwen3_tokenizer_dir()),
+               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         walls = {}
         for run in ("cold", "warm"):
             cmd = [sys.executable, "-m", "lazymem.cli", "eval", str(config_path), "--out", str(Path(tmp) / run)]

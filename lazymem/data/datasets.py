@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from lazymem.errors import LoadError
+from lazymem.errors import ConfigError, LoadError
 from lazymem.records import Dataset, type_abbrev
 
 DEFAULT_SPEC = "synthetic:messages=400,seed=0,histories=4,questions=12"
@@ -53,13 +53,13 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     if "#" in spec and not Path(spec).exists():
         spec, _, sub = spec.rpartition("#")
         if subset and subset != sub:
-            raise ValueError(f"two subsets given: #{sub} in the spec and {subset!r}")
+            raise ConfigError(f"two subsets given: #{sub} in the spec and {subset!r}")
         subset = sub
     if kind is None and (spec == "synthetic" or spec.startswith("synthetic:")):
         from lazymem.data.synthetic import parse_spec, synthetic_dataset
 
         if subset:
-            raise ValueError("the synthetic generator has no named subsets")
+            raise ConfigError("the synthetic generator has no named subsets")
         return synthetic_dataset(**parse_spec(spec))
     path = Path(spec).expanduser()
     if path.exists():
@@ -75,7 +75,7 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     from lazymem.data.longmemeval import load_longmemeval
 
     if subset:
-        raise ValueError(f"LongMemEval has no named subsets (got {subset!r}); use `lazymem data split` for the paper's split")
+        raise ConfigError(f"LongMemEval has no named subsets (got {subset!r}); use `lazymem data split` for the paper's split")
     return load_longmemeval(path if path.exists() else spec)
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from lazymem.files import read_jsonl
+
 
 @dataclass(frozen=True)
 class Deletion:
@@ -44,15 +46,12 @@ class DeletionIncomplete(RuntimeError):
             f"same delete call or call store.complete_pending() once the cause is fixed.")
 
 
-def read_log_lines(path: Path) -> list[tuple[str, dict | None]]:
-    """(raw line, parsed record or None when not valid JSON, e.g. a torn last line) of a JSON-lines log."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.append((line, json.loads(line)))
-            except json.JSONDecodeError:
-                out.append((line, None))
-    return out
+def read_log_lines(path: Path) -> list[tuple[str, dict]]:
+    """(line, record) of each record of the audit log, read by ``lazymem.files.read_jsonl``.
+
+    A torn last line (an append cut short by a crash, before anything was deleted) is left out,
+    so the next rewrite drops it; a bad line anywhere else is a LoadError naming the log and line.
+    The line is the record as written (``json.dumps``), for rewriting the log unchanged.
+    """
+    records, _ = read_jsonl(path, what="a deletion record")
+    return [(json.dumps(r), r) for r in records]

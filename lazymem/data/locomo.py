@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Iterable
 
 from lazymem.data.jsonio import read_json
-from lazymem.errors import LoadError
+from lazymem.errors import ConfigError, LoadError
 from lazymem.records import LOCOMO_CATEGORIES, Dataset, History, LoadIssue, Message, Question
 
 # Named subsets: sample ids (None = all) and categories. "paper" = the LazyMem paper's LoCoMo
@@ -221,7 +221,7 @@ def load_locomo(path: str | Path, subset: str | None = None, categories: Iterabl
         captions: append photo captions to the turn text.
     """
     if subset is not None and subset not in SUBSETS:
-        raise ValueError(f"unknown LoCoMo subset {subset!r}; valid: None, {', '.join(map(repr, SUBSETS))}")
+        raise ConfigError(f"unknown LoCoMo subset {subset!r}; valid: None, {', '.join(map(repr, SUBSETS))}")
     if bad_evidence not in ("warn", "error"):
         raise ValueError(f"bad_evidence must be 'warn' or 'error', got {bad_evidence!r}")
     sample_ids, keep = SUBSETS[subset or "full"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lazymem.eval import runner
+from lazymem.errors import int_at_least
 from lazymem.eval.config import JUDGES, EvalConfig, apply_overrides
 from lazymem.eval.runfiles import RECORDS_FILE
 from lazymem.eval.scoring import summary_text
@@ -27,6 +28,9 @@ def default_config_path() -> Path:
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The ``lazymem eval`` options (added to `parser` when given, e.g. a CLI subparser)."""
     p = parser or argparse.ArgumentParser(prog="lazymem eval", description=runner.__doc__.split("\n\n")[0])
+    p.epilog = ("exit status: 0 every question answered; 3 the run finished but some questions failed (recorded "
+                "with their errors; a rerun redoes only them); 2 bad input (one line naming file and field); "
+                "1 a bug (its traceback is printed)")
     p.add_argument("config", nargs="?", default=None,
                    help="YAML recipe (default: configs/eval_demo.yaml, offline CPU demo)")
     p.add_argument("--out", default=None, help="run folder (default: runs/eval/<config name>)")
@@ -35,11 +39,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--split", choices=("train", "validation", "test"), help="the paper's split")
     p.add_argument("--ids", help="comma-separated question ids")
     p.add_argument("--types", help="comma-separated question types or abbreviations (KU,MS,...)")
-    p.add_argument("--limit", type=int, help="at most this many questions (0 = all)")
+    p.add_argument("--limit", type=int_at_least(0), help="at most this many questions (0 = all)")
     p.add_argument("--method", choices=METHODS)
     p.add_argument("--judge", choices=JUDGES)
     p.add_argument("--seed", type=int)
-    p.add_argument("--workers", type=int, help="questions in flight (server backends)")
+    p.add_argument("--workers", type=int_at_least(1), help="questions in flight (server backends)")
     p.add_argument("--cache-dir", help="LLM call cache directory")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM call cache")
     p.add_argument("--baseline", help="a finished run folder to compare with")
@@ -84,6 +88,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_from_args(args, command=None if argv is None else ["lazymem", "eval", *argv])
 
 
+def warn_missing_tokenizer(config: EvalConfig) -> bool:
+    """Say on stderr, before the first question, that memory tokens will be missing when the run counts
+    them and the Qwen3 tokenizer is not found (with the command that fetches it); True when it said so."""
+    if not config.count_tokens:
+        return False
+    from lazymem.llm.tokens import tokenizer_warning
+
+    missing = tokenizer_warning()
+    if missing:
+        print(f"lazymem eval: warning: {missing}", file=sys.stderr, flush=True)
+    return missing is not None
+
+
+# `lazymem eval` finished, but some questions failed (each recorded with its error; a rerun redoes only
+# them). Not 1, which the CLI keeps for a bug (an unexpected exception and its traceback), nor 2 (bad input).
+EXIT_QUESTIONS_FAILED = 3
+
+
 def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None) -> int:
     """Run parsed ``lazymem eval`` arguments (for a CLI that adds build_parser's options);
     ``command`` is recorded in the manifest (default sys.argv)."""
@@ -92,10 +114,12 @@ def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None
         json.dump(redact(config.to_dict()), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return 0
+    warn_missing_tokenizer(config)
     stem = Path(args.config).stem if args.config else "eval_demo"
     out = args.out or str(Path("runs") / "eval" / stem)
-    summary = runner.evaluate(config, out, progress=not args.no_progress, command=command,
-                              force_new=args.force_new or args.overwrite)
+    with runner.sigterm_exits():  # SIGTERM: the manifest says interrupted, the process exits 143
+        summary = runner.evaluate(config, out, progress=not args.no_progress, command=command,
+                                  force_new=args.force_new or args.overwrite)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -103,14 +127,13 @@ def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None
         print(summary_text(summary))
         print(f"records: {Path(out) / RECORDS_FILE}")
     c = summary["counts"]
-    return 0 if c["error"] == 0 and c["missing"] == 0 else 1
+    return 0 if c["error"] == 0 and c["missing"] == 0 else EXIT_QUESTIONS_FAILED
 
 
 if __name__ == "__main__":
-    from lazymem.errors import ConfigError
+    from lazymem.errors import report_exception
 
     try:
         sys.exit(main())
-    except ConfigError as e:  # e.g. RunLockedError, ResumeMismatchError: the message says what to do
-        print(f"lazymem eval: error: {e}", file=sys.stderr)
-        sys.exit(2)
+    except Exception as e:  # e.g. RunLockedError, ResumeMismatchError: exit 2, one line; a bug: 1, traceback
+        sys.exit(report_exception(e, "lazymem eval"))

@@ -103,7 +103,8 @@ class EvalConfig:
             raise ConfigError(f"eval config: expected a mapping, got {type(values).__name__}")
         check_fields(cls, values, "eval config")
         v = dict(values)
-        v["pipeline"] = PipelineConfig.from_dict(v.get("pipeline") or {})
+        p = v.get("pipeline")  # absent or empty (`pipeline:`) = the defaults; 0, "" or [] are refused, not defaults
+        v["pipeline"] = PipelineConfig.from_dict({} if p is None else p)
         return cls(**v)
 
     @classmethod
@@ -146,8 +147,10 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
             node = node[p]
         try:
             node[parts[-1]] = yaml.safe_load(raw)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"override {item!r}: the value is not valid YAML: {e}") from None
+        except yaml.YAMLError as e:  # one line: where in the value, and the problem
+            from lazymem.errors import yaml_error_text
+
+            raise ConfigError(f"override {item!r}: the value, {yaml_error_text(e)}") from None
     return out
 
 

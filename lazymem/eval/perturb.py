@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import random
 import statistics
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, LoadError
 from lazymem.prompts import PROMPTS, text_memory
 from lazymem.records import History, Question
 from lazymem.stats import paired_bootstrap
@@ -63,16 +64,18 @@ def variants(gold: Sequence[int], nongold: Sequence[int], condition: str, draws:
 def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]], answer: "LLMClient",
                        sampling: "Sampling", score: Callable[[Question, str], float | None],
                        conditions: Sequence[str] = CONDITIONS, draws: int = 3, seed: int = 0,
-                       count_tokens: Callable[[str], int] | None = None, n_resamples: int = 9999,
+                       count_tokens: Callable[[str], int | None] | None = None, n_resamples: int = 9999,
                        progress: bool = False) -> dict:
     """Run the study over (history, question, local non-gold positions) items.
 
     ``score(question, answer) -> 0..1`` (a judge label or F1); questions without gold evidence
     are skipped. All answer prompts go to ``answer`` in one ``generate`` call per condition.
+    A condition's ``tokens`` is None (shown "-") without ``count_tokens`` or when it returned
+    None for any of its memories (the tokenizer is missing): never a mean of the counts it had.
     """
     items = [(h, q, ng) for h, q, ng in items if q.evidence]
     per_q: dict[str, dict[str, float]] = {c: {} for c in conditions}
-    tokens: dict[str, dict[str, list[int]]] = {c: {} for c in conditions}  # per question, its variants
+    tokens: dict[str, dict[str, list[int | None]]] = {c: {} for c in conditions}  # per question, its variants
     answers: dict[str, dict[str, list[str]]] = {c: {} for c in conditions}
     todo = conditions
     if progress:
@@ -104,8 +107,7 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
         s = per_q[c]
         row: dict[str, Any] = {"condition": c, "questions": len(s),
                                "accuracy": statistics.fmean(s.values()) if s else None,
-                               "tokens": statistics.fmean(statistics.fmean(v) for v in tokens[c].values())
-                               if tokens[c] else None,  # variants averaged within a question first, as scores
+                               "tokens": _mean_tokens(tokens[c]),
                                "delta": None, "low": None, "high": None, "c_to_i": None}
         if c != "full_gold" and base:
             b = paired_bootstrap(s, base, n_resamples=n_resamples, seed=seed)
@@ -114,6 +116,19 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
             row["c_to_i"] = statistics.fmean(1.0 - s[qid] for qid in correct) if correct else None
         rows.append(row)
     return {"rows": rows, "per_question": per_q, "answers": answers, "draws": draws, "seed": seed}
+
+
+def _mean_tokens(per_question: Mapping[str, Sequence[int | None]]) -> float | None:
+    """Mean tokens over questions, each question's variants averaged first (as the scores are);
+    None when there are none or any is unknown.
+
+    >>> _mean_tokens({"a": [2, 4], "b": [6]}), _mean_tokens({"a": [0], "b": [None]}), _mean_tokens({})
+    (4.5, None, None)
+    """
+    counts = [v for vs in per_question.values() for v in vs]
+    if not counts or any(v is None for v in counts):
+        return None
+    return statistics.fmean(statistics.fmean(vs) for vs in per_question.values())
 
 
 def perturbation_markdown(study: dict) -> str:
@@ -143,18 +158,30 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
     ``perturbation.json`` (numbers), ``perturbation.md`` (the table), ``answers.json`` (every answer).
 
     Questions with gold evidence and an ok record are used, in run order (the first `limit`).
+    Without the Qwen3 tokenizer the ``Tok.`` column is missing ("-", ``tokenizer: "missing"``);
+    ``perturb_command`` says so before the study starts. A hand-edited manifest or record that
+    cannot be read is a LoadError naming the file, the record and the field.
     """
     from lazymem.data import load_dataset
     from lazymem.eval.config import EvalConfig, resolve_cache, seeded
     from lazymem.eval.f1 import locomo_f1, token_f1
     from lazymem.eval.judge import judge_answer
-    from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_json, read_records
+    from lazymem.eval.report import read_manifest
+    from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_records
+    from lazymem.eval.scoring import check_records
+    from lazymem.llm import tokens
     from lazymem.pipeline import LazyMemPipeline
 
+    if not (isinstance(draws, int) and draws >= 1):
+        raise ConfigError(f"perturb: draws={draws!r} must be an integer >= 1")
+    if not (limit is None or (isinstance(limit, int) and limit >= 0)):  # records[:-1] would drop the last
+        raise ConfigError(f"perturb: limit={limit!r} must be None or 0 (all questions), or an integer >= 1")
     run = Path(run_dir)
-    manifest = read_json(run / MANIFEST_FILE)
-    if not manifest or "config" not in manifest:
-        raise ConfigError(f"{run / MANIFEST_FILE}: missing or without 'config' (not a lazymem eval run folder)")
+    if not (run / MANIFEST_FILE).is_file():
+        raise ConfigError(f"{run / MANIFEST_FILE}: missing (not a lazymem eval run folder)")
+    manifest = read_manifest(run / MANIFEST_FILE)
+    if not manifest.get("config"):
+        raise LoadError(str(run / MANIFEST_FILE), None, "config", "missing (the resolved config of the run)")
     if not (run / RECORDS_FILE).is_file():
         raise ConfigError(f"{run}: no {RECORDS_FILE} (the run's records stay on the machine that ran it)")
     config, _ = resolve_cache(seeded(EvalConfig.from_dict(manifest["config"])))
@@ -163,14 +190,14 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
     if want and dataset.sha256 != want:
         raise ConfigError(f"{run / MANIFEST_FILE}: field dataset.sha256 is {want[:12]}..., but {config.dataset} "
                           f"now reads as {dataset.sha256[:12]}... (the data changed since the run)")
-    records = [r for r in latest_records(read_records(run / RECORDS_FILE)[0]).values()
-               if r.get("status") == "ok" and r["question"]["evidence"]]
+    all_records = read_records(run / RECORDS_FILE)[0]
+    check_records(all_records, str(run / RECORDS_FILE))
+    records = [r for r in latest_records(all_records).values()
+               if r["status"] == "ok" and (r.get("question") or {}).get("evidence")]
     records = records[:limit] if limit else records
     if not records:
         raise ConfigError(f"{run / RECORDS_FILE}: no ok record of a question with gold evidence")
-    questions = {q.id: q for q in dataset.questions}
-    items = [(dataset.history(questions[r["question_id"]]), questions[r["question_id"]], local_nongold(r))
-             for r in records]
+    items = _items(dataset, records, str(run / RECORDS_FILE))
     pipeline = LazyMemPipeline(config.pipeline, clients=clients)
     judge = config.judge != "none" and all(q.category is None for _, q, _ in items)
 
@@ -183,14 +210,14 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
             return j["label"] if j["error"] is None else None
         return token_f1(answer, q.answer)
 
-    from lazymem.eval.runner import _tokens
-
+    missing = tokens.tokenizer_warning()  # checked once, before any work: the column is whole or missing
     study = perturbation_study(items, pipeline.client("answer"), config.pipeline.answer_sampling, score,
                                conditions=conditions, draws=draws, seed=seed, n_resamples=n_resamples,
-                               count_tokens=lambda m: _tokens(m)[0], progress=progress)
+                               count_tokens=None if missing else tokens.count_tokens, progress=progress)
     metric = ("locomo_f1" if any(q.category is not None for _, q, _ in items)
               else "judge accuracy" if judge else "answer_f1 (proxy)")
     study.update(run_dir=str(run), metric=metric, dataset=manifest.get("dataset"),
+                 tokenizer="missing" if missing else "qwen3",
                  answer_model=config.pipeline.answer.model, method=config.pipeline.method,
                  nongold_per_question=statistics.fmean(len(ng) for _, _, ng in items))
     if out is not None:
@@ -204,24 +231,53 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
         write_atomic(o / "answers.json", json.dumps(study["answers"], indent=1, ensure_ascii=False) + "\n")
         head = (f"Perturbation study on {len(items)} questions of `{run}` ({config.dataset}); answerer "
                 f"{config.pipeline.answer.model}; score {metric}; {draws} draws per random addition; local "
-                f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question).\n\n")
+                f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question)."
+                + (f" Tok. missing: the Qwen3 tokenizer was not found (`{tokens.FETCH_COMMAND}`)." if missing else "")
+                + "\n\n")
         write_atomic(o / "perturbation.md", head + perturbation_markdown(study))
     return study
 
 
+def _items(dataset, records: Sequence[Mapping], file: str) -> list[tuple[History, Question, list[int]]]:
+    """(history, question, local non-gold positions) of each record; LoadError naming `file`, the record
+    and the field when a record's question is not in the dataset or its windows / pool hold no positions."""
+    questions = {q.id: q for q in dataset.questions}
+    out = []
+    for r in records:
+        where = f"record of question_id {r['question_id']!r}"
+        q = questions.get(r["question_id"])
+        if q is None:
+            raise LoadError(file, where, "question_id", f"not a question of the run's dataset {dataset.name!r}")
+        try:
+            nongold = local_nongold(r)
+        except (KeyError, TypeError, ValueError) as e:
+            raise LoadError(file, where, "windows" if r.get("windows") else "pool",
+                            f"no readable positions ({type(e).__name__}: {e})") from None
+        out.append((dataset.history(q), q, nongold))
+    return out
+
+
 def perturb_parser(s) -> None:
     """The ``lazymem perturb`` options, added to the (sub)parser ``s``."""
+    from lazymem.errors import int_at_least
+
     s.add_argument("run_dir", help="a finished `lazymem eval` run folder (its records give the windows)")
     s.add_argument("--out", help="folder for perturbation.json / .md (default: RUN_DIR/perturbation)")
-    s.add_argument("--draws", type=int, default=3, help="random draws per +1 / +5 non-gold memory")
-    s.add_argument("--limit", type=int, default=0, help="the first N questions with gold evidence (0 = all)")
+    s.add_argument("--draws", type=int_at_least(1), default=3, help="random draws per +1 / +5 non-gold memory")
+    s.add_argument("--limit", type=int_at_least(0), default=0,
+                   help="the first N questions with gold evidence (0 = all)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--no-progress", action="store_true")
 
 
 def perturb_command(args) -> int:
     """``lazymem perturb``: run the study, write it, print its table."""
+    from lazymem.llm.tokens import tokenizer_warning
+
     out = args.out or str(Path(args.run_dir) / "perturbation")
+    missing = tokenizer_warning()
+    if missing:
+        print(f"lazymem perturb: warning: {missing}", file=sys.stderr, flush=True)
     study = perturb_run(args.run_dir, out, draws=args.draws, limit=args.limit or None, seed=args.seed,
                         progress=not args.no_progress)
     print(Path(out, "perturbation.md").read_text(encoding="utf-8"))

@@ -4,9 +4,12 @@
 the NAME of their environment variable), git commit, package versions, dataset sha256,
 prompt hashes, model ids, the reranker that ran, times and command line of every run into
 the folder. Credentials are kept out by ``lazymem.secrets``: the config through ``redact``
-(secret names at any depth, and values that ``looks_secret``), each run's ``command``
-through ``redact_command`` (``--set KEY=VALUE`` with a secret KEY or a secret-looking VALUE,
-``--api-key``-like flags).
+(secret names at any depth, values that ``looks_secret``, URL passwords such as a
+``base_url``'s ``http://user:<redacted>@host/v1``), each run's ``command`` through
+``redact_command`` (``--set KEY=VALUE`` with a secret KEY, or a VALUE holding a credential in
+any form ``--set`` accepts: scalar, YAML / JSON flow mapping or sequence; URL passwords;
+``--api-key``-like flags), and the whole file, as every file of the run folder, through the
+runner's ``Masker`` (known key values, secret-looking strings, URL passwords).
 
 >>> package_versions(["surely-not-installed-xyz"])
 {'surely-not-installed-xyz': None}

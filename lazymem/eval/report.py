@@ -23,12 +23,14 @@ many questions each pair shares.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from lazymem.errors import ConfigError
-from lazymem.eval.runfiles import RECORDS_FILE, latest_records, read_json, read_records
-from lazymem.eval.scoring import summarize
+from lazymem.errors import ConfigError, LoadError
+from lazymem.eval.paper import system_label
+from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_records
+from lazymem.eval.scoring import check_records, json_kind, summarize
 from lazymem.stats import paired_bootstrap
 
 METRICS = ("accuracy", "locomo_f1", "answer_f1")
@@ -58,11 +60,74 @@ def load_run(run_dir: str | Path, name: str | None = None) -> dict:
     if not path.is_file():
         raise ConfigError(f"{d}: no {RECORDS_FILE} (not a lazymem eval run folder)")
     records, _ = read_records(path)
-    manifest = read_json(d / "manifest.json") or {}
-    judge = (manifest.get("config") or {}).get("judge") or _judge_of(records)
+    check_records(records, str(path))
+    manifest = read_manifest(d / MANIFEST_FILE, required=False)
+    config = manifest.get("config") or {}
+    judge = config.get("judge") or _judge_of(records)
     latest = latest_records(records)
     return {"name": name or d.name, "dir": str(d), "latest": latest,
-            "summary": summarize(records, judge), "dataset": (manifest.get("config") or {}).get("dataset")}
+            "summary": summarize(records, judge), "dataset": config.get("dataset"),
+            "status": run_status(d, manifest)}
+
+
+def lock_held(folder: str | Path) -> bool | None:
+    """Whether a live process holds the run folder's lock (``runfiles.RunLock``); None where it cannot be told.
+
+    Probed with a shared, non-blocking flock on ``.lock``, released at once: a writer holds it
+    exclusively until it exits, and the OS drops it when the writer dies (even by kill -9).
+    """
+    from lazymem.eval.runfiles import LOCK_FILE
+
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock to probe
+        return None
+    try:
+        fd = os.open(Path(folder) / LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except (BlockingIOError, PermissionError):
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's lock
+    return False
+
+
+def run_status(folder: str | Path, manifest: Mapping) -> str | None:
+    """The manifest's status, except that a run recorded ``running`` whose folder lock nobody holds was
+    killed outright (kill -9, a lost node): ``interrupted`` (the next ``lazymem eval`` into it resumes it)."""
+    status = manifest.get("status")
+    if status == "running" and lock_held(folder) is False:
+        return "interrupted"
+    return status if isinstance(status, str) else None
+
+
+def read_manifest(path: str | Path, required: bool = True) -> dict:
+    """A run's manifest.json, checked where the reports read it; LoadError naming the file and the field
+    when it is not JSON, not an object, or ``config`` / ``dataset`` (and their strings) have the wrong type.
+    A missing file is a LoadError when ``required``, else ``{}``.
+    """
+    from lazymem.data.jsonio import read_json
+
+    p = Path(path)
+    if not required and not p.exists():
+        return {}
+    m, _ = read_json(p)
+    if not isinstance(m, dict):
+        raise LoadError(str(p), None, None, f"{json_kind(m)}, expected an object (a lazymem eval manifest)")
+    for field in ("config", "dataset"):
+        if m.get(field) is not None and not isinstance(m[field], Mapping):
+            raise LoadError(str(p), None, field, f"{json_kind(m[field])}, expected an object "
+                            f"({'the resolved config of the run' if field == 'config' else 'name, path and sha256'})")
+    for field, value in [*((f"config.{k}", (m.get("config") or {}).get(k)) for k in ("judge", "dataset")),
+                         ("dataset.sha256", (m.get("dataset") or {}).get("sha256"))]:
+        if value is not None and not isinstance(value, str):
+            raise LoadError(str(p), None, field, f"{json_kind(value)}, expected a string")
+    return m
 
 
 def _judge_of(records: Sequence[Mapping]) -> str:
@@ -88,6 +153,9 @@ def system_row(run: Mapping, metric: str) -> dict:
     cons = s.get("construction") or {}
     return {
         "system": run["name"], "method": s.get("method"), "questions": s["counts"]["recorded"],
+        "status": run.get("status"),
+        # how tables and figures show it (Oracle Session on LoCoMo: "(ours, not in the paper)")
+        "label": system_label(run["name"], s.get("method"), run.get("dataset") or s.get("dataset")),
         "ok": s["counts"]["ok"], "errors": s["counts"]["error"],
         "unparseable_judge": acc.get("unparseable"), "metric": metric,
         "score": sum(scores.values()) / len(scores) if scores else None, "scored": len(scores),
@@ -130,7 +198,8 @@ def build_report(run_dirs: Sequence[str | Path], names: Sequence[str] | None = N
                                                 n_resamples=n_resamples, seed=seed),
                       "memory_tokens": paired_bootstrap(tokens, ref_tokens, n_resamples=n_resamples, seed=seed)})
     return {"metric": metric, "reference": ref["name"], "rows": rows, "pairs": pairs,
-            "runs": [{"name": r["name"], "dir": r["dir"], "dataset": r["dataset"]} for r in runs]}
+            "runs": [{"name": r["name"], "dir": r["dir"], "dataset": r["dataset"], "status": r.get("status")}
+                     for r in runs]}
 
 
 def _f(x: Any, d: int = 3) -> str:
@@ -146,15 +215,21 @@ def report_markdown(rep: Mapping) -> str:
              + " | memory tokens | Gate Fmt. | strict gate | gold-keep recall |",
              "|---|---:|---:|---:|---:|" + "---:|" * len(types) + "---:|---:|---:|---:|"]
     for r in rep["rows"]:
-        lines.append(f"| {r['system']} | {r['questions']} | {r['errors']} | {_f(r['unparseable_judge'])} | "
+        lines.append(f"| {r.get('label', r['system'])} | {r['questions']} | {r['errors']} | "
+                     f"{_f(r['unparseable_judge'])} | "
                      f"{_f(r['score'])} | " + " | ".join(_f(r["by_type"].get(t)) for t in types)
                      + f" | {_f(r['memory_tokens'], 1)} | {_f(r['gate_fmt'])} | {_f(r['gate_strict'])} | "
                        f"{_f(r['gold_keep_recall'])} |")
+    unfinished = {"interrupted": "interrupted (rerun `lazymem eval` into its folder to resume it)",
+                  "running": "still running (its folder is locked)", "failed": "failed (see its manifest)"}
+    notes = [f"- {r['system']}: {unfinished[r.get('status')]}; its numbers cover the questions recorded so far"
+             for r in rep["rows"] if r.get("status") in unfinished]
+    lines += ["", *notes] if notes else []
     lines += ["", "## Latency (seconds: mean / median / P90 / P95)", "",
               "| system | " + " | ".join(LATENCY_STAGES) + " |", "|---|" + "---|" * len(LATENCY_STAGES)]
     for r in rep["rows"]:
         lat = r["latency_s"]
-        lines.append(f"| {r['system']} | " + " | ".join(
+        lines.append(f"| {r.get('label', r['system'])} | " + " | ".join(
             "/".join(_f(lat[st].get(k), 2) for k in ("mean", "median", "p90", "p95")) for st in LATENCY_STAGES) + " |")
     if rep["pairs"]:
         lines += ["", f"## Differences to {rep['reference']} (paired bootstrap 95% intervals)", "",

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from lazymem.errors import ConfigError
 from lazymem.files import fsync_dir, write_atomic  # noqa: F401  (write_atomic: the run files API)
+from lazymem.files import read_jsonl as read_jsonl_file
 from lazymem.secrets import Masker
 
 if TYPE_CHECKING:
@@ -84,36 +85,13 @@ class UnmanifestedRecordsError(ConfigError):
 
 
 def read_records(path: str | os.PathLike) -> tuple[list[dict], bool]:
-    """Records of a records.jsonl and whether its last line was cut off (and is left out).
+    """Records of a records.jsonl (or errors.jsonl) and whether its last line was cut off (and is left out).
 
-    Only the last line may be incomplete (an append interrupted by a kill); a bad line
-    anywhere else means the file was damaged otherwise, and raises rather than guessing.
+    ``lazymem.files.read_jsonl`` with ``question_id`` required: only the last line may be
+    incomplete (an append interrupted by a kill, or one whose newline never made it); a bad line
+    anywhere else means the file was damaged otherwise, and is a LoadError naming file and line.
     """
-    p = Path(path)
-    if not p.exists():
-        return [], False
-    data = p.read_bytes()
-    lines = data.split(b"\n")
-    records, truncated = [], False
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        last = i == len(lines) - 1 or all(not x.strip() for x in lines[i + 1:])
-        try:
-            rec = json.loads(line)
-            if not isinstance(rec, dict) or "question_id" not in rec:
-                raise ValueError("not a question record")
-        except (ValueError, UnicodeDecodeError) as e:
-            if last:
-                truncated = True
-                break
-            raise ValueError(f"{p}: line {i + 1} is not a question record ({e}); only a cut-off last line "
-                             "is repaired automatically") from None
-        if last and not data.endswith(b"\n"):
-            truncated = True  # parsed, yet the newline never made it: treat as unfinished
-            break
-        records.append(rec)
-    return records, truncated
+    return read_jsonl_file(path, keys=("question_id", "status"), what="a question record")
 
 
 def latest_records(records: Iterable[dict]) -> dict[str, dict]:
@@ -133,18 +111,9 @@ def read_json(path: str | os.PathLike) -> dict | None:
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    """The readable lines of a JSON-lines file (bad lines skipped; [] when missing)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError:
-        return []
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+    """The objects of a JSON-lines file of a run folder (``lazymem.files.read_jsonl``: a cut-off
+    last line left out, any other bad line a LoadError; [] when missing)."""
+    return read_jsonl_file(path)[0]
 
 
 def window_lines(records: Iterable[dict]) -> list[dict]:
@@ -170,9 +139,21 @@ def secret_masker(llm_configs: Iterable["LLMConfig | None"]) -> Masker:
     """A Masker for the API keys the models would read (belt and braces: none should be in a record).
 
     The values are those of each model's ``api_key_env`` variable, except "EMPTY" (the
-    placeholder of local servers) and values under 6 characters.
+    placeholder of local servers), and the password of a ``base_url`` with userinfo (as
+    written and percent-decoded); values under 6 characters are left out.
     """
-    values = [os.environ.get(c.api_key_env, "") for c in llm_configs if c is not None]
+    from urllib.parse import unquote, urlsplit
+
+    configs = [c for c in llm_configs if c is not None]
+    values = [os.environ.get(c.api_key_env, "") for c in configs]
+    for c in configs:
+        try:
+            netloc = urlsplit(c.base_url or "").netloc
+        except ValueError:
+            continue
+        userinfo = netloc.rpartition("@")[0]
+        password = userinfo.partition(":")[2] if ":" in userinfo else userinfo
+        values += [password, unquote(password)]
     return Masker([v for v in values if v != "EMPTY"], min_len=6)
 
 
@@ -285,7 +266,7 @@ def run_identity(config_sha256: str, dataset_sha256: str | None, prompt_hashes: 
 
 
 def manifest_identity(manifest: Mapping) -> dict:
-    """The run_identity a manifest recorded (None for what an older manifest lacks)."""
+    """The run_identity a manifest recorded (None for what an older or damaged manifest lacks)."""
     return {"config_sha256": manifest.get("config_sha256"),
             "dataset_sha256": (manifest.get("dataset") or {}).get("sha256"),
             "prompt_hashes": manifest.get("prompt_hashes")}
@@ -295,25 +276,36 @@ def _short(h: Any) -> str:
     return str(h)[:12] if h not in (None, "") else repr(h)
 
 
+UNKNOWN = "unknown (not in the manifest)"
+
+
 def identity_changes(old: Mapping, new: Mapping) -> list[str]:
     """What changed from `old` to `new` (run_identity dicts), as 'what: old -> new' with short hashes.
 
-    Only keys present in `new` are compared, and a value an older manifest lacks (None) is no change;
-    nor is a prompt added to the package since (no earlier record can have used it).
+    Only keys present in `new` are compared. A value the old manifest lacks (None: an older
+    or edited manifest) is unknown, and unknown never matches: it is a change, so the records
+    are refused like those of another dataset (``resume`` raises ResumeMismatchError; ``--force-new``
+    sets them aside). A prompt added to the package since is no change (no earlier record can
+    have used it).
 
     >>> identity_changes(run_identity("a" * 64, "b" * 64, {"answer": "c" * 64, "old": "d" * 64}),
     ...                  run_identity("a" * 64, "e" * 64, {"answer": "f" * 64, "new": "0" * 64}))
     ['dataset sha256: bbbbbbbbbbbb -> eeeeeeeeeeee', 'prompt answer: cccccccccccc -> ffffffffffff', \
 'prompt old: removed (was dddddddddddd)']
+    >>> identity_changes({"config_sha256": "a" * 64}, run_identity("a" * 64, "e" * 64, {}))
+    ['dataset sha256: unknown (not in the manifest) -> eeeeeeeeeeee', 'prompt hashes: unknown (not in the manifest)']
     """
     out = []
-    if "config_sha256" in new and old.get("config_sha256") not in (None, new["config_sha256"]):
-        out.append(f"config_sha256: {_short(old['config_sha256'])} -> {_short(new['config_sha256'])}")
-    if "dataset_sha256" in new and old.get("dataset_sha256") is not None \
-            and old["dataset_sha256"] != new["dataset_sha256"]:
-        out.append(f"dataset sha256: {_short(old['dataset_sha256'])} -> {_short(new['dataset_sha256'])}")
+    if "config_sha256" in new and old.get("config_sha256") != new["config_sha256"]:
+        was = UNKNOWN if old.get("config_sha256") is None else _short(old["config_sha256"])
+        out.append(f"config_sha256: {was} -> {_short(new['config_sha256'])}")
+    if "dataset_sha256" in new and old.get("dataset_sha256") != new["dataset_sha256"]:
+        was = UNKNOWN if old.get("dataset_sha256") is None else _short(old["dataset_sha256"])
+        out.append(f"dataset sha256: {was} -> {_short(new['dataset_sha256'])}")
     op, np_ = old.get("prompt_hashes"), new.get("prompt_hashes")
-    if "prompt_hashes" in new and op is not None and op != np_:
+    if "prompt_hashes" in new and not isinstance(op, Mapping):
+        out.append(f"prompt hashes: {UNKNOWN}")
+    elif "prompt_hashes" in new and op != np_:
         np_ = np_ or {}
         for name in sorted(set(op) | set(np_)):
             if name not in np_:

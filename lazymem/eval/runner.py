@@ -13,6 +13,10 @@
   ``force_new=True`` (``--force-new``) moves the old results into ``previous-<time>/`` first.
 - ``.lock`` / ``.lock.json``: one run writes a folder at a time; a second one fails at once
   with RunLockedError naming the holder (pid, host, start). The OS frees the lock of a killed run.
+  Ctrl-C (and SIGTERM under ``sigterm_exits``, as ``lazymem eval`` runs) end a run with status
+  ``interrupted`` in its manifest; a run killed outright (kill -9) stays ``running`` there, which
+  readers show as ``interrupted`` when nobody holds the lock (``lazymem.eval.report.run_status``),
+  and the next run into the folder records it so.
 - ``summary.json``: accuracy per type (judge labels), LoCoMo F1 per category, Gate Fmt.,
   gold-keep recall, memory tokens, latency percentiles per stage, counts, and the ratios to
   a baseline run when one is given (lazymem.eval.scoring).
@@ -26,7 +30,9 @@ Model calls go through the LLM disk cache (``llm_cache_dir``, default
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -172,6 +178,46 @@ def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = Tr
         lock.release()
 
 
+_terminated = False  # a SIGTERM arrived under sigterm_exits: the process is meant to end
+
+
+@contextlib.contextmanager
+def sigterm_exits():
+    """For command lines that run ``evaluate``: SIGTERM raises SystemExit(143) in the main thread, so the
+    run's ``finally`` writes its summary and the manifest status ``interrupted`` (SIGTERM's default
+    action ends the process on the spot). Library callers (notebooks, tests) keep their own handling."""
+    if _terminated or threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield  # a host that handles SIGTERM itself (or a worker thread) keeps its own handling
+        return
+
+    def handler(signum, frame):
+        global _terminated
+        _terminated = True  # from now on SIGTERM ends the process at once, even in a later run
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def mark_killed_runs(manifest: Mapping | None) -> Mapping | None:
+    """The manifest with every earlier run still recorded ``running`` marked ``interrupted``: called with
+    the folder's lock held, so no process is writing it any more (it was killed outright, e.g. kill -9).
+
+    >>> mark_killed_runs({"runs": [{"status": "done"}, {"status": "running"}]})["runs"]
+    [{'status': 'done'}, {'status': 'interrupted', 'killed': True}]
+    """
+    if not isinstance(manifest, Mapping) or not isinstance(manifest.get("runs"), list):
+        return manifest
+    runs = [dict(r, status="interrupted", killed=True) if isinstance(r, Mapping) and r.get("status") == "running"
+            else r for r in manifest["runs"]]
+    return dict(manifest, runs=runs)
+
+
 def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping[str, "LLMClient"] | None,
               dataset: "Dataset | None", retriever: Any, force_new: bool, command: Sequence[str] | None,
               lock: RunLock) -> dict:
@@ -190,7 +236,7 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
     questions = select_questions(dataset, config)
     check_judge(questions, config.judge)
 
-    old_manifest = read_json(manifest_path)
+    old_manifest = mark_killed_runs(read_json(manifest_path))
     set_aside_to = None
     if force_new:
         dest = set_aside(out)
@@ -257,7 +303,7 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
                             fut.cancel()
                         raise
         status = "done"
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM (sigterm_exits): status stays "interrupted"
         raise
     except BaseException as e:  # e.g. a model that cannot load: the run stops, the manifest says why
         status = "failed"

@@ -2,7 +2,12 @@
 
 ``summarize`` gives accuracy per type (judge labels), LoCoMo F1 per category, Gate Fmt.,
 gold-keep recall, memory tokens, latency percentiles per stage and counts;
-``compare_with_baseline`` the ratios to a baseline run.
+``compare_with_baseline`` the ratios to a baseline run; ``check_records`` turns a hand-edited
+record these cannot read into a LoadError naming the file, the record and the field.
+
+Memory tokens are a number only when every ok record was counted with the Qwen3 tokenizer:
+a run without the tokenizer (``tokenizer: "missing"``) reports ``mean: None`` with ``n`` the
+records that were counted, never a mean of the few counts it has (nor 0).
 
 >>> percentiles([1.0, 2.0, 3.0, 4.0])["median"]
 2.5
@@ -13,6 +18,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
+from lazymem.errors import LoadError
 from lazymem.eval.runfiles import latest_records
 from lazymem.records import type_abbrev
 from lazymem.stats import percentiles  # noqa: F401  (re-exported: lazymem.eval.percentiles)
@@ -53,15 +59,15 @@ def summarize(records: Iterable[dict], judge: str = "none", selected: Sequence[s
         return type_abbrev(r["question"]["type"])
 
     if judge != "none":
-        labels = [r["judge"]["label"] for r in ok if r.get("judge") and r["judge"]["label"] is not None]
+        labels = [r["judge"]["label"] for r in ok if r.get("judge") and r["judge"].get("label") is not None]
         out["accuracy"] = {
             "overall": _mean([float(x) for x in labels]), "n": len(labels),
-            "unjudged": sum(1 for r in ok if not r.get("judge") or r["judge"]["label"] is None),
+            "unjudged": sum(1 for r in ok if not r.get("judge") or r["judge"].get("label") is None),
             "skipped": sum(1 for r in ok if r.get("judge") and r["judge"].get("skipped")),
             "unparseable": sum(1 for r in ok if r.get("judge") and r["judge"].get("unparseable")),
             "judge_errors": sum(1 for r in latest.values() if (r.get("judge") or {}).get("error")),
             "question_errors": counts["error"],
-            "by_type": by_group(abbrev, lambda r: None if not r.get("judge") else r["judge"]["label"]),
+            "by_type": by_group(abbrev, lambda r: None if not r.get("judge") else r["judge"].get("label")),
         }
     else:
         out["accuracy"] = None
@@ -98,19 +104,113 @@ def summarize(records: Iterable[dict], judge: str = "none", selected: Sequence[s
     out["retrieval"] = None if not pooled else {
         "gold_in_pool": sum(r["gold_in_pool"] for r in pooled), "n_gold": n_gold,
         "gold_recall": sum(r["gold_in_pool"] for r in pooled) / n_gold if n_gold else None,
-        "rerankers": sorted({r["pool"]["reranker"] for r in pooled if r.get("pool")})}
-    toks = [r["memory_tokens"] for r in ok if r.get("memory_tokens") is not None]
-    tokenizers = sorted({r.get("tokenizer") for r in ok if r.get("tokenizer")})
-    out["memory_tokens"] = {"mean": _mean(toks), "n": len(toks),
-                            "tokenizer": "qwen3" if toks else (tokenizers[0] if tokenizers else None)}
+        "rerankers": sorted({r["pool"].get("reranker") for r in pooled if r.get("pool")}, key=str)}
+    out["memory_tokens"] = memory_tokens(ok)
     out["latency_s"] = {s: percentiles([r["timings"][s] for r in ok if r.get("timings", {}).get(s) is not None])
                         for s in STAGES}
     calls = [w.get("output") for r in ok for w in r.get("windows") or () if w.get("output")]
     answers = [r["answer_output"] for r in ok if r.get("answer_output")]
-    out["calls"] = {"mpm": len(calls), "mpm_cached": sum(bool(c["cached"]) for c in calls),
-                    "answer": len(answers), "answer_cached": sum(bool(c["cached"]) for c in answers),
+    out["calls"] = {"mpm": len(calls), "mpm_cached": sum(bool(c.get("cached")) for c in calls),
+                    "answer": len(answers), "answer_cached": sum(bool(c.get("cached")) for c in answers),
                     "note": "latencies of cached calls are cache reads, not model time"}
     return out
+
+
+def memory_tokens(ok: Sequence[Mapping]) -> dict:
+    """Mean Qwen3 memory tokens of ok records: None (not 0) unless every one was counted.
+
+    ``n`` is how many were counted; ``tokenizer`` is "qwen3" when all were, else why not
+    ("missing": the tokenizer was not found; "off": counting was switched off).
+
+    >>> memory_tokens([{"memory_tokens": 0, "tokenizer": "qwen3"}, {"memory_tokens": None, "tokenizer": "missing"}])
+    {'mean': None, 'n': 1, 'tokenizer': 'missing'}
+    >>> memory_tokens([{"memory_tokens": 0, "tokenizer": "qwen3"}, {"memory_tokens": 6, "tokenizer": "qwen3"}])
+    {'mean': 3.0, 'n': 2, 'tokenizer': 'qwen3'}
+    """
+    counts = [float(r["memory_tokens"]) for r in ok if r.get("memory_tokens") is not None]
+    why = {r.get("tokenizer") for r in ok if r.get("memory_tokens") is None}
+    if not why:
+        return {"mean": _mean(counts), "n": len(counts), "tokenizer": "qwen3" if counts else None}
+    return {"mean": None, "n": len(counts), "tokenizer": next((w for w in ("missing", "off") if w in why), None)}
+
+
+_NUMBERS = ("memory_tokens", "n_gold", "gold_in_pool", "locomo_f1", "answer_f1", "answer_contains")
+_OBJECTS = ("question", "judge", "construction", "pool", "timings", "answer_output", "baseline")
+_COUNTS = ("n_windows", "n_valid", "n_fmt", "n_messages", "n_kept", "n_gold", "n_gold_kept")
+
+
+def _number(v: Any, label: bool = False) -> bool:
+    return v is None or (isinstance(v, (int, float)) and (label or not isinstance(v, bool)))
+
+
+def json_kind(v: Any) -> str:
+    """What a JSON value is, for error messages.
+
+    >>> [json_kind(v) for v in (None, [1], {}, "x", 3, True)]
+    ['null', 'a list', 'an object', 'a string', 'a number', 'a boolean']
+    """
+    if v is None:
+        return "null"
+    for t, name in ((bool, "a boolean"), (str, "a string"), (Mapping, "an object"), (list, "a list"),
+                    ((int, float), "a number")):
+        if isinstance(v, t):
+            return name
+    return f"a {type(v).__name__}"
+
+
+def _record_problem(r: Mapping) -> tuple[str, str] | None:
+    """(field, problem) of the first field of a record that summaries and reports cannot read, else None."""
+    if not isinstance(r.get("status"), str):
+        return "status", f"{json_kind(r.get('status'))}, expected a string (\"ok\" or \"error\")"
+    for k in _OBJECTS:
+        if r.get(k) is not None and not isinstance(r[k], Mapping):
+            return k, f"{json_kind(r[k])}, expected an object"
+    for k in _NUMBERS:
+        if not _number(r.get(k), label=k == "answer_contains"):
+            return k, f"{r[k]!r} is not a number"
+    if r["status"] != "ok":
+        return None
+    q = r.get("question") or {}
+    if not isinstance(q.get("type"), str):
+        return "question.type", f"{json_kind(q.get('type'))}, expected a string"
+    if not isinstance(q.get("evidence", []), list):
+        return "question.evidence", f"{json_kind(q['evidence'])}, expected a list of positions"
+    if not _number((r.get("judge") or {}).get("label"), label=True):
+        return "judge.label", f"{r['judge']['label']!r} is not a label (true / false / null)"
+    bad = next((k for k, v in (r.get("timings") or {}).items() if not _number(v)), None)
+    if bad is not None:
+        return f"timings.{bad}", f"{r['timings'][bad]!r} is not a number of seconds"
+    c = r.get("construction")
+    if c:
+        bad = next((k for k in _COUNTS if not isinstance(c.get(k), (int, float)) or isinstance(c.get(k), bool)), None)
+        if bad is not None:
+            return f"construction.{bad}", f"{c.get(bad)!r} is not a count"
+        if not isinstance(c.get("failures") or {}, Mapping):
+            return "construction.failures", "expected an object of failure counts"
+    w = r.get("windows")
+    if w is not None and not (isinstance(w, list) and all(isinstance(x, Mapping) and isinstance(x.get("output") or {}, Mapping)
+                                                          for x in w)):
+        return "windows", "expected a list of window objects (each output an object or null)"
+    if r.get("gold_in_pool") is not None and r.get("n_gold") is None:
+        return "n_gold", "null, but gold_in_pool is a number (the share needs both)"
+    return None
+
+
+def check_records(records: Iterable[Mapping], file: str) -> None:
+    """LoadError naming `file`, the record (its place and question id) and the field, for the first
+    record (in file order) that ``summarize`` and the reports cannot read: a non-numeric score or
+    count, a list where an object belongs, a missing status or question type.
+
+    >>> check_records([{"question_id": "q1", "status": "ok", "question": {"type": "t"}, "answer_f1": "0.5"}],
+    ...               "run/records.jsonl")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.LoadError: run/records.jsonl: record 1 (question_id 'q1'), field answer_f1: '0.5' is not a number
+    """
+    for i, r in enumerate(records, start=1):
+        bad = _record_problem(r)
+        if bad is not None:
+            raise LoadError(file, f"record {i} (question_id {r.get('question_id')!r})", *bad)
 
 
 def compare_with_baseline(summary: Mapping, baseline: Mapping, baseline_dir: str = "") -> dict:
@@ -175,7 +275,13 @@ def summary_text(s: Mapping) -> str:
                      f"{f(k['gold_keep_recall'])}, {f(k['windows_per_question'], 1)} windows and "
                      f"{f(k['kept_per_question'], 1)} kept messages per question; failures {k['failures']}")
     m = s["memory_tokens"]
-    lines.append(f"memory tokens mean {f(m['mean'], 1)} (tokenizer {m['tokenizer']})")
+    if m["mean"] is None and m["tokenizer"] == "missing":
+        from lazymem.llm.tokens import FETCH_COMMAND
+
+        lines.append(f"memory tokens missing: the Qwen3 tokenizer was not found ({m['n']} of {c['ok']} ok records "
+                     f"counted); fetch it with `{FETCH_COMMAND}` and rerun")
+    else:
+        lines.append(f"memory tokens mean {f(m['mean'], 1)} (tokenizer {m['tokenizer']})")
     lat = s["latency_s"]
     lines.append("latency s (mean/p95): " + "  ".join(
         f"{st} {f(lat[st]['mean'], 2)}/{f(lat[st]['p95'], 2)}" for st in STAGES if lat[st]["n"]))

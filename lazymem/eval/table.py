@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lazymem.errors import ConfigError
+from lazymem.eval.paper import NOT_IN_PAPER, not_in_paper
 
 COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "gold_keep_recall", "nongold_drop_rate", "memory_tokens", "ratio_to_ref",
            "locomo_f1", "answer_f1", "processing_s")
@@ -36,6 +37,31 @@ COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "gold_keep_recall", "nongo
 
 def _h(text: str) -> dict:
     return {"help": text}
+
+
+RESERVED_NAMES = ("table.md", "table.json")  # the table's own files in output_dir
+
+
+def check_name(name: Any, where: str) -> str:
+    """A set or row name, which names a folder under output_dir: a non-empty string that is one path
+    component (no ``/``, ``\\``, NUL, ``.`` or ``..``; so never absolute and never outside output_dir).
+
+    >>> check_name("rag_top50", "EvalTableConfig.rows")
+    'rag_top50'
+    >>> check_name("../x", "EvalTableConfig.rows")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.ConfigError: EvalTableConfig.rows: name '../x' must be one folder name (no '/', '\\', NUL, '.' or '..'): it names the cell's folder <output_dir>/<set>/<row>
+    """
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: name {name!r} is a {type(name).__name__}, not a string; names are folder names: "
+                          f"quote it in the YAML ('{name}': ...)")
+    if (not name.strip() or any(c in name for c in "/\\\0") or name in (".", "..") or name in RESERVED_NAMES
+            or name != name.strip()):
+        raise ConfigError(f"{where}: name {name!r} must be one folder name (no '/', '\\', NUL, '.' or '..'): "
+                          "it names the cell's folder <output_dir>/<set>/<row>"
+                          + (f"; {', '.join(RESERVED_NAMES)} are the table's own files" if name in RESERVED_NAMES else ""))
+    return name
 
 
 def _overrides(value: Any, where: str) -> tuple[str, ...]:
@@ -59,13 +85,19 @@ class EvalTableConfig:
     output_dir: str = field(default="runs/eval_table", metadata=_h("<set>/<row>/ run folders, table.md/json"))
 
     def __post_init__(self):
-        if not self.base:
-            raise ConfigError("EvalTableConfig.base: the base eval recipe (a configs/eval_*.yaml path) is required")
+        if not self.base or not isinstance(self.base, str):
+            raise ConfigError("EvalTableConfig.base: the base eval recipe (a configs/eval_*.yaml path) is required, "
+                              f"as one path (got {self.base!r})")
+        for name in ("output_dir", "reference"):
+            v = getattr(self, name)
+            if not (isinstance(v, str) and v) and not (name == "reference" and v is None):
+                raise ConfigError(f"EvalTableConfig.{name}: expected a non-empty string, got {v!r}")
         for name in ("sets", "rows"):
             v = getattr(self, name)
             if not (isinstance(v, Mapping) and v):
                 raise ConfigError(f"EvalTableConfig.{name} must be a non-empty mapping of names to overrides")
             for k, o in v.items():
+                check_name(k, f"EvalTableConfig.{name}")
                 _overrides(o or {}, f"EvalTableConfig.{name}.{k}")
         if self.reference is not None and self.reference not in self.rows:
             raise ConfigError(f"EvalTableConfig.reference={self.reference!r} is not a row ({', '.join(self.rows)})")
@@ -95,35 +127,80 @@ def table_row(summary: Mapping, reference: Mapping | None = None) -> dict:
         "locomo_f1": (summary.get("locomo_f1") or {}).get("overall"),
         "answer_f1": (summary.get("proxy") or {}).get("answer_f1"),
         "processing_s": proc,
+        # Oracle Session on LoCoMo: a cell the paper's Table 1 leaves empty, shown as ours
+        "note": NOT_IN_PAPER if not_in_paper(summary.get("method"), summary.get("dataset")) else None,
     }
+
+
+def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
+    """What makes a cell's earlier results stale for `cfg` on `dataset`: None when it has none,
+    [] when they belong (same config fingerprint, dataset sha256 and prompts, as ``runfiles.resume``
+    decides), else the changes ('dataset sha256: a -> b'; a manifest without them is unknown, never
+    a match; results without a readable manifest are of unknown inputs)."""
+    from lazymem import prompts
+    from lazymem.eval.config import config_fingerprint, resolve_cache, seeded
+    from lazymem.eval.runfiles import (MANIFEST_FILE, RECORDS_FILE, RESULT_FILES, identity_changes,
+                                       manifest_identity, read_json, run_identity)
+
+    manifest = read_json(cell / MANIFEST_FILE)
+    if not any((cell / n).exists() for n in RESULT_FILES):
+        return None
+    if not manifest:
+        return [f"no readable {MANIFEST_FILE} beside {RECORDS_FILE}: inputs unknown"]
+    identity = run_identity(config_fingerprint(resolve_cache(seeded(cfg))[0]), dataset.sha256,
+                            prompts.prompt_hashes())
+    return identity_changes(manifest_identity(manifest), identity)
 
 
 def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: Any = None) -> dict:
     """Run every unfinished cell, then write and return {set: {row: columns}}.
 
-    ``clients_for(set, row)`` may return ready clients by role for a cell (tests: scripted fakes).
+    A finished cell is reused only when its manifest matches the cell's config, the set's dataset
+    bytes and the prompts (``cell_changes``). A stale cell is recomputed (its old results set aside
+    into ``<cell>/previous-<time>/``, never deleted) and its row says ``recomputed: <changes>``; a
+    stale cell that ``only`` leaves out is not shown as a result: its columns are empty and it says
+    ``stale: <changes>``. ``clients_for(set, row)`` may return ready clients by role for a cell
+    (tests: scripted fakes).
     """
+    from lazymem.data import load_dataset
     from lazymem.eval.config import EvalConfig
-    from lazymem.eval.runfiles import read_json
+    from lazymem.eval.runfiles import SUMMARY_FILE, read_json
     from lazymem.eval.runner import evaluate
 
     out = Path(config.output_dir)
     summaries: dict[str, dict[str, dict]] = {}
+    marks: dict[tuple[str, str], dict] = {}
+    datasets: dict[tuple, Any] = {}  # loaded once per (spec, subset), shared by the set's rows
     for set_name in config.sets:
         for row in config.rows:
             cell = out / set_name / row
-            done = read_json(cell / "summary.json")
-            if config.only and row not in config.only:
-                if done is not None:
-                    summaries.setdefault(set_name, {})[row] = done
+            done = read_json(cell / SUMMARY_FILE)
+            skip = bool(config.only) and row not in config.only
+            if skip and done is None:
                 continue
             cfg = EvalConfig.from_yaml(config.base, config.cell_overrides(set_name, row))
+            key = (cfg.dataset, cfg.subset)
+            if key not in datasets:
+                datasets[key] = load_dataset(cfg.dataset, subset=cfg.subset)
+            changes = cell_changes(cell, cfg, datasets[key])
+            if skip:
+                if changes:
+                    marks[(set_name, row)] = {"stale": "; ".join(changes)}
+                    summaries.setdefault(set_name, {})[row] = {}
+                else:
+                    summaries.setdefault(set_name, {})[row] = done
+                continue
             if progress:
-                print(f"[eval-table] {set_name} / {row}", flush=True)
+                print(f"[eval-table] {set_name} / {row}" + (f" (recomputed: {'; '.join(changes)})" if changes else ""),
+                      flush=True)
             clients = clients_for(set_name, row) if clients_for else None
-            summaries.setdefault(set_name, {})[row] = evaluate(cfg, cell, progress=progress, clients=clients,
-                                                               command=["lazymem", "eval-table", set_name, row])
-    table = {s: {r: table_row(v, rows.get(config.reference) if config.reference else None)
+            summaries.setdefault(set_name, {})[row] = evaluate(
+                cfg, cell, progress=progress, clients=clients, dataset=datasets[key], force_new=bool(changes),
+                command=["lazymem", "eval-table", set_name, row])
+            if changes:
+                marks[(set_name, row)] = {"recomputed": "; ".join(changes)}
+    table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None),
+                         **marks.get((s, r), {}))
                  for r, v in rows.items()} for s, rows in summaries.items()}
     from lazymem.files import write_atomic
 
@@ -142,8 +219,16 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]], reference: str | 
         head = [("ratio to " + reference) if c == "ratio_to_ref" and reference else c for c in cols]
         lines += [f"## {set_name}", "", "| row | " + " | ".join(head) + " |", "|---|" + "---:|" * len(cols)]
         for name, r in rows.items():
-            lines.append(f"| {name} | " + " | ".join(_fmt(c, r.get(c)) for c in cols) + " |")
+            shown = f"{name} ({r['note']})" if r.get("note") else name
+            lines.append(f"| {shown} | " + " | ".join(_fmt(c, r.get(c)) for c in cols) + " |")
         lines.append("")
+        for mark, text in (("recomputed", "recomputed: its earlier results were of other inputs (set aside in "
+                                          "its folder's previous-<time>/)"),
+                           ("stale", "stale, not shown: its results are of other inputs and `only` left it out "
+                                     "(rerun it, e.g. --set only=[row])")):
+            lines += [f"- {name} {text}: {r[mark]}" for name, r in rows.items() if r.get(mark)]
+        if any(r.get("recomputed") or r.get("stale") for r in rows.values()):
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, Mapping, Sequence
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, ModelLoadError
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 from lazymem.runtime import check_device, torch_threads
@@ -95,7 +95,7 @@ class TransformersBackend:
             from outlines_core import Index
             from outlines_core.json_schema import build_regex_from_schema
         except ImportError as e:
-            raise RuntimeError(
+            raise ModelLoadError(
                 f"json_schema with backend='transformers' needs outlines ({e}): pip install outlines==1.3.3") from e
         model, tok = self.load()
         if self._outlines is None:

@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, ModelLoadError
 from lazymem.files import sha256_file
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
@@ -53,7 +53,7 @@ def _require_llama_cpp():
     try:
         import llama_cpp
     except ImportError as e:
-        raise RuntimeError(f"backend='llamacpp' needs llama-cpp-python ({e}): {INSTALL}") from e
+        raise ModelLoadError(f"backend='llamacpp' needs llama-cpp-python ({e}): {INSTALL}") from e
     return llama_cpp
 
 

@@ -5,6 +5,7 @@ import logging
 import time
 from typing import Sequence
 
+from lazymem.errors import ModelLoadError
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 
 log = logging.getLogger("lazymem.llm")
@@ -17,13 +18,13 @@ class VLLMBackend:
         import torch
 
         if not torch.cuda.is_available():
-            raise RuntimeError(
+            raise ModelLoadError(
                 "backend='vllm' runs vLLM in this process and needs a CUDA GPU; none is visible. Use "
                 "backend='openai' with base_url of a vLLM server (`vllm serve MODEL`, .../v1), or backend='transformers'.")
         try:
             from vllm import LLM
         except ImportError as e:
-            raise RuntimeError(f"backend='vllm' needs vllm ({e}): pip install 'lazymem[gpu]' (vllm==0.31.0)") from e
+            raise ModelLoadError(f"backend='vllm' needs vllm ({e}): pip install 'lazymem[gpu]' (vllm==0.31.0)") from e
         from lazymem.llm.models import resolve_model
 
         self.config = config

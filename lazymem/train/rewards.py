@@ -23,6 +23,7 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from lazymem.construct.gate import Decision, GateVerdict, parse_decisions, strip_think
+from lazymem.errors import ConfigError
 from lazymem.records import Message
 from lazymem.train.quality import KeptMessage, QualityJudge
 
@@ -235,7 +236,7 @@ class LazyMemReward:
 
     def _need_judge(self, lam: float) -> None:
         if lam > 0 and self.judge is None:
-            raise ValueError(f"LazyMemReward: lam={lam} weighs the quality reward, which needs a judge "
+            raise ConfigError(f"LazyMemReward: lam={lam} weighs the quality reward, which needs a judge "
                              "(LazyMemReward(judge=QualityJudge(client)) or reward.judge = ...); lam=0 needs none")
 
     @staticmethod
