@@ -35,6 +35,7 @@ demo: $(STAMP) chromium
 NBVAL := --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 test: $(STAMP) chromium
+	$(OFFLINE) $(BIN)/lazymem --help >/dev/null  # the first command a new user types (every subcommand's help: tests/test_cli_help.py)
 	$(OFFLINE) $(BIN)/python -m pytest tests lazymem notebooks --doctest-modules $(NBVAL)
 
 # everything except tests marked slow (for quick iteration; `make test` runs them all)
