@@ -91,7 +91,7 @@ def read_records(path: str | os.PathLike) -> tuple[list[dict], bool]:
     incomplete (an append interrupted by a kill, or one whose newline never made it); a bad line
     anywhere else means the file was damaged otherwise, and is a LoadError naming file and line.
     """
-    return read_jsonl_file(path, keys=("question_id", "status"), what="a question record")
+    return read_jsonl_file(path, keys=("question_id",), what="a question record")
 
 
 def latest_records(records: Iterable[dict]) -> dict[str, dict]:
