@@ -362,3 +362,33 @@ def test_selection_names_unknown_histories_and_types(tmp_path):
     selected, counts = select_questions(ds, sft_config(tmp_path, types=("SSU", "KU"), questions=3))
     assert len(selected) == counts["used"] == 3 and {q.abbrev for _, q in selected} <= {"SSU", "KU"}
     assert all(q.evidence for _, q in selected) and counts["datasets"][0]["in_split"] < counts["datasets"][0]["questions"]
+
+
+def test_card_counts_instances_by_style_and_window_shape(tmp_path):
+    """Three styles, one-message windows (w=0) beside (1, 8, 7): every row carries both, the card counts them."""
+    from lazymem.train.datacard import by_style_and_shape
+
+    specs = ("synthetic:messages=60,seed=1,histories=1,questions=4,varied=1",
+             "synthetic:messages=60,seed=1,histories=1,questions=4,varied=1,long=1",
+             "synthetic-casual:conversations=1,sessions=5,seed=1,questions=5")
+    cfg = sft_config(tmp_path, datasets=specs, split=None, teacher="gold-trace-numbered",
+                     window=WindowConfig(w=0, L=4, s=3), extra_windows=(WindowConfig(w=1, L=8, s=7),))
+    card = build_sft_data(cfg)
+    rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
+    styles = Counter(r["style"] for r in rows)
+    shapes = Counter("w={},L={},s={}".format(*r["window_shape"]) for r in rows)
+    assert set(styles) == {"synthetic", "synthetic-long", "casual"} and set(shapes) == {"w=0,L=4,s=3", "w=1,L=8,s=7"}
+    assert card["instances_by_style"] == dict(sorted(styles.items()))
+    assert card["instances_by_shape"] == dict(sorted(shapes.items()))
+    assert sum(sum(v.values()) for v in card["instances_by_style_shape"].values()) == len(rows) == card["instances"]
+    assert card["over_max_length"]["limit"] == 2048 and "| casual |" in Path(cfg.output_dir, "card.md").read_text()
+    assert sum(card["selection"]["query_window_pairs_by_shape"].values()) == card["query_window_pairs"]
+    # one-message windows: one decision, and the gold-trace target passes the gate with the gold label
+    singles = [r for r in rows if r["window_shape"][0] == 0 and len(r["window_positions"]) == 1]
+    assert singles and any(r["n_keep"] for r in singles)
+    for r in singles:
+        assert len(r["decision_positions"]) == 1 and r["n_keep"] == r["n_gold"]
+    # casual rows show the speakers' names as roles, never user/assistant
+    casual = next(r for r in rows if r["style"] == "casual")
+    assert '"role": "user"' not in casual["prompt"][-1]["content"]
+    assert by_style_and_shape(rows)["by_style"] == card["instances_by_style"]

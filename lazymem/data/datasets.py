@@ -7,6 +7,8 @@ SPEC is one of
   (``locomo10.json#paper`` = the paper's 314 LoCoMo test questions);
 - ``synthetic`` or ``synthetic:messages=1000,seed=0,histories=1,questions=12``: the
   embedded generator (offline, deterministic);
+- ``synthetic-casual:conversations=8,sessions=12,seed=1,questions=20``: casual two-person
+  conversations in the LoCoMo schema (``lazymem.data.casual``), loaded by the LoCoMo parser;
 - a public LongMemEval name (``longmemeval_s``, ``longmemeval_oracle_cleaned``, ...),
   fetched from the hub when online.
 """
@@ -55,6 +57,12 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
         if subset and subset != sub:
             raise ConfigError(f"two subsets given: #{sub} in the spec and {subset!r}")
         subset = sub
+    if kind is None and (spec == "synthetic-casual" or spec.startswith("synthetic-casual:")):
+        from lazymem.data.casual import casual_dataset, parse_casual_spec
+
+        if subset:
+            raise ConfigError("the casual generator has no named subsets")
+        return casual_dataset(**parse_casual_spec(spec))
     if kind is None and (spec == "synthetic" or spec.startswith("synthetic:")):
         from lazymem.data.synthetic import parse_spec, synthetic_dataset
 
@@ -140,6 +148,28 @@ def summary_text(s: dict) -> str:
     if s["load_issues"]:
         lines.append(f"load issues: {s['load_issues']} (repaired or dropped, see --json)")
     return "\n".join(lines)
+
+
+STYLES = ("synthetic", "synthetic-long", "casual", "locomo", "longmemeval")
+
+
+def spec_style(spec: str) -> str:
+    """The style of a dataset SPEC, as data cards count it: one of ``STYLES``.
+
+    >>> [spec_style(s) for s in ("synthetic:messages=60,varied=1", "synthetic:messages=60,long=1",
+    ...                          "synthetic-casual:seed=1", "x/locomo10.json", "longmemeval_s")]
+    ['synthetic', 'synthetic-long', 'casual', 'locomo', 'longmemeval']
+    """
+    spec = str(spec)
+    if spec == "synthetic-casual" or spec.startswith("synthetic-casual:"):
+        return "casual"
+    if spec == "synthetic" or spec.startswith("synthetic:"):
+        from lazymem.data.synthetic import parse_spec
+
+        return "synthetic-long" if parse_spec(spec).get("long") else "synthetic"
+    if spec.startswith("locomo:") or "locomo" in Path(spec.split("#")[0]).name.lower():
+        return "locomo"
+    return "longmemeval"
 
 
 def available_specs(specs: Iterable[str]) -> list[str]:

@@ -232,11 +232,29 @@ def load_locomo(path: str | Path, subset: str | None = None, categories: Iterabl
                              f"valid: {sorted(LOCOMO_CATEGORIES)}")
         keep = tuple(c for c in keep if c in wanted)
     path = Path(path).expanduser()
-    file = str(path)
     samples, sha256 = read_json(path)
+    name = path.stem if subset in (None, "full") else f"{path.stem}-{subset}"
+    return parse_locomo(samples, str(path), name, sha256, sample_ids, keep, bad_evidence, captions=captions,
+                        subset=subset)
+
+
+def parse_locomo(samples: object, file: str, name: str, sha256: str = "", sample_ids: Iterable[str] | None = None,
+                 keep: Iterable[int] = (1, 2, 3, 4, 5), bad_evidence: str = "warn", *, captions: bool = True,
+                 subset: str | None = None) -> Dataset:
+    """LoCoMo samples already in memory (the parsed JSON list) as a Dataset: the in-memory entry
+    point ``load_locomo`` and generated LoCoMo-schema data (``lazymem.data.casual``) share.
+
+    Args:
+        samples: the file's top-level list.
+        file: path or label used in errors and issues (also Dataset.source).
+        name, sha256: the Dataset's name and hash.
+        sample_ids: only these samples (None = all); each must be present.
+        keep: the categories kept.
+    """
     if not isinstance(samples, list):
         raise LoadError(file, None, None,
                         f"expected a list of LoCoMo samples (sample_id, conversation, qa), found {_kind(samples)}")
+    sample_ids = None if sample_ids is None else tuple(sample_ids)
     loader = _Loader(file, bad_evidence, captions)
     histories: dict[str, History] = {}
     questions: list[Question] = []
@@ -270,5 +288,4 @@ def load_locomo(path: str | Path, subset: str | None = None, categories: Iterabl
     if loader.dropped:
         warnings.warn(f"{file}: dropped {loader.dropped} evidence ids that point to no turn (see Dataset.issues)",
                       stacklevel=2)
-    name = path.stem if subset in (None, "full") else f"{path.stem}-{subset}"
     return Dataset(name, histories, tuple(questions), file, sha256, tuple(loader.issues))

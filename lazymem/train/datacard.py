@@ -111,14 +111,60 @@ def sources_md(sources: Sequence[Mapping]) -> str:
     return "\n".join(f"- `{s['spec']}` ({s['name']}, sha256 `{s['sha256'][:16]}...`)" for s in sources)
 
 
+def _shape(row: Mapping) -> str:
+    w, L, s = row.get("window_shape") or ("?", "?", "?")
+    return f"w={w},L={L},s={s}"
+
+
+def by_style_and_shape(rows: Sequence[Mapping], limit: int | None = None) -> dict:
+    """Instances by source style, by window shape, and by both; with ``limit``, how many rows
+    of each style have input + target over ``limit`` Qwen3 tokens (characters / 4 when the
+    tokenizer is missing).
+
+    >>> rows = [{"style": "casual", "window_shape": [0, 4, 3]}, {"style": "synthetic", "window_shape": [2, 8, 7]}]
+    >>> by_style_and_shape(rows)["by_style_shape"]
+    {'casual': {'w=0,L=4,s=3': 1}, 'synthetic': {'w=2,L=8,s=7': 1}}
+    """
+    styles = Counter(r.get("style", "?") for r in rows)
+    out = {"by_style": dict(sorted(styles.items())), "by_shape": dict(sorted(Counter(map(_shape, rows)).items())),
+           "by_style_shape": {st: dict(sorted(Counter(_shape(r) for r in rows if r.get("style", "?") == st).items()))
+                              for st in sorted(styles)}}
+    if limit is not None and rows:
+        lengths, unit = instance_lengths(rows)
+        total = [a + b for a, b in zip(lengths["input"], lengths["target"])]
+        if unit == "characters":
+            total = [n // 4 for n in total]
+        over = Counter(r.get("style", "?") for r, n in zip(rows, total) if n > limit)
+        out["over_limit"] = {"limit": limit, "unit": unit if unit != "characters" else "characters / 4",
+                             "by_style": {st: over.get(st, 0) for st in sorted(styles)}, "total": sum(over.values()),
+                             "share": ratio(sum(over.values()), len(rows))}
+    return out
+
+
+def style_shape_md(mix: Mapping) -> str:
+    """The by-style x by-shape counts as a Markdown table (rows: styles; columns: shapes)."""
+    shapes = list(mix["by_shape"])
+    lines = ["| style | " + " | ".join(shapes) + " | all |", "|---|" + "---:|" * (len(shapes) + 1)]
+    for st, n in mix["by_style"].items():
+        cells = [str(mix["by_style_shape"][st].get(sh, 0)) for sh in shapes]
+        lines.append(f"| {st} | " + " | ".join(cells) + f" | {n} |")
+    lines.append("| all | " + " | ".join(str(mix["by_shape"][sh]) for sh in shapes) + f" | {sum(mix['by_style'].values())} |")
+    if "over_limit" in mix:
+        o = mix["over_limit"]
+        lines += ["", f"Instances over {o['limit']} {o['unit']} (input + target): {o['total']} "
+                      f"({_fmt(o['share'] or 0.0)}), by style {o['by_style']}"]
+    return "\n".join(lines)
+
+
 def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: Sequence[tuple], rows: Sequence[Mapping],
-             files: Mapping) -> tuple[dict, str]:
+             files: Mapping, max_length: int | None = 2048) -> tuple[dict, str]:
     """The SFT data card (dict) and its Markdown.
 
     Args:
         config: the SFTDataConfig (``to_dict``, ``teacher_name``, seeds, ``balance``).
         annotated: (WindowPrompt, teacher.Annotation) of every query-window pair.
-        rows: the written instances (``prompt`` / ``completion`` / ``n_keep`` columns).
+        rows: the written instances (``prompt`` / ``completion`` / ``n_keep`` / ``style`` / ``window_shape``).
+        max_length: the SFT max_length the card counts instances over (None: not counted).
     """
     from lazymem.train.teacher import paper_group
 
@@ -145,9 +191,13 @@ def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: 
         "instances": len(rows),
         "targets_with_think": sum(bool(r.get("has_think")) for r in rows),
     }
+    mix = by_style_and_shape(rows, limit=max_length)
     card = {
         "kind": "sft", "teacher": config.teacher_name, "sources": list(sources),
         "seeds": {"seed": config.seed, "split_seed": config.split_seed}, "selection": dict(selection), **counts,
+        "instances_by_style": mix["by_style"], "instances_by_shape": mix["by_shape"],
+        "instances_by_style_shape": mix["by_style_shape"], **({"over_max_length": mix["over_limit"]}
+                                                               if "over_limit" in mix else {}),
         "lengths": {"input": inputs, "target": targets, "input_counts": "system + user contents joined by newlines"},
         "paper": PAPER_SFT, "files": dict(files), "config": config.to_dict(), **provenance(),
     }
@@ -174,6 +224,7 @@ def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: 
             (f"target length, median ({tok})", targets["median"], None),
         ]), "",
         f"Discards by reason: {counts['discards_by_reason'] or 'none'}", "",
+        "Instances by style (source kind) and window shape (w, L, s of the windowing):", "", style_shape_md(mix), "",
         "Paper: App. \"Training Data\" (LongMemEval train split, DeepSeek-V4-Flash in high-thinking mode; "
         "its tokenizer is not stated, ours is Qwen3, text only).", ""])
     return card, md

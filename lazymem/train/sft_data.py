@@ -12,10 +12,9 @@
 5. ``sft.jsonl`` in TRL's conversational prompt/completion form with metadata columns,
    ``annotations.jsonl`` (every window's raw output and verdict) and the data card.
 
-Question selection (``select_questions``, shared with RL prompts) takes one split of the
-paper's stratified split (seed 42) of each dataset, keeps questions with gold evidence and
-refuses LoCoMo conversations 9-10 (conv-49, conv-50: the paper's LoCoMo test set) with
-``HeldOutError``. ``sample_by_type`` then draws questions in proportion to their types.
+Question selection (``select_questions``, ``sample_by_type``, ``HeldOutError``) lives in
+``lazymem.train.selection``, shared with RL prompts; it is re-exported here. Every row carries
+its source's style (``lazymem.data.spec_style``) and its windowing's shape ``[w, L, s]``.
 """
 from __future__ import annotations
 
@@ -23,29 +22,24 @@ import dataclasses
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from lazymem.construct import BRIDGES, WindowPrompt, window_prompts
-from lazymem.data import DEFAULT_SPEC, allocate, load_dataset, stratified_split
+from lazymem.data import DEFAULT_SPEC, load_dataset
+from lazymem.data.datasets import spec_style
 from lazymem.errors import ConfigError, check_fields
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.pipeline import question_windows
 from lazymem.retrieve import RetrievalConfig, WindowConfig
+from lazymem.train.selection import HELD_OUT_HISTORIES, HeldOutError, sample_by_type, select_questions  # noqa: F401
 from lazymem.train.teacher import GOLD_TEACHERS, GOLD_TRACE, GOLD_TRACE_NUMBERED
 
 if TYPE_CHECKING:
     from lazymem.llm import LLMClient
     from lazymem.records import Dataset, History, Question
 
-# The paper's LoCoMo test set (conversations 9-10): never training data.
-HELD_OUT_HISTORIES = frozenset({"conv-49", "conv-50"})
 # The paper gives no teacher decoding settings; a high-thinking trace needs room (its mean target is 873 tokens).
 DEFAULT_TEACHER_SAMPLING = Sampling(temperature=0.0, max_tokens=8192)
-
-
-class HeldOutError(ConfigError):
-    """Training data would include a held-out test conversation (LoCoMo conv-49 / conv-50)."""
 
 
 def _h(text: str) -> dict:
@@ -145,89 +139,6 @@ class PairsConfig:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
-def sample_by_type(items: Sequence[tuple[str, str]], n: int | None = None,
-                   per_type: Mapping[str, int] | None = None, seed: int = 0) -> list[str]:
-    """Keys of (key, type) items drawn by type, in input order: ``n`` in proportion to the types
-    (largest remainder, as the paper's split), or ``per_type`` counts; each type shuffled by
-    its own ``random.Random(seed)`` after sorting by key. ``n`` None or >= len(items): all.
-
-    >>> items = [(f"a{i}", "A") for i in range(6)] + [(f"b{i}", "B") for i in range(3)]
-    >>> picked = sample_by_type(items, 3, seed=0)
-    >>> len(picked), sorted(Counter(k[0] for k in picked).items())
-    (3, [('a', 2), ('b', 1)])
-    """
-    by_type: dict[str, list[str]] = {}
-    for key, t in items:
-        by_type.setdefault(t, []).append(key)
-    if per_type is not None:
-        unknown = sorted(set(per_type) - set(by_type))
-        if unknown:
-            raise ConfigError(f"per_type: no eligible question of type(s) {unknown}; types here: {sorted(by_type)}")
-        short = {t: (k, len(by_type[t])) for t, k in per_type.items() if k > len(by_type[t])}
-        if short:
-            raise ConfigError(f"per_type asks for more questions than are eligible: {short} (asked, eligible)")
-        sizes = {t: per_type.get(t, 0) for t in by_type}
-    elif n is None or n >= len(items):
-        return [k for k, _ in items]
-    else:
-        frac = Fraction(n, len(items))
-        sizes = {t: a[0] for t, a in allocate({t: len(v) for t, v in by_type.items()}, (frac, 1 - frac, 0)).items()}
-    chosen: set[str] = set()
-    for t, keys in by_type.items():
-        order = sorted(keys)
-        random.Random(seed).shuffle(order)
-        chosen.update(order[:sizes[t]])
-    return [k for k, _ in items if k in chosen]
-
-
-def select_questions(datasets: Sequence["Dataset"], config: PairsConfig) -> tuple[list[tuple[int, "Question"]], dict]:
-    """The training questions as (dataset index, question), and the selection's counts.
-
-    Raises:
-        HeldOutError: an eligible question is asked over LoCoMo conv-49 or conv-50.
-        ConfigError: ``histories`` or ``types`` names something no dataset has.
-    """
-    known = {h for d in datasets for h in d.histories}
-    missing = [h for h in config.histories if h not in known]
-    if missing:
-        raise ConfigError(f"histories: {missing} in no dataset; e.g. {sorted(known)[:5]}")
-    names = {n for d in datasets for q in d.questions for n in (q.type, q.abbrev)}
-    unknown = [t for t in config.types if t not in names]
-    if unknown:
-        raise ConfigError(f"types: {unknown} match no question; types here: {sorted(names)}")
-    eligible: list[tuple[int, "Question"]] = []
-    counts = []
-    for k, d in enumerate(datasets):
-        qs = list(d.questions)
-        if config.split is not None:
-            keep = set(stratified_split(d.questions, seed=config.split_seed).ids(config.split))
-            qs = [q for q in qs if q.id in keep]
-        n_split = len(qs)
-        if config.histories:
-            qs = [q for q in qs if q.history_id in set(config.histories)]
-        if config.types:
-            qs = [q for q in qs if q.type in config.types or q.abbrev in config.types]
-        with_evidence = [q for q in qs if q.evidence]
-        counts.append({"spec": config.datasets[k], "questions": len(d.questions), "in_split": n_split,
-                       "after_filters": len(qs), "with_gold_evidence": len(with_evidence)})
-        eligible += [(k, q) for q in with_evidence]
-    held = sorted({q.history_id for _, q in eligible if q.history_id in HELD_OUT_HISTORIES})
-    if held:
-        raise HeldOutError(f"LoCoMo conversation(s) {held} are the paper's test set and never training data; "
-                           f"select conversations 1-8 with histories: [conv-26, ..., conv-48]")
-    keys = {f"{k}\t{q.id}": (k, q) for k, q in eligible}
-    if len(keys) != len(eligible):
-        raise ConfigError("duplicate question ids within one dataset")
-    picked = sample_by_type([(key, q.type) for key, (_, q) in keys.items()], config.questions, config.per_type,
-                            config.seed)
-    selected = [keys[key] for key in picked]
-    by_type = Counter(q.type for _, q in selected)
-    return selected, {"datasets": counts, "eligible": len(eligible), "requested": config.questions,
-                      "per_type_requested": dict(config.per_type) if config.per_type else None,
-                      "used": len(selected), "used_by_type": dict(sorted(by_type.items())),
-                      "gold_messages": sum(len(set(q.evidence)) for _, q in selected)}
-
-
 @dataclass(frozen=True)
 class QueryWindow:
     """One query-window pair: a question and one of its windows as the MPM sees it."""
@@ -237,6 +148,7 @@ class QueryWindow:
     question: "Question"
     prompt: WindowPrompt  # messages, decision positions, gold labels, window
     index: int  # the window's index among its question's windows
+    shape: tuple[int, int, int] = (2, 8, 7)  # (w, L, s) of the windowing that made it
 
 
 def load_sources(config: PairsConfig) -> tuple[list["Dataset"], list[dict]]:
@@ -262,8 +174,9 @@ def query_window_pairs(datasets: Sequence["Dataset"], selected: Sequence[tuple[i
         prompts = []
         for window in (config.window, *config.extra_windows):
             _, windows = question_windows(history, q, retriever, window)
-            prompts += window_prompts(history, q, windows, window, config.bridges)
-        yield [QueryWindow(config.datasets[k], history, q, p, j) for j, p in enumerate(prompts)]
+            prompts += [(p, (window.w, window.L, window.s))
+                        for p in window_prompts(history, q, windows, window, config.bridges)]
+        yield [QueryWindow(config.datasets[k], history, q, p, j, shape) for j, (p, shape) in enumerate(prompts)]
 
 
 def gold_in_windows(pairs: Iterable[QueryWindow]) -> int:
@@ -275,8 +188,8 @@ def gold_in_windows(pairs: Iterable[QueryWindow]) -> int:
 def pair_columns(pair: QueryWindow) -> dict:
     """Metadata columns every training row carries (JSON-ready)."""
     p, q = pair.prompt, pair.question
-    return {"dataset": pair.dataset, "question_id": q.id, "question_type": q.type, "history_id": q.history_id,
-            "window_index": pair.index, "window_positions": list(p.window.positions),
+    return {"dataset": pair.dataset, "style": spec_style(pair.dataset), "question_id": q.id, "question_type": q.type,
+            "history_id": q.history_id, "window_index": pair.index, "window_shape": list(pair.shape), "window_positions": list(p.window.positions),
             "decision_positions": list(p.decision_positions), "gold_labels": list(p.gold_labels),
             "n_gold": sum(p.gold_labels)}
 
@@ -381,6 +294,8 @@ def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> 
             flush()
     flush()
     selection["gold_messages_in_windows"] = gold_in_windows(pair for pair, _, _ in done)
+    selection["query_window_pairs_by_shape"] = dict(sorted(Counter(
+        "w={},L={},s={}".format(*pair.shape) for pair, _, _ in done).items()))
     ok = [(pair, ann) for pair, _, ann in done if ann.ok]
     chosen = balance_windows([a.n_keep for _, a in ok], config.seed) if config.balance else list(range(len(ok)))
     rows = [{"prompt": list(ok[i][0].prompt.messages), "completion": [{"role": "assistant", "content": ok[i][1].target}],

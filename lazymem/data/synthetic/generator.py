@@ -15,14 +15,17 @@ import re
 from typing import Iterator
 
 from lazymem.data.synthetic.history import _history
+from lazymem.data.synthetic.long import lengthen
 from lazymem.data.synthetic.model import _stamp, Evidence
 from lazymem.data.synthetic.vary import vary
 from lazymem.errors import ConfigError
 
 
-def _generate(n_messages: int, seed: int, n_histories: int, questions_per_history: int, varied: int = 0):
+def _generate(n_messages: int, seed: int, n_histories: int, questions_per_history: int, varied: int = 0,
+              long: int = 0):
     for name, value, lo in (("n_messages", n_messages, 6), ("n_histories", n_histories, 1),
-                            ("questions_per_history", questions_per_history, 1), ("varied", varied, 0)):
+                            ("questions_per_history", questions_per_history, 1), ("varied", varied, 0),
+                            ("long", long, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise ConfigError(f"{name} must be an integer >= {lo}, got {value!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -41,6 +44,8 @@ def _generate(n_messages: int, seed: int, n_histories: int, questions_per_histor
             asked_as = vary(random.Random(f"lazymem-synthetic-varied:{seed}:{h}"), sessions, [q for q, _ in qa],
                             evidence)
             qa = [(q, a) for q, (_, a) in zip(asked_as, qa)]
+        if long:  # its own rng too: specs without `long` stay byte-identical
+            lengthen(random.Random(f"lazymem-synthetic-long:{seed}:{h}"), sessions)
         for i, (fact, ev, (question, answer)) in enumerate(zip(facts, evidence, qa)):
             qid = f"{prefix}-q{i}" + ("_abs" if fact.abstention else "")
             hay = list(sessions)
@@ -58,7 +63,7 @@ def _generate(n_messages: int, seed: int, n_histories: int, questions_per_histor
 
 
 def generate_records(n_messages: int = 400, seed: int = 0, n_histories: int = 1,
-                     questions_per_history: int = 12, varied: int = 0) -> list[dict]:
+                     questions_per_history: int = 12, varied: int = 0, long: int = 0) -> list[dict]:
     """LongMemEval-schema records, one per question, over n_histories synthetic histories.
 
     Each history has exactly ``n_messages`` messages (one fewer when odd: sessions are whole
@@ -68,23 +73,24 @@ def generate_records(n_messages: int = 400, seed: int = 0, n_histories: int = 1,
     6 messages per planted statement) or questions_per_history exceeds what one history holds
     (~200; past ~60 the six types are no longer balanced, as types run out of distinct facts).
     ``varied=1`` adds surface variety for training data (``vary``: paraphrased questions,
-    openers, hard negatives); 0 is the plain data set.
+    openers, hard negatives); 0 is the plain data set. ``long=1`` makes about half the assistant
+    turns LongMemEval_S-like long answers (``long.lengthen``: the text kept, a list added).
 
     >>> r = generate_records(n_messages=100, seed=0, questions_per_history=6)[0]
     >>> r["question_id"], r["haystack_dates"][0] < r["haystack_dates"][-1] < r["question_date"]
     ('syn0-h0-q0', True)
     """
-    return _generate(n_messages, seed, n_histories, questions_per_history, varied)[0]
+    return _generate(n_messages, seed, n_histories, questions_per_history, varied, long)[0]
 
 
 def generate_with_facts(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12,
-                        varied: int = 0) -> tuple[list[dict], dict[str, list[Evidence]]]:
+                        varied: int = 0, long: int = 0) -> tuple[list[dict], dict[str, list[Evidence]]]:
     """generate_records plus, per question id, its evidence turns and the strings each contains.
 
     For abstention questions the evidence is the near-miss statement (its strings are the
     near-miss values, e.g. the sister's name when the question asks for a brother's).
     """
-    return _generate(n_messages, seed, n_histories, questions_per_history, varied)
+    return _generate(n_messages, seed, n_histories, questions_per_history, varied, long)
 
 
 # ---------------------------------------------------------------------------- bytes, hashing, specs
@@ -140,33 +146,33 @@ def records_sha256(records: list[dict]) -> str:
 
 
 def spec_string(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12,
-                varied: int = 0) -> str:
-    """The canonical spec of a generator call (Dataset.name and .source); ``varied`` only when set.
+                varied: int = 0, long: int = 0) -> str:
+    """The canonical spec of a generator call (Dataset.name and .source); ``varied`` / ``long`` only when set.
 
     >>> spec_string(1000, 3), spec_string(400, 1, 8, 12, varied=1)
     ('synthetic:messages=1000,seed=3,histories=1,questions=12', 'synthetic:messages=400,seed=1,histories=8,questions=12,varied=1')
     """
     spec = f"synthetic:messages={n_messages},seed={seed},histories={n_histories},questions={questions_per_history}"
-    return spec + (f",varied={varied}" if varied else "")
+    return spec + (f",varied={varied}" if varied else "") + (f",long={long}" if long else "")
 
 
 def synthetic_dataset(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12,
-                      varied: int = 0):
+                      varied: int = 0, long: int = 0):
     """The generated records loaded as a Dataset; sha256 = records_sha256 (= write_synthetic's file hash)."""
     from lazymem.data.longmemeval import parse_records
 
-    records = generate_records(n_messages, seed, n_histories, questions_per_history, varied)
-    spec = spec_string(n_messages, seed, n_histories, questions_per_history, varied)
+    records = generate_records(n_messages, seed, n_histories, questions_per_history, varied, long)
+    spec = spec_string(n_messages, seed, n_histories, questions_per_history, varied, long)
     return parse_records(records, file=spec, name=spec, sha256=records_sha256(records))
 
 
 def write_synthetic(path, n_messages: int = 400, seed: int = 0, n_histories: int = 1,
-                    questions_per_history: int = 12, varied: int = 0) -> str:
+                    questions_per_history: int = 12, varied: int = 0, long: int = 0) -> str:
     """Write the records as canonical JSON (sorted keys, UTF-8, compact) and return the file's sha256.
 
     Byte-identical for the same arguments; the file loads with ``load_longmemeval``.
     """
-    records = generate_records(n_messages, seed, n_histories, questions_per_history, varied)
+    records = generate_records(n_messages, seed, n_histories, questions_per_history, varied, long)
     h = hashlib.sha256()
     with open(path, "wb") as f:
         for chunk in canonical_json_chunks(records):
@@ -176,7 +182,7 @@ def write_synthetic(path, n_messages: int = 400, seed: int = 0, n_histories: int
 
 
 _SPEC_KEYS = {"messages": "n_messages", "seed": "seed", "histories": "n_histories",
-              "questions": "questions_per_history", "varied": "varied"}
+              "questions": "questions_per_history", "varied": "varied", "long": "long"}
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000}
 
 
@@ -192,9 +198,10 @@ def _number(key: str, text: str) -> int:
 
 
 def parse_spec(spec: str) -> dict:
-    """Parse "synthetic[:messages=N,seed=S,histories=H,questions=Q,varied=V]" into generate_records kwargs.
+    """Parse "synthetic[:messages=N,seed=S,histories=H,questions=Q,varied=V,long=G]" into generate_records kwargs.
 
-    Every key is optional (defaults: messages=400, seed=0, histories=1, questions=12, varied=0);
+    Every key is optional (defaults: messages=400, seed=0, histories=1, questions=12, varied=0, long=0;
+    ``long`` appears in the result only when given, so existing specs parse as before);
     numbers accept k/m suffixes. A bad key or value raises ConfigError (a ValueError) naming it.
 
     >>> parse_spec("synthetic:messages=100k,seed=3")
@@ -202,7 +209,7 @@ def parse_spec(spec: str) -> dict:
     >>> parse_spec("synthetic:size=3")
     Traceback (most recent call last):
     ...
-    lazymem.errors.ConfigError: synthetic spec: unknown key 'size' (expected messages, seed, histories, questions, varied)
+    lazymem.errors.ConfigError: synthetic spec: unknown key 'size' (expected messages, seed, histories, questions, varied, long)
     """
     head, _, body = str(spec).strip().partition(":")
     if head.strip() != "synthetic":

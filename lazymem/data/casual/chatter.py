@@ -1,0 +1,128 @@
+"""Small talk of the casual generator (data): openers, reactions, photo turns, distractors, closers.
+
+Templates use ``{S}`` (the turn's speaker), ``{O}`` (the other speaker) and pool slots filled by
+``generator._Fill`` (``{pet}``, ``{other}``, ``{photo}``, ...). No small-talk turn states a
+fact about a speaker that a question asks about: distractors are about third parties
+(a coworker's new dog), and a speaker's own small talk is opinions, weather and vague plans.
+"""
+from __future__ import annotations
+
+# First turn of a session (the starter) and the other speaker's answer.
+OPENERS = (
+    "Hey {O}! Long time no talk. How've you been?",
+    "Hi {O}! Hope your week's going okay.",
+    "{O}! So good to catch up. It's been a crazy couple of weeks over here.",
+    "Hey hey! How are things?",
+    "Hi {O}, got a minute? I feel like we haven't talked in forever.",
+    "Morning {O}! What's new with you?",
+    "Hey! I was just thinking about you. How's everything going?",
+)
+OPENER_REPLIES = (
+    "Hey {O}! I'm good, busy with work but can't complain. You?",
+    "Hi! Pretty good. The weather's been {weather} here all week, so I've mostly stayed in.",
+    "Hey! Doing alright, just tired. It's been one of those weeks. What's up with you?",
+    "{O}! Great to hear from you. Things are good, a little hectic. How about you?",
+    "Hi! All good here.",
+    "Hey, good to hear from you! Honestly it's been a whirlwind since we last talked, but a good one.",
+)
+# (turn, reply) small talk; either speaker may start it.
+SMALL_TALK = (
+    ("Have you watched anything good lately?",
+     "I've been binging {show}. Not proud of how fast I'm going through it, but it's so relaxing after work."),
+    ("The weather's been {weather} all week. I haven't left the house much.",
+     "Same here! Perfect excuse for tea and a blanket, honestly."),
+    ("Any plans for the weekend?",
+     "Nothing big. Maybe check out {outing} if I have the energy, otherwise just resting."),
+    ("Do you ever feel like the weeks are flying by?", "All the time. I blinked and it's {month} already!"),
+    ("I'm trying to drink less coffee. It's going terribly.", "Haha, good luck. I gave up on that years ago."),
+    ("Work has been nonstop lately.",
+     "Ugh, I feel that. Make sure you take some time for yourself, even if it's just a walk around the block."),
+    ("I need a new podcast for my commute, any ideas?",
+     "I've heard good things about {show}, though that's more of a TV thing. Maybe try a history one?"),
+    ("Do you have a favorite comfort food?", "Probably {food}. It just feels like home."),
+    ("I finally cleaned out my closet. It felt so good.", "Love that! I really need to do the same."),
+    ("Been thinking about picking up a new hobby but can't decide what.",
+     "You should try a bunch of things and see what sticks! That's what I'd do."),
+)
+# A photo turn and a reaction; the caption is LoCoMo-like text, not an image.
+PHOTOS = (
+    ("Look what I saw on my walk today! [shares a photo of {photo}]", "Wow, that's gorgeous! Where was that?"),
+    ("This made my day. [shares a photo of {photo}]", "Aww, I love it!"),
+    ("Had to share this one. [shares a photo of {photo}]",
+     "That's amazing. You always find the best things to take pictures of."),
+    ("[shares a photo of {photo}] Guess where I am right now!", "No idea, but I'm jealous!"),
+)
+# A third party does something a fact could be about: same vocabulary, other person, other value.
+DISTRACTORS = (
+    ("My {circle} {other} just adopted a {pet} named {pname}. It's the cutest thing.",
+     "Aww! I love hearing about new pets."),
+    ("{other} from work signed up for a {cls} class and keeps sending me videos of {their} projects.",
+     "Haha, that's sweet. Sounds like {other} is really into it."),
+    ("My {circle} {other} just got back from {place} and won't stop talking about the food.",
+     "I've heard {place} is amazing! I'd love to go someday."),
+    ("{other} is learning the {instrument}. The neighbors must love that.", "Haha, poor neighbors!"),
+    ("My {circle} {other} {event} last month. So inspiring.", "That's awesome, good for {other}!"),
+    ("My {circle} keeps recommending {book}. Have you read it?", "Not yet, but it's been on my list forever."),
+    ("{other} made {food} for the potluck on Friday and everyone went back for seconds.",
+     "Yum, now I'm hungry."),
+    ("My {circle} {other} just started a job at {workplace}. {their_cap} first week was wild.",
+     "Starting somewhere new is always a lot. Hope {other} settles in."),
+    ("{other} has gotten really into {hobby}. {their_cap} whole weekend is planned around it now.",
+     "Ha, I love when people find their thing."),
+    ("My {circle} {other} is obsessed with the {instrument} these days.", "That's such a fun instrument!"),
+)
+# The other speaker's reaction to a planted statement (one-liners to a few sentences).
+REACTIONS = (
+    "Wow, that's amazing, {O}!",
+    "No way! Congrats!",
+    "That's so cool. How do you feel about it?",
+    "Ha, love that.",
+    "Oh nice!",
+    "That's awesome! I've always wanted to do something like that, but I never seem to find the time. You'll "
+    "have to tell me all about it.",
+    "Wait, really? That's huge. I'm so happy for you, {O}.",
+    "Oh, I love that for you.",
+    "Oh wow. I did not see that coming, but it sounds perfect for you.",
+    "Yes!! Tell me everything.",
+)
+# The speaker's follow-up after the reaction (sometimes left out).
+FOLLOWUPS = (
+    "Thanks! I'm {feeling} about it.",
+    "Haha, thanks. It still feels a bit unreal.",
+    "Thank you! Honestly I almost didn't go through with it, but I'm glad I did.",
+    "Thanks, {O}. It's been a good distraction from everything else going on.",
+    "I know, right? I'll keep you posted.",
+    "Thanks! It means a lot that you're excited too.",
+)
+# Extra sentences that lengthen a turn.
+EXTRAS = (
+    "Anyway, that's my news!",
+    "Work has been nonstop, so this was a nice break.",
+    "I keep telling myself to slow down a bit, but you know me.",
+    "It's funny how things work out sometimes.",
+    "I've been meaning to tell you about it for a while.",
+    "Life has been a lot lately, in a good way.",
+    "Honestly, I didn't expect it to hit me the way it did, but I've been smiling about it all week.",
+    "I know it sounds like a small thing, but after the last few months it really means a lot to me.",
+    "My family thinks I'm a little crazy for it, but they've been super supportive, which I appreciate.",
+    "It reminded me how important it is to make time for the things that make you feel like yourself.",
+    "I was nervous going in, to be honest, but everyone was so welcoming that I forgot about it in minutes.",
+    "I'll tell you more next time, there's way too much to fit in one message!",
+    "Anyway, how are you holding up? I feel like I've been talking about myself nonstop.",
+    "The weather was perfect too, which made the whole thing even better.",
+)
+# When the next block opens with the same speaker as the last turn, the other speaker asks first.
+BRIDGES = (
+    "What about you, anything new?",
+    "So what's new with you?",
+    "Enough about me. How are things on your end?",
+    "Anything exciting happening with you lately?",
+    "How's everything else going?",
+)
+CLOSERS = (
+    ("Anyway, I gotta run. Talk soon!", "Bye! Take care!"),
+    ("Thanks for catching up, {O}. Let's talk again soon.", "Always! Take care of yourself."),
+    ("Okay, dinner's ready, I should go. Great chatting!", "Enjoy! Talk later."),
+    ("I'll let you go. Say hi to everyone for me!", "Will do. Bye!"),
+)
+SHORT = ("Haha", "Totally.", "Aww.", "lol same", "Right?!", "For sure.", "Ugh, I know.", "Ha, yes!")

@@ -1,0 +1,113 @@
+"""The casual two-person generator (lazymem.data.casual) through the real LoCoMo parser, and long turns."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lazymem.data import load_dataset
+from lazymem.data.casual import (
+    casual_samples,
+    casual_samples_with_facts,
+    casual_spec_string,
+    parse_casual_spec,
+    samples_sha256,
+)
+from lazymem.data.datasets import spec_style
+from lazymem.data.locomo import load_locomo
+from lazymem.data.synthetic import generate_with_facts
+from lazymem.errors import ConfigError
+
+SPEC = "synthetic-casual:conversations=2,sessions=10,seed=5,questions=15"
+
+
+def test_same_spec_same_bytes_in_a_fresh_interpreter():
+    code = ("from lazymem.data.casual import casual_samples, samples_sha256\n"
+            "print(samples_sha256(casual_samples(2, 10, 5, 15)))")
+    shas = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": h}).stdout.strip() for h in ("1", "2")}
+    assert shas == {samples_sha256(casual_samples(2, 10, 5, 15))}
+    assert samples_sha256(casual_samples(2, 10, 6, 15)) not in shas  # the seed matters
+    # conversation 0 does not depend on how many conversations are asked for
+    assert casual_samples(1, 10, 5, 15)[0] == casual_samples(3, 10, 5, 15)[0]
+
+
+def test_loads_through_the_locomo_parser_with_names_as_roles(tmp_path):
+    ds = load_dataset(SPEC)
+    assert ds.name == SPEC and len(ds.histories) == 2 and len(ds.questions) == 30
+    for hid, h in ds.histories.items():
+        assert hid.startswith("syncasual5-c") and not hid.startswith("conv-")
+        assert len(h.speakers) == 2 and {m.role for m in h} == set(h.speakers)
+        assert all(a.time < b.time for a, b in zip(h, list(h)[1:]) if a.session_id != b.session_id)
+    # the same samples written to a file load identically with load_locomo
+    path = tmp_path / "casual.json"
+    path.write_text(json.dumps(casual_samples(2, 10, 5, 15)), encoding="utf-8")
+    from_file = load_locomo(path, bad_evidence="error")
+    assert [q.text for q in from_file.questions] == [q.text for q in ds.questions]
+    assert [m.text for m in from_file.histories["syncasual5-c1"]] == [m.text for m in ds.histories["syncasual5-c1"]]
+    assert {q.category for q in ds.questions} == {1, 2, 3, 4, 5}
+    assert spec_style(SPEC) == "casual"
+
+
+def test_every_evidence_turn_exists_and_holds_its_answer_strings():
+    samples, facts = casual_samples_with_facts(3, 12, 7, 20)
+    for sample in samples:
+        turns = {t["dia_id"]: t for k, v in sample["conversation"].items()
+                 if k.startswith("session_") and not k.endswith("date_time") for t in v}
+        for j, qa in enumerate(sample["qa"]):
+            ev = facts[f"{sample['sample_id']}:q{j}"]
+            assert [d for d, _ in ev] == qa["evidence"] and qa["evidence"]
+            for dia, contains in ev:
+                assert all(c in turns[dia]["text"] for c in contains), (dia, contains, turns[dia]["text"])
+            answer = qa.get("answer", qa.get("adversarial_answer"))
+            if qa["category"] in (4, 5):  # single statement, the answer verbatim in it
+                assert answer in turns[qa["evidence"][0]]["text"]
+            if qa["category"] == 5:
+                assert "answer" not in qa and qa["adversarial_answer"]
+                said_by = turns[qa["evidence"][0]]["speaker"]
+                assert said_by not in qa["question"]  # asked about the other speaker
+            if qa["category"] == 1:
+                sessions = {d.split(":")[0] for d in qa["evidence"]}
+                assert len(sessions) == 2
+
+
+def test_distractors_reuse_fact_vocabulary_about_other_people():
+    sample = casual_samples(1, 12, 3, 20)[0]
+    texts = [t["text"] for k, v in sample["conversation"].items() if k.startswith("session_")
+             and not k.endswith("date_time") for t in v]
+    assert any("[shares a photo of" in t for t in texts)
+    assert any(w in t for t in texts for w in ("My coworker", "My friend", "My neighbor", "from work"))
+    lengths = sorted(len(t.split()) for t in texts)
+    assert lengths[0] <= 3 and lengths[-1] >= 20  # one-liners to a few sentences
+
+
+def test_spec_parse_format_and_errors():
+    assert casual_spec_string(**parse_casual_spec(SPEC)) == SPEC
+    assert parse_casual_spec("synthetic-casual") == {"n_conversations": 1, "n_sessions": 12, "seed": 0,
+                                                     "n_questions": 20}
+    for bad, key in (("synthetic-casual:turns=3", "'turns'"), ("synthetic-casual:seed=x", "seed="),
+                     ("synthetic-casual:seed=1,seed=2", "'seed' given twice"), ("synthetic-casual:seed", "'seed'")):
+        with pytest.raises(ConfigError, match=key):
+            parse_casual_spec(bad)
+    with pytest.raises(ConfigError, match="sessions"):
+        casual_samples(1, 1, 0, 5)
+    with pytest.raises(ConfigError, match="too few sessions"):
+        casual_samples(1, 3, 0, 30)
+    with pytest.raises(ConfigError, match="subsets"):
+        load_dataset(SPEC + "#paper")
+
+
+def test_long_turns_keep_evidence_verbatim_and_leave_plain_specs_alone():
+    plain, plain_facts = generate_with_facts(120, 3, 1, 6, varied=1)
+    long, long_facts = generate_with_facts(120, 3, 1, 6, varied=1, long=1)
+    assert [r["question"] for r in plain] == [r["question"] for r in long]
+    sessions = {sid: s for r in long for sid, s in zip(r["haystack_session_ids"], r["haystack_sessions"])}
+    for qid, evidence in long_facts.items():
+        for ev in evidence:
+            assert all(c in sessions[ev.session_id][ev.turn]["content"] for c in ev.contains)
+    words = [len(t["content"].split()) for s in sessions.values() for t in s if t["role"] == "assistant"]
+    assert max(words) >= 150 and sum(w >= 100 for w in words) >= len(words) / 4
+    assert spec_style("synthetic:messages=120,seed=3,long=1") == "synthetic-long"
+    assert load_dataset("synthetic:messages=120,seed=3,histories=1,questions=6,long=1").name.endswith(",long=1")
