@@ -179,8 +179,14 @@ def test_hand_checked_records_and_summary(tmp_path):
               "answer_prompt", "answer", "answer_think", "answer_output", "timings", "baseline", "question", "n_gold",
               "gold_in_pool",
               "memory_tokens", "tokenizer", "locomo_f1", "answer_f1", "answer_contains", "judge", "run_id",
-              "attempt", "recorded_at"}
+              "attempt", "recorded_at", "memory_measures"}
     assert all(set(r) == fields for r in recs.values())
+    # the memory's own measures, by hand: q1 keeps gold 2 of (2, 10) and holds "biscuit" of {biscuit, beach};
+    # q2 keeps gold 4 ("Porto"); q3's memory is empty; q4_abs has no gold and an abstention answer
+    mm = {q: (r["memory_measures"]["evidence_recall"], r["memory_measures"]["answer_recall_in_memory"])
+          for q, r in recs.items()}
+    assert mm == {"q1": (0.5, 0.5), "q2": (1.0, 1.0), "q3": (0.0, 0.0), "q4_abs": (None, None)}
+    assert s["memory_measures"]["evidence_recall"] == {"mean": 0.5, "n": 3}
     w = recs["q1"]["windows"]
     assert [x["positions"] for x in w] == [[1, 2, 3], [9, 10, 11]]
     assert [x["verdict"]["reason"] for x in w] == ["ok", "extra_text"] and w[1]["raw"] == "Here you go: []"

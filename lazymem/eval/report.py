@@ -8,10 +8,12 @@ each run's records (the last record per question), and writes ``report.json`` an
   (the judge's accuracy when the run was judged, with unparseable replies counted wrong;
   else LoCoMo's official F1; else the answer-F1 proxy), answer-context memory tokens
   (Qwen3 tokenizer), latency per stage (mean, median, P90, P95 of retrieval / processing /
-  answer / total), the paper's Gate Fmt. and the strict gate rate, gold-keep recall;
+  answer / total), the paper's Gate Fmt., the rewritten rate and the strict gate rate, gold-keep
+  recall, and the memory's own measures: evidence recall and answer recall in memory
+  (``lazymem.eval.memory_measures``; "-" for runs made before they were recorded);
 - paired bootstrap 95% intervals (``lazymem.stats.paired_bootstrap``) for the difference
   between each system and the reference (default: the first) on the questions both
-  answered, for the score and for memory tokens.
+  answered, for the score, memory tokens, evidence recall and answer recall in memory.
 
 Runs on different questions are paired on their shared question ids; the report says how
 many questions each pair shares.
@@ -30,6 +32,7 @@ from typing import Any, Mapping, Sequence
 from lazymem.errors import ConfigError, LoadError
 from lazymem.eval.paper import system_label
 from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_records
+from lazymem.eval.memory_measures import MEASURES, question_measures
 from lazymem.eval.scoring import check_records, json_kind, summarize
 from lazymem.stats import paired_bootstrap
 
@@ -151,6 +154,7 @@ def system_row(run: Mapping, metric: str) -> dict:
         by_type.setdefault(latest[qid]["question"]["type"], []).append(v)
     acc = s.get("accuracy") or {}
     cons = s.get("construction") or {}
+    measures = s.get("memory_measures") or {}
     return {
         "system": run["name"], "method": s.get("method"), "questions": s["counts"]["recorded"],
         "status": run.get("status"),
@@ -162,8 +166,9 @@ def system_row(run: Mapping, metric: str) -> dict:
         "by_type": {t: sum(v) / len(v) for t, v in sorted(by_type.items())},
         "memory_tokens": s["memory_tokens"]["mean"],
         "latency_s": {st: s["latency_s"][st] for st in LATENCY_STAGES},
-        "gate_fmt": cons.get("gate_fmt"), "gate_strict": cons.get("gate_pass_rate"),
-        "gold_keep_recall": cons.get("gold_keep_recall"),
+        "gate_fmt": cons.get("gate_fmt"), "rewritten_rate": cons.get("rewritten_rate"),
+        "gate_strict": cons.get("gate_pass_rate"), "gold_keep_recall": cons.get("gold_keep_recall"),
+        **{k: (measures.get(k) or {}).get("mean") for k in MEASURES},
     }
 
 
@@ -196,7 +201,9 @@ def build_report(run_dirs: Sequence[str | Path], names: Sequence[str] | None = N
                       "score": paired_bootstrap(question_scores(r["latest"], metric),
                                                 question_scores(ref["latest"], metric),
                                                 n_resamples=n_resamples, seed=seed),
-                      "memory_tokens": paired_bootstrap(tokens, ref_tokens, n_resamples=n_resamples, seed=seed)})
+                      "memory_tokens": paired_bootstrap(tokens, ref_tokens, n_resamples=n_resamples, seed=seed),
+                      **{k: paired_bootstrap(question_measures(r["latest"], k), question_measures(ref["latest"], k),
+                                             n_resamples=n_resamples, seed=seed) for k in MEASURES}})
     return {"metric": metric, "reference": ref["name"], "rows": rows, "pairs": pairs,
             "runs": [{"name": r["name"], "dir": r["dir"], "dataset": r["dataset"], "status": r.get("status")}
                      for r in runs]}
@@ -206,20 +213,27 @@ def _f(x: Any, d: int = 3) -> str:
     return "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
 
 
+def _interval(p: Mapping, d: int = 3) -> str:
+    """``delta [low, high]`` of a paired bootstrap ("-" where it has no number: fewer than two pairs)."""
+    return f"{_f(p['delta'], d)} [{_f(p['low'], d)}, {_f(p['high'], d)}]"
+
+
 def report_markdown(rep: Mapping) -> str:
     """The report as Markdown tables: systems, latency, paired differences."""
     m = rep["metric"]
     types = sorted({t for row in rep["rows"] for t in row["by_type"]})
     lines = [f"## Systems ({m}; paired intervals against {rep['reference']})", "",
              "| system | questions | errors | unparseable judge | " + m + " | " + " | ".join(types)
-             + " | memory tokens | Gate Fmt. | strict gate | gold-keep recall |",
-             "|---|---:|---:|---:|---:|" + "---:|" * len(types) + "---:|---:|---:|---:|"]
+             + " | gold-keep recall | evidence recall | answer in memory | memory tokens | Gate Fmt. | rewritten "
+               "| strict gate |",
+             "|---|---:|---:|---:|---:|" + "---:|" * len(types) + "---:|---:|---:|---:|---:|---:|---:|"]
     for r in rep["rows"]:
         lines.append(f"| {r.get('label', r['system'])} | {r['questions']} | {r['errors']} | "
                      f"{_f(r['unparseable_judge'])} | "
                      f"{_f(r['score'])} | " + " | ".join(_f(r["by_type"].get(t)) for t in types)
-                     + f" | {_f(r['memory_tokens'], 1)} | {_f(r['gate_fmt'])} | {_f(r['gate_strict'])} | "
-                       f"{_f(r['gold_keep_recall'])} |")
+                     + f" | {_f(r['gold_keep_recall'])} | {_f(r.get('evidence_recall'))} | "
+                       f"{_f(r.get('answer_recall_in_memory'))} | {_f(r['memory_tokens'], 1)} | {_f(r['gate_fmt'])} | "
+                       f"{_f(r.get('rewritten_rate'))} | {_f(r['gate_strict'])} |")
     unfinished = {"interrupted": "interrupted (rerun `lazymem eval` into its folder to resume it)",
                   "running": "still running (its folder is locked)", "failed": "failed (see its manifest)"}
     notes = [f"- {r['system']}: {unfinished[r.get('status')]}; its numbers cover the questions recorded so far"
@@ -233,12 +247,14 @@ def report_markdown(rep: Mapping) -> str:
             "/".join(_f(lat[st].get(k), 2) for k in ("mean", "median", "p90", "p95")) for st in LATENCY_STAGES) + " |")
     if rep["pairs"]:
         lines += ["", f"## Differences to {rep['reference']} (paired bootstrap 95% intervals)", "",
-                  f"| system | shared questions | {m} delta [95% CI] | memory tokens delta [95% CI] |",
-                  "|---|---:|---|---|"]
+                  f"| system | shared questions | {m} delta [95% CI] | memory tokens delta [95% CI] "
+                  "| evidence recall delta [95% CI] (n) | answer in memory delta [95% CI] (n) |",
+                  "|---|---:|---|---|---|---|"]
         for p in rep["pairs"]:
             s, t = p["score"], p["memory_tokens"]
-            lines.append(f"| {p['system']} | {s['n']} | {_f(s['delta'])} [{_f(s['low'])}, {_f(s['high'])}] | "
-                         f"{_f(t['delta'], 1)} [{_f(t['low'], 1)}, {_f(t['high'], 1)}] |")
+            lines.append(f"| {p['system']} | {s['n']} | {_interval(s)} | {_interval(t, 1)} | "
+                         + " | ".join(f"{_interval(p[k])} ({p[k]['n']})" if p.get(k) else "-" for k in MEASURES)
+                         + " |")
     return "\n".join(lines) + "\n"
 
 

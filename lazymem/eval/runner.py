@@ -4,7 +4,8 @@
 
 - ``records.jsonl``: one JSON line per question (pool with per-stage ranks, windows with
   raw MPM outputs and gate verdicts, merged decisions, memory, answer, judge prompt,
-  response and label, LoCoMo F1, memory tokens, wall times, error). Each line is appended,
+  response and label, LoCoMo F1, memory tokens, the memory's own measures (evidence recall and
+  answer recall in memory, lazymem.eval.memory_measures), wall times, error). Each line is appended,
   flushed and fsynced as soon as its question is done, so a killed run loses nothing
   finished. A rerun resumes: questions recorded "ok" are skipped, those recorded "error"
   are redone (their old lines move to ``errors.jsonl``), a half-written last line is dropped.
@@ -18,7 +19,7 @@
   readers show as ``interrupted`` when nobody holds the lock (``lazymem.eval.report.run_status``),
   and the next run into the folder records it so.
 - ``summary.json``: accuracy per type (judge labels), LoCoMo F1 per category, Gate Fmt.,
-  gold-keep recall, memory tokens, latency percentiles per stage, counts, and the ratios to
+  rewritten rate, gold-keep recall, evidence recall, answer recall in memory, memory tokens, latency percentiles per stage, counts, and the ratios to
   a baseline run when one is given (lazymem.eval.scoring).
 - ``manifest.json``: resolved config (API keys never, only the NAME of their environment
   variable), git commit, package versions, dataset sha256, prompt hashes, model ids, the
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lazymem.eval.config import EvalConfig, config_fingerprint, resolve_cache, seeded, select_questions
 from lazymem.eval.f1 import contains_gold, locomo_f1, token_f1
 from lazymem.eval.judge import check_judge, judge_answer
+from lazymem.eval.memory_measures import measure_record
 from lazymem.eval.provenance import close_manifest, new_manifest
 from lazymem.runinfo import now
 from lazymem.eval.runfiles import (
@@ -102,8 +104,10 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
     ``status: "error"`` with the message, and the run goes on.
     """
     rec: dict[str, Any]
+    history = None
     try:
-        result = pipeline.answer(dataset.history(question), question)
+        history = dataset.history(question)
+        result = pipeline.answer(history, question)
         rec = result.to_dict()
     except ModelLoadError:
         raise  # not this question's fault: the run stops and its manifest says why
@@ -118,9 +122,14 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
     rec["gold_in_pool"] = len(pool_positions & set(question.evidence)) if pool_positions is not None else None
     if pool_positions is None and (rec.get("baseline") or {}).get("gold_shown") is not None:
         rec["gold_in_pool"] = rec["baseline"]["gold_shown"]  # nanomemory: gold inside the sessions it showed
-    rec.update(memory_tokens=None, tokenizer=None, locomo_f1=None, answer_f1=None, answer_contains=None, judge=None)
+    rec.update(memory_tokens=None, tokenizer=None, locomo_f1=None, answer_f1=None, answer_contains=None, judge=None,
+               memory_measures=None)
     if result is None:
         return rec
+    try:  # the memory's own measures (not the answer's): a bug here must not end the run, nor pass unseen
+        rec["memory_measures"] = measure_record(rec, question, history).to_dict()
+    except Exception as e:
+        rec["memory_measures_error"] = f"{type(e).__name__}: {e}"
     if config.count_tokens:
         rec["memory_tokens"], rec["tokenizer"] = _tokens(result.memory)
     else:

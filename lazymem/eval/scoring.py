@@ -1,7 +1,8 @@
 """A run's numbers from its records: summary.json, the baseline comparison, the text summary, the running score.
 
 ``summarize`` gives accuracy per type (judge labels), LoCoMo F1 per category, Gate Fmt.,
-gold-keep recall, memory tokens, latency percentiles per stage and counts;
+the rewritten rate, gold-keep recall, the memory's own measures (evidence recall, answer recall
+in memory: lazymem.eval.memory_measures), memory tokens, latency percentiles per stage and counts;
 ``compare_with_baseline`` the ratios to a baseline run; ``check_records`` turns a hand-edited
 record these cannot read into a LoadError naming the file, the record and the field.
 
@@ -19,6 +20,7 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from lazymem.errors import LoadError
+from lazymem.eval.memory_measures import MATCHES, MEASURES, rewritten_rate, summarize_measures
 from lazymem.eval.runfiles import latest_records
 from lazymem.records import type_abbrev
 from lazymem.stats import percentiles  # noqa: F401  (re-exported: lazymem.eval.percentiles)
@@ -88,8 +90,10 @@ def summarize(records: Iterable[dict], judge: str = "none", selected: Sequence[s
         failures = Counter()
         for c in cons:
             failures.update(c.get("failures") or {})
+        n_rewritten, rate = rewritten_rate(cons)  # None for records made before n_rewritten existed
         out["construction"] = {
             **tot, "gate_fmt": tot["n_fmt"] / tot["n_windows"] if tot["n_windows"] else None,
+            "n_rewritten": n_rewritten, "rewritten_rate": rate,
             "gate_pass_rate": tot["n_valid"] / tot["n_windows"] if tot["n_windows"] else None,
             "gold_keep_recall": tot["n_gold_kept"] / tot["n_gold"] if tot["n_gold"] else None,
             "kept_per_question": tot["n_kept"] / len(cons), "windows_per_question": tot["n_windows"] / len(cons),
@@ -106,6 +110,7 @@ def summarize(records: Iterable[dict], judge: str = "none", selected: Sequence[s
         "gold_recall": sum(r["gold_in_pool"] for r in pooled) / n_gold if n_gold else None,
         "rerankers": sorted({r["pool"].get("reranker") for r in pooled if r.get("pool")}, key=str)}
     out["memory_tokens"] = memory_tokens(ok)
+    out["memory_measures"] = summarize_measures(ok)
     out["latency_s"] = {s: percentiles([r["timings"][s] for r in ok if r.get("timings", {}).get(s) is not None])
                         for s in STAGES}
     calls = [w.get("output") for r in ok for w in r.get("windows") or () if w.get("output")]
@@ -135,7 +140,7 @@ def memory_tokens(ok: Sequence[Mapping]) -> dict:
 
 
 _NUMBERS = ("memory_tokens", "n_gold", "gold_in_pool", "locomo_f1", "answer_f1", "answer_contains")
-_OBJECTS = ("question", "judge", "construction", "pool", "timings", "answer_output", "baseline")
+_OBJECTS = ("question", "judge", "construction", "pool", "timings", "answer_output", "baseline", "memory_measures")
 _COUNTS = ("n_windows", "n_valid", "n_fmt", "n_messages", "n_kept", "n_gold", "n_gold_kept")
 
 
@@ -187,12 +192,36 @@ def _record_problem(r: Mapping) -> tuple[str, str] | None:
             return f"construction.{bad}", f"{c.get(bad)!r} is not a count"
         if not isinstance(c.get("failures") or {}, Mapping):
             return "construction.failures", "expected an object of failure counts"
+        bad = next((k for k in ("n_rewritten", "n_keep_decisions") if c.get(k) is not None and
+                    (not isinstance(c[k], int) or isinstance(c[k], bool))), None)
+        if bad is not None:
+            return f"construction.{bad}", f"{c[bad]!r} is not a count"
+    bad_measure = _measures_problem(r.get("memory_measures"))
+    if bad_measure is not None:
+        return bad_measure
     w = r.get("windows")
     if w is not None and not (isinstance(w, list) and all(isinstance(x, Mapping) and isinstance(x.get("output") or {}, Mapping)
                                                           for x in w)):
         return "windows", "expected a list of window objects (each output an object or null)"
     if r.get("gold_in_pool") is not None and r.get("n_gold") is None:
         return "n_gold", "null, but gold_in_pool is a number (the share needs both)"
+    return None
+
+
+def _measures_problem(m: Mapping | None) -> tuple[str, str] | None:
+    """(field, problem) of a record's ``memory_measures`` object when summaries cannot read it."""
+    if m is None:
+        return None
+    for k in MEASURES:
+        v = m.get(k)
+        if not _number(v) or (v is not None and not 0 <= v <= 1):
+            return f"memory_measures.{k}", f"{v!r} is not a share (a number from 0 to 1, or null)"
+    for k in ("n_gold", "n_gold_in_memory"):
+        v = m.get(k)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            return f"memory_measures.{k}", f"{v!r} is not a count"
+    if m.get("evidence_match") not in MATCHES:
+        return "memory_measures.evidence_match", f"{m.get('evidence_match')!r}, expected one of {MATCHES}"
     return None
 
 
@@ -244,6 +273,7 @@ def compare_with_baseline(summary: Mapping, baseline: Mapping, baseline_dir: str
             "accuracy": pair(("accuracy", "overall"), "delta"),
             "locomo_f1": pair(("locomo_f1", "overall"), "delta"),
             "memory_tokens": pair(("memory_tokens", "mean"), "reduction"),
+            "evidence_recall": pair(("memory_measures", "evidence_recall", "mean"), "delta"),
             "latency_total_mean": pair(("latency_s", "total", "mean"), "ratio")}
 
 
@@ -271,9 +301,16 @@ def summary_text(s: Mapping) -> str:
                      f"contains gold {f(pr['answer_contains'])}")
     if s.get("construction"):
         k = s["construction"]
-        lines.append(f"gate fmt {f(k['gate_fmt'])}, gate pass {f(k['gate_pass_rate'])}, gold-keep recall "
+        lines.append(f"gate fmt {f(k['gate_fmt'])}, rewritten {f(k.get('rewritten_rate'))}, "
+                     f"gate pass {f(k['gate_pass_rate'])}, gold-keep recall "
                      f"{f(k['gold_keep_recall'])}, {f(k['windows_per_question'], 1)} windows and "
                      f"{f(k['kept_per_question'], 1)} kept messages per question; failures {k['failures']}")
+    mm = s.get("memory_measures") or {}
+    if mm:
+        lines.append(f"memory: evidence recall {f((mm.get('evidence_recall') or {}).get('mean'))}, answer recall in "
+                     f"memory {f((mm.get('answer_recall_in_memory') or {}).get('mean'))} (match "
+                     + (", ".join(f"{k} {v}" for k, v in mm.get("evidence_match", {}).items()) or "-")
+                     + (f"; {mm['unmeasured']} records without measures" if mm.get("unmeasured") else "") + ")")
     m = s["memory_tokens"]
     if m["mean"] is None and m["tokenizer"] == "missing":
         from lazymem.llm.tokens import FETCH_COMMAND

@@ -7,8 +7,12 @@ runner (``evaluate``: resumable, its records and manifest in ``<output_dir>/<set
 finished cell costs nothing), then writes ``table.md`` / ``table.json`` with, per row:
 
 - ``all_gold_shown`` (All@k of the windows: the share of questions whose every gold message the
-  memory step saw), ``gate_fmt`` (the paper's Gate Fmt.), ``gold_keep_recall`` and ``nongold_drop_rate`` of the
+  memory step saw), ``gate_fmt`` (the paper's Gate Fmt.), ``rewritten_rate`` (KEEPs whose content is
+  not a verbatim span of their message), ``gold_keep_recall`` and ``nongold_drop_rate`` of the
   messages the windows showed (lazymem / extractive rows);
+- ``evidence_recall`` (the share of a question's gold messages in its memory) and
+  ``answer_recall_in_memory`` (the share of the gold answer's tokens in the memory text): measures
+  of the memory itself, for every method (lazymem.eval.memory_measures; "-" for runs made before);
 - ``memory_tokens`` (mean answer-context tokens, Qwen3) and ``ratio_to_ref`` (to the row named
   ``reference``, e.g. RAG Top50: the paper's compression ratio);
 - ``locomo_f1`` (LoCoMo's official token F1) or, without categories, ``answer_f1`` (a proxy);
@@ -31,8 +35,9 @@ from typing import Any, Mapping, Sequence
 from lazymem.errors import ConfigError
 from lazymem.eval.paper import NOT_IN_PAPER, not_in_paper
 
-COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "gold_keep_recall", "nongold_drop_rate", "memory_tokens", "ratio_to_ref",
-           "locomo_f1", "answer_f1", "processing_s")
+COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "rewritten_rate", "gold_keep_recall", "nongold_drop_rate",
+           "evidence_recall", "answer_recall_in_memory", "memory_tokens", "ratio_to_ref", "locomo_f1", "answer_f1",
+           "processing_s")
 
 
 def _h(text: str) -> dict:
@@ -118,11 +123,15 @@ def table_row(summary: Mapping, reference: Mapping | None = None) -> dict:
     tokens = (summary.get("memory_tokens") or {}).get("mean")
     ref = ((reference or {}).get("memory_tokens") or {}).get("mean")
     proc = ((summary.get("latency_s") or {}).get("processing") or {}).get("mean")
+    measures = summary.get("memory_measures") or {}  # absent from summaries made before it existed
     return {
         "questions": (summary.get("counts") or {}).get("ok"),
         "all_gold_shown": c.get("all_gold_shown"),
-        "gate_fmt": c.get("gate_fmt"), "gold_keep_recall": c.get("gold_keep_recall"),
+        "gate_fmt": c.get("gate_fmt"), "rewritten_rate": c.get("rewritten_rate"),
+        "gold_keep_recall": c.get("gold_keep_recall"),
         "nongold_drop_rate": (1 - (c["n_kept"] - c["n_gold_kept"]) / rest) if c and rest else None,
+        "evidence_recall": (measures.get("evidence_recall") or {}).get("mean"),
+        "answer_recall_in_memory": (measures.get("answer_recall_in_memory") or {}).get("mean"),
         "memory_tokens": tokens, "ratio_to_ref": tokens / ref if tokens is not None and ref else None,
         "locomo_f1": (summary.get("locomo_f1") or {}).get("overall"),
         "answer_f1": (summary.get("proxy") or {}).get("answer_f1"),

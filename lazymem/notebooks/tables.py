@@ -52,7 +52,9 @@ def eval_overview(summaries: Mapping[str, Mapping]) -> tuple[list[dict], list[di
 
     Returns ``(by_type_rows, method_rows)``: per (method, type) the score (judge accuracy
     when a judge ran, else LoCoMo F1, else the answer-F1 proxy) and per method the headline
-    numbers (score, Gate Fmt., gold-keep recall, memory tokens, latency medians).
+    numbers (score, Gate Fmt., rewritten rate, gold-keep recall, evidence recall, answer recall in
+    memory, memory tokens, latency medians); a number a summary does not have (made before it was
+    recorded) is None.
     """
     by_type, per_method = [], []
     for method, s in summaries.items():
@@ -66,10 +68,13 @@ def eval_overview(summaries: Mapping[str, Mapping]) -> tuple[list[dict], list[di
             score, groups, kind = None, {}, "none"
         for t, g in groups.items():
             by_type.append({"method": method, "type": t, "score": g["mean"], "n": g["n"]})
-        c, lat = s.get("construction") or {}, s.get("latency_s") or {}
+        c, lat, mm = s.get("construction") or {}, s.get("latency_s") or {}, s.get("memory_measures") or {}
         per_method.append({
             "method": method, "score": score, "score_kind": kind, "questions_ok": s["counts"]["ok"],
-            "errors": s["counts"]["error"], "gate_fmt": c.get("gate_fmt"), "gold_keep_recall": c.get("gold_keep_recall"),
+            "errors": s["counts"]["error"], "gate_fmt": c.get("gate_fmt"), "rewritten_rate": c.get("rewritten_rate"),
+            "gold_keep_recall": c.get("gold_keep_recall"),
+            "evidence_recall": (mm.get("evidence_recall") or {}).get("mean"),
+            "answer_recall_in_memory": (mm.get("answer_recall_in_memory") or {}).get("mean"),
             "memory_tokens": (s.get("memory_tokens") or {}).get("mean"),
             **{f"{stage}_median_s": (lat.get(stage) or {}).get("median") for stage in ("retrieval", "processing", "answer")},
         })

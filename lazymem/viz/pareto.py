@@ -2,13 +2,16 @@
 
 ``pareto_figure(rows)`` draws two panels from ``lazymem report`` rows (or any dicts with
 ``system``, ``score``, ``memory_tokens`` and ``latency_s.total``): score vs answer-context
-memory tokens (log x) and score vs mean end-to-end latency with bars from P50 to P95; the
-Pareto frontier of each panel is dashed (upper left is better) and points are labelled
+memory tokens (log x) and score vs mean end-to-end latency with bars from P50 to P95, and,
+when rows carry ``evidence_recall`` (``lazymem.eval.memory_measures``: the share of gold
+messages in the memory, which does not depend on the answer model), a third panel of evidence
+recall vs memory tokens (log x); the Pareto frontier of each panel is dashed (upper left is
+better) and points are labelled
 (``label_positions`` places the labels so they overlap as little as possible). The paper's
 reported points (``lazymem.eval.paper.REPORTED[dataset]``, passed as ``reported``) are
 overlaid on the token panel, drawn hollow and marked "(reported)", or get a third panel when
-their scores lie far above the measured ones: they come from another setup and never join
-the measured frontier.
+their scores lie far above the measured ones (after the evidence panel): they come from
+another setup and never join the measured frontier.
 
 ``bench_latency_rows(rows, {system: bench})`` puts ``lazymem bench latency`` results (the
 paper's latency protocol) into those rows, so the latency panel can show them.
@@ -137,21 +140,24 @@ def bench_latency_rows(rows: Sequence[Mapping], benches: Mapping[str, Mapping]) 
 
 def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapping[str, Mapping] | None = None,
                   title: str = "Accuracy-efficiency trade-offs", metric_label: str | None = None):
-    """The two-panel figure (see the module docstring); rows without a score are skipped.
+    """The figure (see the module docstring); rows without a score are skipped (in the evidence
+    panel: rows without evidence recall).
 
     When the reported points' scores lie far above every measured one (the smallest reported
     more than twice the largest measured, e.g. a 135M answerer against the paper's Qwen3-32B),
-    they get a third panel of their own, so that neither set squeezes the other flat.
+    they get a panel of their own, so that neither set squeezes the other flat.
     """
     from plotly.subplots import make_subplots
 
     label = metric_label or metric
-    pts_tok, pts_lat = [], []
+    pts_tok, pts_lat, pts_ev = [], [], []
     for r in rows:
+        tok = r.get("memory_tokens")
+        if tok and r.get("evidence_recall") is not None:
+            pts_ev.append((point_name(r), float(tok), float(r["evidence_recall"])))
         score = r.get(metric)
         if score is None:
             continue
-        tok = r.get("memory_tokens")
         lat = (r.get("latency_s") or {}).get("total") or {}
         if tok:
             pts_tok.append((point_name(r), float(tok), float(score)))
@@ -161,21 +167,15 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
            if v.get("tokens") and v.get("lj") is not None]
     apart = bool(rep and pts_tok) and min(p[2] for p in rep) > 2 * max(max(p[2] for p in pts_tok), 1e-9)
     titles = [f"{label} vs answer-context memory tokens", f"{label} vs mean end-to-end latency (bars P50-P95)"]
+    if pts_ev:
+        titles.append("evidence recall (gold messages in memory) vs memory tokens")
     if apart:
         titles.append("the paper's reported points (its models)")
-    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles,
-                        column_widths=[0.36, 0.36, 0.28] if apart else None, horizontal_spacing=0.07)
+    col_ev, col_rep = 3, len(titles)
+    widths = {2: None, 3: [0.36, 0.36, 0.28] if apart else [1 / 3] * 3, 4: [0.27, 0.27, 0.27, 0.19]}[len(titles)]
+    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles, column_widths=widths, horizontal_spacing=0.07)
     if pts_tok:
-        text = [p[0] for p in pts_tok]
-        fig.add_scatter(x=[p[1] for p in pts_tok], y=[p[2] for p in pts_tok], mode="markers+text", name="measured",
-                        text=text, textposition=label_positions([p[1] for p in pts_tok], [p[2] for p in pts_tok],
-                                                                text, logx=True),
-                        customdata=[f"{p[1]:,.0f} tokens" for p in pts_tok], cliponaxis=False,
-                        hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
-                        marker=dict(size=11, color="#1f77b4"), row=1, col=1)
-        fx, fy = _frontier_xy(pts_tok)
-        fig.add_scatter(x=fx, y=fy, mode="lines", line=dict(dash="dash", color="#1f77b4"), name="frontier (measured)",
-                        row=1, col=1)
+        _points(fig, pts_tok, "measured", "#1f77b4", 1, "tokens")
     if rep:
         text = [f"{p[0]} (reported)" for p in rep]
         fig.add_scatter(x=[p[1] for p in rep], y=[p[2] for p in rep], mode="markers+text", name="paper (reported)",
@@ -184,7 +184,7 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
                                                      char_w=0.011 if not apart else 0.02),
                         textfont=dict(color="#888", size=9),
                         marker=dict(size=9, color="rgba(0,0,0,0)", line=dict(color="#888", width=1.5)),
-                        row=1, col=3 if apart else 1)
+                        row=1, col=col_rep if apart else 1)
     if pts_lat:
         text = [p[0] for p in pts_lat]
         fig.add_scatter(
@@ -200,11 +200,28 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
         fx, fy = _frontier_xy([(p[0], p[1], p[2]) for p in pts_lat])
         fig.add_scatter(x=fx, y=fy, mode="lines", line=dict(dash="dash", color="#d62728"), name="frontier (latency)",
                         row=1, col=2)
+    if pts_ev:
+        _points(fig, pts_ev, "evidence recall", "#2ca02c", col_ev, "tokens")
+        fig.update_xaxes(type="log", title_text="answer-context memory tokens (log)", row=1, col=col_ev)
+        fig.update_yaxes(title_text="evidence recall", range=[-0.05, 1.05], row=1, col=col_ev)
     fig.update_xaxes(type="log", title_text="answer-context memory tokens (log)", row=1, col=1)
     fig.update_xaxes(title_text="mean end-to-end latency (s)", row=1, col=2)
     fig.update_yaxes(title_text=label, row=1, col=1)
     if apart:
-        fig.update_xaxes(type="log", title_text="memory tokens (log), as reported", row=1, col=3)
-    fig.update_layout(title=title, template="plotly_white", height=560, width=1500 if apart else 1200,
+        fig.update_xaxes(type="log", title_text="memory tokens (log), as reported", row=1, col=col_rep)
+    fig.update_layout(title=title, template="plotly_white", height=560, width=600 * len(titles) - (300 if apart else 0),
                       margin=dict(l=70, r=90, t=110, b=70), legend=dict(orientation="h", y=-0.18))
     return fig
+
+
+def _points(fig, pts: Sequence[tuple[str, float, float]], name: str, color: str, col: int, unit: str) -> None:
+    """Labelled points (x on a log axis) and their dashed Pareto frontier in panel ``col``."""
+    text = [p[0] for p in pts]
+    fig.add_scatter(x=[p[1] for p in pts], y=[p[2] for p in pts], mode="markers+text", name=name,
+                    text=text, textposition=label_positions([p[1] for p in pts], [p[2] for p in pts], text, logx=True),
+                    customdata=[f"{p[1]:,.0f} {unit}" for p in pts], cliponaxis=False,
+                    hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
+                    marker=dict(size=11, color=color), row=1, col=col)
+    fx, fy = _frontier_xy(pts)
+    fig.add_scatter(x=fx, y=fy, mode="lines", line=dict(dash="dash", color=color), name=f"frontier ({name})",
+                    row=1, col=col)

@@ -1,0 +1,260 @@
+"""Measures of the memory itself, independent of the answer model: evidence recall and answer recall.
+
+With a 135M answerer every system's LoCoMo F1 is near zero, so scores cannot tell a good memory
+from a bad one. These two per-question numbers look at the memory block handed to the answer
+model (a record's ``memory``) instead, like LongMemEval's retrieval recall:
+
+- ``evidence_recall``: the share of the question's gold messages (ALL of ``question.evidence``,
+  not only those the windows showed) present in the memory; None when it has no gold evidence
+  (abstention questions, LoCoMo adversarial ones without evidence).
+- ``answer_recall_in_memory``: the share of the gold answer's distinct tokens (LoCoMo's official
+  normalisation and Porter stems, ``lazymem.eval.f1.answer_tokens``; a list answer is joined with
+  commas; category 3's gold is cut at its first ";" as the official scorer does) found among the
+  memory text's tokens. None when the gold answer has no token after normalisation, and for
+  questions whose gold is an abstention (LongMemEval ``_abs``, LoCoMo category 5).
+
+How a gold message counts as present (``evidence_match`` in the record):
+
+- ``"identity"``: methods whose memory is made of messages, by position: lazymem and extractive
+  (the KEEP decisions: a kept message counts even when its content was rewritten), rag (the
+  pool's top-n messages), oracle_turn (the gold turns), oracle_session (every message of the gold
+  sessions), full (every message).
+- ``"text"``: methods that write new text, whose lines cannot be traced to positions: mem0 (its
+  facts) and nanomemory (its memory is the pruning call's reply: the record says which sessions
+  the pruner was *shown*, which ``gold_in_pool`` already counts, not what its reply kept), and any
+  method not listed above. THE TEXT RULE: a gold message is present when one memory line
+  (the memory split on newlines) holds at least half of the message's content stems
+  (``content_stems``: the project's word tokenizer with its stopword list, ``lazymem.text``, then
+  LoCoMo's normalisation and Porter stems), and at least two of them (all of them when the
+  message has fewer than two); a message without any content stem is never found.
+
+Known errors of the text rule. False negatives: paraphrase with other words (synonyms,
+"yesterday" resolved to a date, "I" resolved to a name), and a long chatty message condensed into
+a short fact (the fact holds under half of the message's stems). False positives: short gold
+messages (two or three content stems, e.g. a name and a verb) matched by any line that shares
+them; a memory written as one long line (a pruner that echoes everything on one line) covers every
+message it repeats, relevant or not; the ``[date] speaker:`` prefix of a line adds date and name
+stems.
+
+Known errors of answer recall: it credits a memory that repeats the question when the question
+names its answer ("walking tours or a camping trip?": a pruner that restates the question holds
+every gold token), and gold tokens found anywhere in the memory (a "3" in a date for the answer
+"3"); it misses answers the memory implies but does not spell (a count of events, "3 days"
+between two dates, a preference rubric).
+
+>>> m = measure_memory("rag", "[2023/05/01] user: I adopted a corgi named Biscuit.", [1, 4], {1, 2, 3},
+...                    ["I adopted a corgi named Biscuit.", "Biscuit loves the beach."], "Biscuit")
+>>> m.to_dict()
+{'evidence_recall': 0.5, 'n_gold': 2, 'n_gold_in_memory': 1, 'answer_recall_in_memory': 1.0, 'evidence_match': 'identity'}
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from lazymem.eval.f1 import answer_tokens
+from lazymem.text import tokenize
+
+if TYPE_CHECKING:
+    from lazymem.records import History, Question
+
+IDENTITY_METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "oracle_session", "full")
+MATCHES = ("identity", "text")
+MIN_COVERAGE = 0.5  # the text rule: share of a gold message's content stems one memory line must hold
+MIN_SHARED = 2  # ... and at least this many of them (all, for a message with fewer)
+MEASURES = ("evidence_recall", "answer_recall_in_memory")
+
+
+@dataclass(frozen=True)
+class MemoryMeasures:
+    """One question's memory measures (the record's ``memory_measures`` object)."""
+
+    evidence_recall: float | None  # gold messages in memory / gold messages; None without gold
+    n_gold: int  # the question's gold messages (distinct positions)
+    n_gold_in_memory: int | None  # of those, present in the memory; None without gold
+    answer_recall_in_memory: float | None  # gold answer tokens in the memory text / gold answer tokens
+    evidence_match: str  # "identity" (by position) or "text" (the text rule)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def content_stems(text: str) -> frozenset[str]:
+    """The text rule's tokens: words without stopwords (``lazymem.text.tokenize``), LoCoMo-normalised, stemmed.
+
+    >>> sorted(content_stems("I went to an LGBTQ support group, and it was SO powerful!"))
+    ['group', 'lgbtq', 'power', 'support', 'went']
+    """
+    return frozenset(answer_tokens(" ".join(tokenize(text))))
+
+
+def line_covers(line: frozenset[str], gold: frozenset[str]) -> bool:
+    """Whether a memory line's stems hold a gold message's (see the module docstring's text rule).
+
+    >>> g = content_stems("I went to an LGBTQ support group yesterday.")
+    >>> line_covers(content_stems("Caroline went to an LGBTQ support group on 7 May 2023"), g)
+    True
+    >>> line_covers(content_stems("Caroline attended a support meeting"), g)
+    False
+    >>> line_covers(content_stems("Thanks Mel!"), content_stems("Thanks, Caroline!"))
+    False
+    """
+    shared = len(gold & line)
+    return bool(gold) and shared >= min(MIN_SHARED, len(gold)) and shared >= MIN_COVERAGE * len(gold)
+
+
+def gold_in_text(memory: str, gold_texts: Sequence[str]) -> int:
+    """How many of the gold messages' texts the memory holds under the text rule.
+
+    >>> gold_in_text("[7 May 2023] Caroline went to an LGBTQ support group\\nMelanie paints", [
+    ...     "I went to a LGBTQ support group yesterday and it was so powerful.", "I love painting sunsets!"])
+    1
+    """
+    lines = [content_stems(line) for line in memory.splitlines() if line.strip()]
+    return sum(any(line_covers(line, content_stems(t)) for line in lines) for t in gold_texts)
+
+
+def answer_text(answer: Any, category: int | None = None) -> str:
+    """The gold answer as the measure reads it: lists joined with ", ", numbers str()-ed, category 3 cut at ";".
+
+    >>> answer_text(["Lisbon", "Porto"]), answer_text(3), answer_text("Likely no; she reads", 3)
+    ('Lisbon, Porto', '3', 'Likely no')
+    """
+    if answer is None:
+        return ""
+    text = ", ".join(str(a) for a in answer) if isinstance(answer, (list, tuple)) else str(answer)
+    return text.split(";")[0].strip() if category == 3 else text
+
+
+def answer_recall(memory: str, answer: Any, category: int | None = None, abstention: bool = False) -> float | None:
+    """Share of the gold answer's distinct normalised tokens found among the memory's (module docstring).
+
+    >>> answer_recall("[2023/05/01] user: I moved to Lisbon, Portugal.", "The Lisbon and Porto")
+    0.5
+    >>> answer_recall("He has 3 dogs.", 3), answer_recall("anything", "The, and!"), answer_recall("x", "", 5)
+    (1.0, None, None)
+    """
+    if abstention or category == 5:
+        return None
+    gold = set(answer_tokens(answer_text(answer, category)))
+    if not gold:
+        return None
+    return len(gold & set(answer_tokens(memory))) / len(gold)
+
+
+def measure_memory(method: str, memory: str, evidence: Iterable[int], positions: Iterable[int] | None,
+                   gold_texts: Sequence[str], answer: Any, category: int | None = None,
+                   abstention: bool = False) -> MemoryMeasures:
+    """The measures of one memory.
+
+    Args:
+        method: the pipeline method (says nothing by itself: ``positions`` decides the match).
+        memory: the memory block handed to the answer model.
+        evidence: the question's gold positions.
+        positions: the positions whose messages are in the memory (identity match), or None when
+            its lines cannot be traced to positions (text match over ``gold_texts``).
+        gold_texts: the gold messages' texts, in the order of ``sorted(set(evidence))``.
+        answer, category, abstention: the gold answer and what ``answer_recall`` needs.
+    """
+    gold = sorted(set(evidence))
+    if positions is not None:
+        found, match = len(set(gold) & set(positions)), "identity"
+    else:
+        if len(gold_texts) != len(gold):
+            raise ValueError(f"method {method}: {len(gold_texts)} gold texts for {len(gold)} gold positions")
+        found, match = gold_in_text(memory, gold_texts), "text"
+    return MemoryMeasures(evidence_recall=found / len(gold) if gold else None, n_gold=len(gold),
+                          n_gold_in_memory=found if gold else None,
+                          answer_recall_in_memory=answer_recall(memory, answer, category, abstention),
+                          evidence_match=match)
+
+
+def memory_positions(record: Mapping, question: "Question", history: "History") -> set[int] | None:
+    """Positions whose messages make up a record's memory, or None when the method writes new text.
+
+    lazymem / extractive: KEEP decisions; rag: the pool; oracle_turn: the gold; oracle_session:
+    the gold sessions (``lazymem.pipeline.baselines.oracle_session_positions``); full: all.
+    """
+    method = record.get("method")
+    if method in ("lazymem", "extractive"):
+        return {d["pos"] for d in record.get("decisions") or () if d.get("op") == "KEEP"}
+    if method == "rag":
+        return set((record.get("pool") or {}).get("positions") or ())
+    if method == "oracle_turn":
+        return set(question.evidence)
+    if method == "oracle_session":
+        from lazymem.pipeline.baselines import oracle_session_positions
+
+        return set(oracle_session_positions(history, question))
+    if method == "full":
+        return {m.pos for m in history.messages}
+    return None
+
+
+def measure_record(record: Mapping, question: "Question", history: "History") -> MemoryMeasures:
+    """The measures of a run record's memory (``lazymem.eval.runner.run_question`` stores them)."""
+    gold = sorted(set(question.evidence))
+    positions = memory_positions(record, question, history)
+    texts = [history[p].text for p in gold] if positions is None else []
+    return measure_memory(str(record.get("method")), record.get("memory") or "", gold, positions, texts,
+                          question.answer, question.category, question.abstention)
+
+
+def summarize_measures(ok: Sequence[Mapping]) -> dict:
+    """Means with counts over ok records; a mean is None (never a part's mean, never 0) when some ok
+    record has no ``memory_measures`` (records written before the field existed: ``unmeasured``).
+
+    >>> new = {"memory_measures": {"evidence_recall": 0.5, "answer_recall_in_memory": None,
+    ...                            "evidence_match": "identity"}}
+    >>> s = summarize_measures([new, {"memory_measures": dict(new["memory_measures"], evidence_recall=1.0)}])
+    >>> s["evidence_recall"], s["answer_recall_in_memory"], s["evidence_match"]
+    ({'mean': 0.75, 'n': 2}, {'mean': None, 'n': 0}, {'identity': 2})
+    >>> summarize_measures([new, {}])["evidence_recall"], summarize_measures([{}])["unmeasured"]
+    ({'mean': None, 'n': 1}, 1)
+    """
+    measured = [r["memory_measures"] for r in ok if isinstance(r.get("memory_measures"), Mapping)]
+    unmeasured = len(ok) - len(measured)
+    out: dict[str, Any] = {}
+    for name in MEASURES:
+        values = [float(m[name]) for m in measured if m.get(name) is not None]
+        out[name] = {"mean": statistics.fmean(values) if values and not unmeasured else None, "n": len(values)}
+    matches: dict[str, int] = {}
+    for m in measured:
+        matches[str(m.get("evidence_match"))] = matches.get(str(m.get("evidence_match")), 0) + 1
+    return {**out, "evidence_match": dict(sorted(matches.items())), "unmeasured": unmeasured}
+
+
+def question_measures(latest: Mapping[str, Mapping], name: str) -> dict[str, float]:
+    """Per-question values of one measure over ok records (for paired intervals), None skipped.
+
+    >>> question_measures({"q1": {"status": "ok", "memory_measures": {"evidence_recall": 0.5}},
+    ...                    "q2": {"status": "ok"}, "q3": {"status": "error"}}, "evidence_recall")
+    {'q1': 0.5}
+    """
+    out: dict[str, float] = {}
+    for qid, r in latest.items():
+        v = (r.get("memory_measures") or {}).get(name) if r.get("status") == "ok" else None
+        if v is not None:
+            out[qid] = float(v)
+    return out
+
+
+def rewritten_rate(cons: Sequence[Mapping]) -> tuple[int | None, float | None]:
+    """(KEEPs rewritten, their share of KEEP decisions) over records' ``construction`` objects.
+
+    ``n_rewritten`` (KEEPs whose content is not a verbatim span of their own message) is out of
+    ``n_keep_decisions`` when the records give it, else of ``n_kept`` (positions kept). (None, None)
+    when any record lacks ``n_rewritten`` (made before it existed): missing, never 0.
+
+    >>> rewritten_rate([{"n_rewritten": 1, "n_keep_decisions": 4}, {"n_rewritten": 0, "n_keep_decisions": 0}])
+    (1, 0.25)
+    >>> rewritten_rate([{"n_rewritten": 1, "n_kept": 2}, {"n_kept": 3}])
+    (None, None)
+    """
+    if not cons or any(c.get("n_rewritten") is None for c in cons):
+        return None, None
+    n = sum(int(c["n_rewritten"]) for c in cons)
+    key = "n_keep_decisions" if all(c.get("n_keep_decisions") is not None for c in cons) else "n_kept"
+    out_of = sum(int(c.get(key) or 0) for c in cons)
+    return n, n / out_of if out_of else None
