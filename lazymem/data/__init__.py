@@ -9,7 +9,11 @@ Modules:
 - ``locomo``: LoCoMo's ``locomo10.json`` into the shared records, with evidence-id repairs
   (``load_locomo``, ``repair_evidence_id``).
 - ``synthetic/``: the deterministic LongMemEval-schema generator, the default data set
-  (``generate_records``, ``write_synthetic``, ``parse_spec``, ...; its docstring maps its modules).
+  (``generate_records``, ``write_synthetic``, ``parse_spec``, ...; its docstring maps its modules;
+  ``long=1``: LongMemEval_S-like long assistant turns).
+- ``casual/``: casual two-person conversations between named speakers across dated sessions, in
+  the LoCoMo schema (``synthetic-casual:...`` specs; training data of LazyMem-135M v2).
+- ``lengths``: message-length distributions by role kind (``scripts/message_lengths.py``).
 - ``split``: the paper's stratified train/validation/test split (``SPLITS``, ``allocate``,
   ``stratified_split``).
 - ``deletions``: the Deletion record, ``DeletionIncomplete``, and the atomic audit-log/tombstone files;
@@ -24,11 +28,13 @@ from lazymem.data.datasets import (  # noqa: F401
     available_specs,
     evidence_profile,
     load_dataset,
+    spec_style,
     summarize,
     summary_text,
 )
 from lazymem.data.locomo import (  # noqa: F401
     load_locomo,
+    parse_locomo,
     repair_evidence_id,
 )
 from lazymem.data.longmemeval import (  # noqa: F401

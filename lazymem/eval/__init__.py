@@ -11,6 +11,8 @@ Modules, from the ground up:
 - ``scoring``: summarize, compare_with_baseline, summary_text, percentiles, the running score.
 - ``runner``: evaluate() and run_question(), the loop over questions.
 - ``command``: the ``lazymem eval`` command line (build_parser, main, run_from_args).
+- ``memory_measures``: evidence recall and answer recall in memory, measures of the memory that do
+  not depend on the answer model (per record; in summaries, eval-table and report).
 - ``metrics``: retrieval metrics and All@k window coverage (paper Table 2).
 - ``fusion_tuning``: RRF k, list weights and depths chosen by All@k on development questions,
   scored on the report set (``python -m lazymem.eval.fusion_tuning``; not imported here).

@@ -14,7 +14,8 @@ Modules:
 - ``training``: ``keep_drop_balance``, ``length_histograms``, ``training_curves`` (SFT data cards
   and trainer logs);
 - ``pareto``: ``pareto_figure`` (score vs memory tokens, log x, and vs mean latency with P50-P95
-  bars; dashed frontiers; the paper's reported points overlaid hollow) and ``pareto_front``;
+  bars; evidence recall vs memory tokens when the runs carry it; dashed frontiers; the paper's
+  reported points overlaid hollow) and ``pareto_front``;
 - ``explorer``: the static HTML window explorer (``window_explorer_html``, ``explorer_view``);
 - ``save``: ``save_figures``/``save_figure`` write ``figures/<name>.html`` (plotly.js written
   once beside them: renders offline) and ``figures/<name>.png`` (kaleido, which needs a Chromium).
