@@ -2,7 +2,8 @@
 
 Decisions are deduplicated by position (KEEP beats DROP, then the earlier window), kept
 messages become ``[timestamp] role: content`` lines in history order, and
-``construction_stats`` gives one query's gate pass rate, Gate Fmt. and gold-keep recall.
+``construction_stats`` gives one query's gate pass rate, Gate Fmt., gold-keep recall and how
+many KEEPs rewrote their message instead of quoting a span of it (``lazymem.construct.grounded``).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from lazymem.construct.gate import Decision, GateVerdict
+from lazymem.construct.grounded import count_rewritten
 from lazymem.prompts import memory_line
 from lazymem.records import History, Message
 
@@ -78,6 +80,8 @@ class ConstructionStats:
     n_gold: int  # gold positions covered by the windows (failed windows included)
     n_gold_kept: int  # of those, kept after merging
     failures: dict[str, int] = field(default_factory=dict)  # failure kind -> count
+    n_keep_decisions: int = 0  # KEEP decisions in outputs that passed the gate (before merging)
+    n_rewritten: int | None = None  # of those, content not a verbatim span of its message; None: texts not given
 
     @property
     def gate_pass_rate(self) -> float | None:
@@ -94,16 +98,25 @@ class ConstructionStats:
         """Gold messages kept / gold messages in windows (None when no gold was in a window)."""
         return self.n_gold_kept / self.n_gold if self.n_gold else None
 
+    @property
+    def rewritten_rate(self) -> float | None:
+        """Rewritten KEEPs / KEEP decisions (None without KEEPs, or when texts were not given)."""
+        return self.n_rewritten / self.n_keep_decisions if self.n_keep_decisions and self.n_rewritten is not None \
+            else None
+
 
 def construction_stats(window_results: Sequence[tuple[Any, GateVerdict]],
-                       gold_positions: Iterable[int] = ()) -> ConstructionStats:
-    """Gate pass rate, kept count and gold-keep recall of one query's construction.
+                       gold_positions: Iterable[int] = (), texts: Mapping[int, str] | None = None) -> ConstructionStats:
+    """Gate pass rate, kept count, gold-keep recall and rewritten KEEPs of one query's construction.
+
+    ``texts``: each decided position's message text; every KEEP of a window that passed the gate
+    is judged against it (``grounded.is_span``); without it ``n_rewritten`` is None.
 
     >>> ok = GateVerdict(True, "ok", (Decision(1, "KEEP", "x"), Decision(2, "DROP", "")), "")
     >>> bad = GateVerdict(False, "wrong_count", (), "[]")
-    >>> s = construction_stats([([1, 2], ok), ([2, 3], bad)], gold_positions=[1, 3])
-    >>> s.gate_pass_rate, s.n_kept, s.gold_keep_recall
-    (0.5, 1, 0.5)
+    >>> s = construction_stats([([1, 2], ok), ([2, 3], bad)], gold_positions=[1, 3], texts={1: "y", 2: "z"})
+    >>> s.gate_pass_rate, s.n_kept, s.gold_keep_recall, s.n_keep_decisions, s.n_rewritten, s.rewritten_rate
+    (0.5, 1, 0.5, 1, 1, 1.0)
     """
     covered: set[int] = set()
     for window, _ in window_results:
@@ -113,6 +126,9 @@ def construction_stats(window_results: Sequence[tuple[Any, GateVerdict]],
     gold = set(gold_positions) & covered
     verdicts = [v for _, v in window_results]
     failures = Counter(v.reason for v in verdicts if not v.ok)
+    decided = [d for v in verdicts if v.ok for d in v.decisions]
+    n_keep, n_rewritten = count_rewritten(decided, texts) if texts is not None else \
+        (sum(d.op == "KEEP" for d in decided), None)
     return ConstructionStats(
         n_windows=len(verdicts),
         n_valid=sum(v.ok for v in verdicts),
@@ -123,4 +139,6 @@ def construction_stats(window_results: Sequence[tuple[Any, GateVerdict]],
         n_gold=len(gold),
         n_gold_kept=len(gold & kept),
         failures=dict(sorted(failures.items())),
+        n_keep_decisions=n_keep,
+        n_rewritten=n_rewritten,
     )

@@ -64,6 +64,9 @@ class Sampling:
     logit_bias: dict | None = field(default=None, metadata=_h(
         "additive logit bias by token TEXT (its first token), e.g. {' KEEP': 2.2}: a decision prior "
         "correction; transformers and vLLM engines (an OpenAI server needs token ids: not supported)"))
+    grounded: tuple[str, ...] | None = field(default=None, metadata=_h(
+        "grounded decoding: one text per decision (a window's messages, in order); item i's compressed_content "
+        "can only be a verbatim span of text i (lazymem.llm.grounding); backends transformers and llamacpp"))
 
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
@@ -94,6 +97,10 @@ class Sampling:
                  and all(isinstance(k, str) and k and isinstance(v, (int, float)) and not isinstance(v, bool)
                          and math.isfinite(v) for k, v in self.logit_bias.items()),
                  "logit_bias", "must be None or a non-empty {token text: finite number} mapping")
+        if isinstance(self.grounded, list):
+            object.__setattr__(self, "grounded", tuple(self.grounded))
+        need(self.grounded is None or (isinstance(self.grounded, tuple) and all(isinstance(t, str) for t in self.grounded)),
+             "grounded", "must be None or a list of message texts")
 
     @property
     def greedy(self) -> bool:
@@ -105,6 +112,10 @@ class Sampling:
         d["stop"] = list(self.stop) if self.stop is not None else None
         if self.logit_bias is None:
             del d["logit_bias"]  # keys (and caches) from before the field existed stay valid
+        if self.grounded is None:
+            del d["grounded"]  # likewise
+        else:
+            d["grounded"] = list(self.grounded)
         return d
 
 

@@ -6,6 +6,10 @@ Greedy when temperature is 0; a ``json_schema`` is enforced token by token with 
 A decision schema whose array follows its trace (``decision_schema(n, think=True)``) also gets
 ``_FollowTrace``: each item's op is the one its trace line ends with, so the array cannot
 contradict the decision the trace made (where a logit bias on " KEEP" acts).
+
+``Sampling.grounded`` adds ``_Grounded`` (after both, or alone in free generation): while the
+model writes item i's ``compressed_content``, only tokens that keep it a verbatim span of text i
+are allowed (``lazymem.llm.grounding``).
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ class TransformersBackend:
         self._outlines = None  # outlines_core Vocabulary wrapper, built on the first json_schema call
         self._indexes: dict[str, Any] = {}  # schema JSON -> outlines_core Index (reusable across calls)
         self._op_tokens: dict[str, Any] | None = None  # token texts and masks for _FollowTrace
+        self._span_tokens = None  # the vocabulary indexed for _Grounded
         self._lock = threading.Lock()  # one generate at a time per model
 
     def load(self):
@@ -150,6 +155,12 @@ class TransformersBackend:
             processors.append(self._json_processor(s.json_schema))  # masks after the bias
             if s.json_schema.get(ARRAY_FOLLOWS_TRACE):
                 processors.append(_FollowTrace(tok, width=enc["input_ids"].shape[1], ids=self._op_token_ids()))
+        if s.grounded is not None:
+            if self._span_tokens is None:
+                from lazymem.llm.grounding import SpanTokens
+
+                self._span_tokens = SpanTokens(self._op_token_ids()["texts"])
+            processors.append(_Grounded(tok, enc["input_ids"].shape[1], s.grounded, self._span_tokens))
         if processors:
             kwargs["logits_processor"] = processors
         kwargs.update(self.config.extra_body or {})
@@ -258,6 +269,52 @@ class _FollowTrace:
                 new = _OP_SET.findall(tail + self.ids["texts"][t])[before:]
                 if new and new[0] == other:
                     scores[row, t] = float("-inf")
+        return scores
+
+
+class _Grounded:
+    """Item i's compressed_content stays a verbatim span of text i (a transformers LogitsProcessor,
+    last in the list: it narrows what the grammar, if any, still allows). A row whose text is
+    followed by ``JsonScan`` incrementally; where nothing the other processors allow is a span,
+    the row is left as it is (the gate and the rewritten count then judge it)."""
+
+    def __init__(self, tok: Any, width: int, texts: Sequence[str], vocab: Any):
+        from lazymem.llm.grounding import SpanText
+
+        self.tok, self.width, self.vocab = tok, width, vocab
+        self.spans = [SpanText(t) for t in texts]
+        self.rows: dict[int, tuple[str, Any]] = {}  # row -> (text scanned, JsonScan after it)
+
+    def _scan(self, row: int, text: str) -> Any:
+        from lazymem.llm.grounding import JsonScan
+
+        done, scan = self.rows.get(row, ("", None))
+        if scan is None or not text.startswith(done):  # a byte-level token may rewrite the last character
+            done, scan = "", JsonScan()
+        scan.feed(text[len(done):])
+        self.rows[row] = (text, scan)
+        return scan
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        for row in range(input_ids.shape[0]):
+            text = self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True)
+            scan = self._scan(row, text)
+            allowed = self.vocab.allowed(scan, self.spans)
+            if allowed is not None:
+                idx = torch.tensor(sorted(t for t in allowed if t < scores.shape[1]), dtype=torch.long,
+                                   device=scores.device)
+                if idx.numel() and bool(torch.isfinite(scores[row, idx]).any()):
+                    kept = scores[row, idx].clone()
+                    scores[row] = float("-inf")
+                    scores[row, idx] = kept
+            elif scan.near_content:
+                banned = [t for t in self.vocab.banned(scan, self.spans) if t < scores.shape[1]]
+                finite = torch.isfinite(scores[row])
+                finite[banned] = False
+                if bool(finite.any()):
+                    scores[row, banned] = float("-inf")
         return scores
 
 

@@ -21,6 +21,11 @@ A ``json_schema`` becomes a llama.cpp grammar (its JSON-schema converter, with t
 ``<think>`` lines of ``decision_schema(n, think=True)`` in front); the trace-following
 annotation (``x-lazymem-array-follows-trace``) needs token-level control the grammar has no
 way to express, so it is refused with a clear error: use backend ``transformers`` for it.
+
+``Sampling.grounded`` (grounded decoding) becomes the grammar of ``lazymem.llm.grounding.grounded_gbnf``
+instead: exactly one decision per text, each KEEP's content a word-level span of its text (its
+``reason`` bounded as the schema bounds it; without a schema an optional free ``<think>`` block
+first). It is compiled per window and cached by content.
 """
 from __future__ import annotations
 
@@ -193,14 +198,32 @@ def gguf_for(model: str, adapter: str | None = None, quant: str = "q8_0", root: 
     return dest
 
 
+_NO_FOLLOW = ("backend 'llamacpp': trace-following decoding (structured_trace with an array that "
+              "follows its trace) needs token-level control a grammar cannot express; use backend "
+              "'transformers' for it, or structured_trace: false")
+_GRAMMAR_CACHE = 256  # compiled grammars kept (grounded ones are per window)
+
+
+def grounded_grammar(schema: Mapping | None, texts: Sequence[str]) -> str:
+    """GBNF of grounded decoding over ``texts``, keeping a decision schema's trace lines and reason bound."""
+    from lazymem.llm.grounding import grounded_gbnf
+
+    schema = dict(schema or {})
+    if schema.pop(ARRAY_FOLLOWS_TRACE, None):
+        raise ConfigError(_NO_FOLLOW)
+    lines = schema.pop(THINK_LINES, None)
+    if schema and schema.get("minItems", len(texts)) != len(texts):
+        raise ConfigError(f"Sampling.grounded has {len(texts)} texts for a schema of {schema.get('minItems')} items")
+    reason = ((schema.get("items") or {}).get("anyOf") or [{}])[0].get("properties", {}).get("reason", {})
+    return grounded_gbnf(texts, think_lines=lines, free_think=not schema, max_reason=reason.get("maxLength"))
+
+
 def schema_grammar(schema: Mapping) -> str:
     """GBNF for a JSON schema, with ``decision_schema``'s numbered ``<think>`` lines in front."""
     llama_cpp = _require_llama_cpp()
     schema = dict(schema)
     if schema.pop(ARRAY_FOLLOWS_TRACE, None):
-        raise ConfigError("backend 'llamacpp': trace-following decoding (structured_trace with an array that "
-                          "follows its trace) needs token-level control a grammar cannot express; use backend "
-                          "'transformers' for it, or structured_trace: false")
+        raise ConfigError(_NO_FOLLOW)
     lines = schema.pop(THINK_LINES, None)
     gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
     if lines is None:
@@ -266,12 +289,16 @@ class LlamaCppBackend:
         return tok.apply_chat_template(to_messages(prompt), tokenize=False, add_generation_prompt=True,
                                        **(self.config.chat_template_kwargs or {}))
 
-    def _grammar(self, schema: Mapping) -> Any:
-        key = json.dumps(schema, sort_keys=True)
+    def _grammar(self, s: Sampling) -> Any:
+        key = json.dumps([s.json_schema, s.grounded], sort_keys=True)
         with self._lock:
             if key not in self._grammars:
                 llama_cpp = _require_llama_cpp()
-                self._grammars[key] = llama_cpp.LlamaGrammar.from_string(schema_grammar(schema), verbose=False)
+                text = grounded_grammar(s.json_schema, s.grounded) if s.grounded is not None \
+                    else schema_grammar(s.json_schema)
+                if len(self._grammars) >= _GRAMMAR_CACHE:
+                    del self._grammars[next(iter(self._grammars))]
+                self._grammars[key] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
             return self._grammars[key]
 
     def _one(self, text: str, s: Sampling) -> Completion:
@@ -283,8 +310,8 @@ class LlamaCppBackend:
                                   "stop": list(s.stop) if s.stop else None}
         if s.logit_bias:
             kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
-        if s.json_schema is not None:
-            kwargs["grammar"] = self._grammar(s.json_schema)
+        if s.json_schema is not None or s.grounded is not None:
+            kwargs["grammar"] = self._grammar(s)
         llm = free.get()  # an instance that is free (ctypes calls release the GIL: instances run in parallel)
         try:
             t0 = time.perf_counter()
@@ -308,8 +335,8 @@ class LlamaCppBackend:
         if not prompts:
             return []
         texts = [self.render(p) for p in prompts]
-        if sampling.json_schema is not None:
-            self._grammar(sampling.json_schema)  # a bad schema raises here, for every prompt
+        if sampling.json_schema is not None or sampling.grounded is not None:
+            self._grammar(sampling)  # a bad schema raises here, for every prompt
         if self.n_instances == 1 or len(texts) == 1:
             return [self._safe(t, sampling) for t in texts]
         with ThreadPoolExecutor(min(self.n_instances, len(texts))) as pool:

@@ -178,6 +178,11 @@ class OpenAIBackend:
         """generate() for callers already inside an event loop."""
         from openai import AsyncOpenAI
 
+        if sampling.grounded is not None:
+            raise ConfigError("backend 'openai': grounded decoding (each KEEP's content a span of its message) needs "
+                              "token-level control an OpenAI-compatible server does not give; use backend "
+                              "'transformers' or 'llamacpp', or pipeline.grounded: false")
+
         key = self._api_key()
         budget = self.config.thinking_budget
         if budget is not None and self.config.thinking_budget_mode == "two_phase" and budget >= sampling.max_tokens:

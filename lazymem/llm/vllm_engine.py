@@ -5,7 +5,7 @@ import logging
 import time
 from typing import Sequence
 
-from lazymem.errors import ModelLoadError
+from lazymem.errors import ConfigError, ModelLoadError
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
 
 log = logging.getLogger("lazymem.llm")
@@ -35,6 +35,10 @@ class VLLMBackend:
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
+        if sampling.grounded is not None:
+            raise ConfigError("backend 'vllm': grounded decoding (each KEEP's content a span of its message) is not "
+                              "wired to vLLM's structured outputs yet; use backend 'transformers' or 'llamacpp', or "
+                              "pipeline.grounded: false")
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 

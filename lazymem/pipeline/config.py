@@ -26,6 +26,7 @@ METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "oracle_session", "nan
 COMPRESSED_METHODS = ("lazymem", "extractive")  # answered with the compressed-memory prompt
 RETRIEVING_METHODS = ("lazymem", "extractive", "rag")
 ROLES = ("mpm", "answer", "judge")
+GROUNDED_BACKENDS = ("transformers", "llamacpp", "fake")  # can enforce Sampling.grounded
 
 # The paper prints no decoding settings for inference. Its MPM was trained to generate at
 # most 3,072 tokens (Table "Explicit training hyperparameters", RL max generation length),
@@ -71,6 +72,10 @@ class PipelineConfig:
         default=False,
         metadata=_h("structured: the MPM writes its n-line <think> trace before the array (models trained with "
                     "teacher gold-trace, e.g. LazyMem-135M; transformers backend)"))
+    grounded: bool = field(
+        default=False,
+        metadata=_h("grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
+                    "message (free or structured; backends transformers and llamacpp; LazyMem-135M's default)"))
     mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING, metadata=_h("MPM decoding (json_schema is set per window)"))
     answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=_h("answer decoding"))
     schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's compressed_content"))
@@ -109,6 +114,13 @@ class PipelineConfig:
         need(isinstance(self.structured_trace, bool), "structured_trace", "must be true or false")
         need(not self.structured_trace or self.mpm.backend in ("transformers", "fake"), "structured_trace",
              "needs the transformers backend (its grammar takes the trace; a server's JSON schema does not)")
+        need(isinstance(self.grounded, bool), "grounded", "must be true or false")
+        need(not self.grounded or self.mpm.backend in GROUNDED_BACKENDS, "grounded",
+             f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
+             f"mpm.backend {self.mpm.backend!r} (an OpenAI-compatible server, vLLM) cannot do grounded decoding: "
+             "set grounded: false (the rewritten count still measures it)")
+        need(self.mpm_sampling.grounded is None, "mpm_sampling",
+             "grounded must be unset: set grounded: true and each window gets its message texts")
         need(isinstance(self.strip_think, bool), "strip_think", "must be true or false")
         need(self.mpm_sampling.json_schema is None, "mpm_sampling",
              "json_schema must be unset: set structured: true and each window gets decision_schema(n)")
@@ -169,4 +181,6 @@ class PipelineConfig:
         d["retrieval"] = self.retrieval.as_dict()  # unset later fields left out: older fingerprints stay valid
         if self.method != "nanomemory":  # a later field that changes nothing elsewhere: other runs stay resumable
             d.pop("nanomemory_context")
+        if not self.grounded:  # likewise: runs from before the option keep their fingerprint
+            d.pop("grounded")
         return d

@@ -186,31 +186,37 @@ class LazyMemPipeline:
         """The MPM prompt of every window (``lazymem.construct.window_prompts`` with this config)."""
         return window_prompts(history, question, windows, self.config.window, self.config.bridges)
 
-    def _generate_mpm(self, prompts: Sequence[Any], n_decisions: Sequence[int]) -> list[Completion]:
-        """All windows' MPM outputs; one generate call, or one per decision count when structured."""
+    def _generate_mpm(self, prompts: Sequence[Any], n_decisions: Sequence[int],
+                      texts: Sequence[tuple[str, ...]] = ()) -> list[Completion]:
+        """All windows' MPM outputs: one generate call, or one per decision count when structured,
+        or one per window when grounded (each window's message texts constrain its own output)."""
         c = self.config
         client = self.client("mpm")
-        if not c.structured:
+        if not c.structured and not c.grounded:
             return client.generate(list(prompts), c.mpm_sampling)
-        groups: dict[int, list[int]] = {}
+        groups: dict[Any, list[int]] = {}
         for i, n in enumerate(n_decisions):
-            groups.setdefault(n, []).append(i)
+            groups.setdefault((n, texts[i]) if c.grounded else n, []).append(i)
 
-        def run(n: int) -> list[Completion]:
-            schema = decision_schema(n, c.schema_max_content, c.schema_max_reason, think=c.structured_trace)
-            sampling = dataclasses.replace(c.mpm_sampling, json_schema=schema)
-            return client.generate([prompts[i] for i in groups[n]], sampling)
+        def run(key: Any) -> list[Completion]:
+            n, grounded = key if c.grounded else (key, None)
+            schema = decision_schema(n, c.schema_max_content, c.schema_max_reason, think=c.structured_trace) \
+                if c.structured else None
+            sampling = dataclasses.replace(c.mpm_sampling, json_schema=schema, grounded=grounded)
+            return client.generate([prompts[i] for i in groups[key]], sampling)
 
         out: list[Completion | None] = [None] * len(prompts)
-        # A schema fixes the item count, so windows of different sizes need separate calls; a
-        # server gets them concurrently (in process they would only queue on the model lock).
-        if c.mpm.backend == "openai" and len(groups) > 1:
-            with concurrent.futures.ThreadPoolExecutor(len(groups)) as pool:
+        # A schema fixes the item count and grounding the texts, so such windows need separate calls; a
+        # server or llama.cpp (several model instances) gets them concurrently (transformers would only
+        # queue them on its model lock).
+        if c.mpm.backend in ("openai", "llamacpp") and len(groups) > 1:
+            workers = len(groups) if c.mpm.backend == "openai" else min(len(groups), c.mpm.batch_size)
+            with concurrent.futures.ThreadPoolExecutor(workers) as pool:
                 done = dict(zip(groups, pool.map(run, list(groups))))
         else:
-            done = {n: run(n) for n in groups}
-        for n, idx in groups.items():
-            for i, comp in zip(idx, done[n]):
+            done = {key: run(key) for key in groups}
+        for key, idx in groups.items():
+            for i, comp in zip(idx, done[key]):
                 out[i] = comp
         return out  # type: ignore[return-value]
 
@@ -228,8 +234,9 @@ class LazyMemPipeline:
                                       for it in items]
             outputs: list[Completion | None] = [None] * len(items)
         else:
-            outputs = self._generate_mpm([list(it.messages) for it in items],
-                                         [it.n_decisions for it in items]) if items else []
+            outputs = self._generate_mpm([list(it.messages) for it in items], [it.n_decisions for it in items],
+                                         [tuple(history[p].text for p in it.decision_positions) for it in items]
+                                         ) if items else []
             raws = [None if out.error is not None else out.text for out in outputs]
         results, error = [], None
         for it, raw, out in zip(items, raws, outputs):
@@ -244,7 +251,8 @@ class LazyMemPipeline:
         gated = [(r.window, r.verdict) for r in results if r.verdict is not None]
         merged = merge_decisions(gated)
         memory = assemble_memory(merged, history)
-        stats = construction_stats(gated, question.evidence) if error is None else None
+        texts = {p: history[p].text for r in results for p in r.decision_positions}
+        stats = construction_stats(gated, question.evidence, texts) if error is None else None
         return tuple(results), tuple(merged.values()), memory, stats, error
 
     def _split_think(self, text: str) -> tuple[str, str | None]:

@@ -75,7 +75,8 @@ class QueryResult:
         stats = None
         if s is not None:
             stats = dataclasses.asdict(s)
-            stats.update(gate_fmt=s.gate_fmt, gate_pass_rate=s.gate_pass_rate, gold_keep_recall=s.gold_keep_recall)
+            stats.update(gate_fmt=s.gate_fmt, gate_pass_rate=s.gate_pass_rate, gold_keep_recall=s.gold_keep_recall,
+                         rewritten_rate=s.rewritten_rate)
         return {
             "question_id": self.question_id, "method": self.method, "status": self.status, "error": self.error,
             "pool": None if self.pool is None else self.pool.to_dict(),

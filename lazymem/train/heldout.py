@@ -13,6 +13,9 @@ every output with the training reward's own pieces:
   the strict gate keeping nothing (as in the pipeline); ``nongold_drop_rate`` likewise for the rest;
 - ``reward``: the phase-1 GRPO reward I[o in V] R_act (eta 0.915), averaged over windows;
   ``r_act_valid``: R_act over the windows that pass the gate;
+- ``rewritten_rate``: KEEPs whose content is not a verbatim span of their message (``n_rewritten``)
+  / KEEP decisions of outputs that pass the gate (``n_keep_decisions``), the texts read back from
+  each prompt's window block (``lazymem.construct.grounded``); ``grounded`` decoding makes it 0;
 - ``s_per_window``: model time per window (cached calls excluded).
 
 Calls go through the LLM cache (``cache_dir``), so an interrupted evaluation reruns for free
@@ -63,6 +66,8 @@ class WindowEvalConfig:
                                metadata=_h("decoding (greedy; 640 tokens: trace + JSON + kept text of 8 messages; bounds a runaway)"))
     structured: bool = field(default=False, metadata=_h("count-constrained decoding (decision_schema(n) per window)"))
     structured_trace: bool = field(default=False, metadata=_h("structured: an n-line <think> trace first (gold-trace models)"))
+    grounded: bool = field(default=False, metadata=_h(
+        "grounded decoding: a KEEP's content only a verbatim span of its message (transformers, llamacpp)"))
     schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's content"))
     schema_max_reason: int = field(default=64, metadata=_h("structured: max characters of a reason"))
     limit: int | None = field(default=None, metadata=_h("a balanced seeded subset of this many windows; None = all"))
@@ -77,6 +82,9 @@ class WindowEvalConfig:
             raise ConfigError(f"WindowEvalConfig.limit must be None or an integer >= 1, got {self.limit!r}")
         if not (isinstance(self.batch_windows, int) and self.batch_windows >= 1):
             raise ConfigError(f"WindowEvalConfig.batch_windows must be >= 1, got {self.batch_windows!r}")
+        if self.grounded and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
+            raise ConfigError(f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
+                              "(it needs token-level control: backends transformers, llamacpp)")
 
 
 def load_pairs(path: str | Path) -> list[dict]:
@@ -120,10 +128,15 @@ def balanced_subset(rows: Sequence[Mapping], limit: int | None, seed: int = 0) -
 
 def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA) -> list[dict]:
     """One record per window: gate verdicts, decisions counted against the gold labels, rewards."""
+    from lazymem.construct.grounded import count_rewritten, window_texts
+
     out = []
     for row, raw in zip(rows, outputs, strict=True):
         gold = [bool(g) for g in row["gold_labels"]]
         v = format_gate(raw, row["decision_positions"])
+        texts = window_texts(row["prompt"]) if "prompt" in row else None
+        n_keep_decisions, n_rewritten = (count_rewritten(v.decisions, dict(zip(row["decision_positions"], texts)))
+                                         if texts is not None and len(texts) == len(gold) else (None, None))
         ops = [d.op for d in v.decisions] if v.ok else []  # the gate returns decisions only when it passes
         kept = [op == "KEEP" for op in ops] if v.ok else [False] * len(gold)  # a failed window keeps nothing
         r_act = action_reward(ops, gold, eta) if v.ok else None
@@ -133,7 +146,8 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
             "reason": v.reason, "n_decisions": len(v.decisions) if v.decisions else 0,
             "n_keep": sum(kept), "gold_kept": sum(k and g for k, g in zip(kept, gold)),
             "nongold_dropped": sum((not k) and (not g) for k, g in zip(kept, gold)),
-            "r_act": r_act, "reward": r_act if r_act is not None else 0.0, "output": raw,
+            "r_act": r_act, "reward": r_act if r_act is not None else 0.0,
+            "n_keep_decisions": n_keep_decisions, "n_rewritten": n_rewritten, "output": raw,
         })
     return out
 
@@ -144,6 +158,8 @@ def summarize(records: Sequence[Mapping]) -> dict:
     n_gold = sum(r["n_gold"] for r in records)
     n_rest = sum(r["n_messages"] - r["n_gold"] for r in records)
     valid = [r["r_act"] for r in records if r["r_act"] is not None]
+    judged = [r for r in records if r.get("n_rewritten") is not None]  # windows whose texts were read back
+    n_keeps = sum(r["n_keep_decisions"] for r in judged)
 
     def rate(x: float, d: int) -> float | None:
         return round(x / d, 6) if d else None
@@ -157,6 +173,9 @@ def summarize(records: Sequence[Mapping]) -> dict:
         "reward": rate(sum(r["reward"] for r in records), n),
         "r_act_valid": rate(sum(valid), len(valid)),
         "keep_share": rate(sum(r["n_keep"] for r in records), sum(r["n_messages"] for r in records)),
+        "n_keep_decisions": n_keeps if judged else None,
+        "n_rewritten": sum(r["n_rewritten"] for r in judged) if judged else None,
+        "rewritten_rate": rate(sum(r["n_rewritten"] for r in judged), n_keeps),
         "failures": dict(sorted(Counter(r["reason"] for r in records if not r["strict_gate"]).items())),
         "by_size": by_size(records),
     }
@@ -181,13 +200,25 @@ def by_size(records: Sequence[Mapping]) -> dict:
     return out
 
 
-def _sampling(config: WindowEvalConfig, n: int) -> Sampling:
+def _sampling(config: WindowEvalConfig, n: int, texts: tuple[str, ...] | None = None) -> Sampling:
+    s = replace(config.sampling, grounded=texts) if config.grounded else config.sampling
     if not config.structured:
-        return config.sampling
+        return s
     from lazymem.construct import decision_schema
 
-    return replace(config.sampling, json_schema=decision_schema(n, config.schema_max_content, config.schema_max_reason,
-                                                                think=config.structured_trace))
+    return replace(s, json_schema=decision_schema(n, config.schema_max_content, config.schema_max_reason,
+                                                  think=config.structured_trace))
+
+
+def _texts(row: Mapping) -> tuple[str, ...]:
+    """The decided messages' texts of a row (grounded decoding needs them from its prompt)."""
+    from lazymem.construct.grounded import window_texts
+
+    texts = window_texts(row["prompt"])
+    if texts is None or len(texts) != len(row["decision_positions"]):
+        raise ConfigError(f"WindowEvalConfig.grounded: row {row.get('question_id')}/{row.get('window_index')}: its "
+                          "prompt has no window block with one message per decision position")
+    return texts
 
 
 def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None, *,
@@ -210,10 +241,13 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
     for start in range(0, len(order), config.batch_windows):
         idx = order[start:start + config.batch_windows]
         by_n: dict[int, list[int]] = {}
-        for i in idx:
-            by_n.setdefault(len(chosen[i]["decision_positions"]) if config.structured else 0, []).append(i)
-        for n, group in by_n.items():
-            res = client.generate([chosen[i]["prompt"] for i in group], _sampling(config, n))
+        for i in idx:  # grounded: one call per window (its own texts)
+            by_n.setdefault(i if config.grounded else len(chosen[i]["decision_positions"]) if config.structured
+                            else 0, []).append(i)
+        for key, group in by_n.items():
+            n = len(chosen[group[0]]["decision_positions"])
+            res = client.generate([chosen[i]["prompt"] for i in group],
+                                  _sampling(config, n, _texts(chosen[group[0]]) if config.grounded else None))
             done.update(zip(group, res))
         bar.update(len(idx))
     bar.close()
@@ -226,6 +260,7 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
     summary = {**summarize(records), "errors": sum(c.error is not None for c in outputs),
                "s_per_window": round(wall / len(fresh), 2) if fresh else None, "cached": len(outputs) - len(fresh),
                "model": config.mpm.model, "adapter": config.mpm.adapter, "structured": config.structured,
+               "grounded": config.grounded,
                "data": config.data, "limit": config.limit, "seed": config.seed}
     if out_dir is not None:
         from lazymem.files import write_atomic, write_lines_atomic
@@ -240,7 +275,7 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
 # --- several models on several held-out sets: the training table -----------------------------------
 
 TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_rate", "reward", "keep_share",
-                 "s_per_window")
+                 "rewritten_rate", "s_per_window")
 
 
 def _chosen(value, known: Mapping, field_name: str, what: str) -> tuple[str, ...]:
@@ -331,6 +366,8 @@ def _identity(cfg: WindowEvalConfig) -> dict:
     for k in ("batch_size", "num_threads", "concurrency", "timeout", "max_retries", "retry_wait", "cache_dir"):
         d["mpm"].pop(k, None)
     d.pop("batch_windows", None)
+    if not cfg.grounded:  # cells finished before the option existed stay valid
+        d.pop("grounded", None)
     return d
 
 
@@ -345,7 +382,7 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
     """One markdown table per held-out set, a row per model.
 
     >>> print(table_markdown({"s": {"base": {"windows": 2, "gate_fmt": 0.5, "reward": None}}}).splitlines()[4])
-    | base | 2 | 0.500 | - | - | - | - | - | - |
+    | base | 2 | 0.500 | - | - | - | - | - | - | - |
     """
     lines = []
     for set_name, rows in table.items():
