@@ -1,0 +1,93 @@
+"""The memory's own measures for runs made before they existed, without rerunning a model.
+
+``python -m lazymem.eval.remeasure RUN_DIR [RUN_DIR ...]`` reads each run folder's manifest
+(its dataset spec and sha256), loads that dataset, and computes ``memory_measures``
+(``lazymem.eval.memory_measures.measure_record``: evidence recall, answer recall in memory)
+for every record that has a memory but no measures; ``records.jsonl`` is rewritten atomically
+(nothing else in a record changes) and ``summary.json`` gets the measures' summary. It holds
+the folder's run lock meanwhile, refuses a dataset whose sha256 differs from the manifest's
+(the records would be measured against other gold), and a record whose question is not in
+the dataset is a LoadError naming it. Records that already carry measures are left as they
+are, so a second call changes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from lazymem.errors import LoadError
+from lazymem.eval.memory_measures import measure_record
+from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, SUMMARY_FILE, RunLock, read_json, read_records
+from lazymem.eval.scoring import summarize
+from lazymem.files import write_atomic
+
+
+def _needs(rec: dict) -> bool:
+    return rec.get("memory_measures") is None and isinstance(rec.get("memory"), str)
+
+
+def remeasure(run_dir: str | Path) -> dict:
+    """Add memory measures to one run folder's records; returns {"measured": n, "kept": n, "errors": n}."""
+    from lazymem.data import load_dataset
+    from lazymem.eval.report import read_manifest
+
+    d = Path(run_dir)
+    manifest = read_manifest(d / MANIFEST_FILE)
+    ds = manifest.get("dataset") or {}
+    if not ds.get("spec"):
+        raise LoadError(str(d / MANIFEST_FILE), None, "dataset.spec", "missing: the run's dataset is unknown")
+    with RunLock(d):
+        records, torn = read_records(d / RECORDS_FILE)
+        if torn:  # rewriting would lose that line: resuming the run completes or redoes it first
+            raise LoadError(str(d / RECORDS_FILE), f"line {len(records) + 1}", None,
+                            "the last line is cut off (an interrupted run): resume it before remeasuring")
+        todo = [r for r in records if _needs(r)]
+        counts = {"measured": 0, "kept": len(records) - len(todo), "errors": 0}
+        if not todo:
+            return counts
+        dataset = load_dataset(ds["spec"], ds.get("subset"))
+        if ds.get("sha256") and dataset.sha256 != ds["sha256"]:
+            raise LoadError(str(d / MANIFEST_FILE), None, "dataset.sha256",
+                            f"{ds['sha256'][:12]} but {ds['spec']} is now {dataset.sha256[:12]}: the records "
+                            "were made on other data (rerun the cell instead)")
+        questions = {q.id: q for q in dataset.questions}
+        for rec in todo:
+            q = questions.get(rec.get("question_id"))
+            if q is None:
+                raise LoadError(str(d / RECORDS_FILE), f"record {records.index(rec) + 1}", "question_id",
+                                f"{rec.get('question_id')!r} is not a question of {ds['spec']}")
+            try:
+                rec["memory_measures"] = measure_record(rec, q, dataset.history(q)).to_dict()
+                rec.pop("memory_measures_error", None)
+                counts["measured"] += 1
+            except Exception as e:  # as the runner does: recorded, never a silent 0
+                rec["memory_measures_error"] = f"{type(e).__name__}: {e}"
+                counts["errors"] += 1
+        write_atomic(d / RECORDS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        summary = read_json(d / SUMMARY_FILE)
+        if summary is not None:
+            fresh = summarize(records, (manifest.get("config") or {}).get("judge") or "none")
+            summary["memory_measures"] = fresh.get("memory_measures")
+            write_atomic(d / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    return counts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lazymem.eval.remeasure", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="lazymem eval run folders")
+    args = parser.parse_args(argv)
+    for run_dir in args.run_dirs:
+        try:
+            c = remeasure(run_dir)
+        except (LoadError, OSError) as e:
+            print(f"remeasure: {run_dir}: {e}", file=sys.stderr)
+            return 2
+        print(f"{run_dir}: measured {c['measured']}, already measured {c['kept']}, errors {c['errors']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

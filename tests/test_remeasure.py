@@ -1,0 +1,74 @@
+"""lazymem.eval.remeasure: measures added to a finished run equal the runner's own, once, safely."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from lazymem.errors import LoadError
+from lazymem.eval.remeasure import main, remeasure
+
+SYNTH = "synthetic:messages=60,seed=1,histories=1,questions=6"
+FAKE = {"backend": "fake", "model": "fake"}
+PIPELINE = {"method": "rag", "retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1},
+            "mpm": FAKE, "answer": FAKE}
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    from lazymem.llm import DIR_ENV, qwen3_tokenizer_dir
+
+    monkeypatch.setenv(DIR_ENV, str(qwen3_tokenizer_dir()))
+    monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path / "lazymem_cache"))
+
+
+@pytest.fixture
+def old_run(tmp_path, capsys):
+    """A real extractive run whose records and summary are made to look older than the measures."""
+    from lazymem.cli import main as cli_main
+
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump({"dataset": SYNTH, "limit": 4, "judge": "none", "pipeline": PIPELINE}))
+    run = tmp_path / "extractive"
+    assert cli_main(["eval", str(base), "--out", str(run), "--method", "extractive", "--no-progress"]) == 0
+    capsys.readouterr()
+    lines = (run / "records.jsonl").read_text().splitlines()
+    fresh = [json.loads(x) for x in lines]
+    old = [{k: v for k, v in r.items() if k != "memory_measures"} for r in fresh]
+    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    summary = json.loads((run / "summary.json").read_text())
+    expected_summary = summary.pop("memory_measures")
+    (run / "summary.json").write_text(json.dumps(summary))
+    return run, fresh, expected_summary
+
+
+def test_remeasure_equals_the_runners_measures_and_a_second_call_changes_nothing(old_run):
+    run, fresh, expected_summary = old_run
+    assert remeasure(run) == {"measured": 4, "kept": 0, "errors": 0}
+    again = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    assert again == fresh  # every field as the runner wrote it, the measures included
+    assert json.loads((run / "summary.json").read_text())["memory_measures"] == expected_summary
+    before = (run / "records.jsonl").read_bytes()
+    assert remeasure(run) == {"measured": 0, "kept": 4, "errors": 0}
+    assert (run / "records.jsonl").read_bytes() == before
+
+
+def test_remeasure_refuses_other_data_a_torn_line_and_an_unknown_question(old_run, capsys):
+    run, _, _ = old_run
+    manifest = json.loads((run / "manifest.json").read_text())
+    records = (run / "records.jsonl").read_text()
+    manifest["dataset"]["sha256"] = "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(LoadError, match="field dataset.sha256: 000000000000 but"):
+        remeasure(run)
+    assert main([str(run)]) == 2 and "made on other data" in capsys.readouterr().err
+    (run / "records.jsonl").write_text(records + '{"question_id": "syn1-h0-q9", "sta')
+    with pytest.raises(LoadError, match="line 5: the last line is cut off"):
+        remeasure(run)
+    assert (run / "records.jsonl").read_text() == records + '{"question_id": "syn1-h0-q9", "sta'  # nothing lost
+    manifest["dataset"]["sha256"] = None
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "records.jsonl").write_text(records + json.dumps({"question_id": "nope", "status": "ok", "memory": ""}) + "\n")
+    with pytest.raises(LoadError, match=r"record 5, field question_id: 'nope' is not a question"):
+        remeasure(run)
