@@ -28,20 +28,9 @@ from lazymem.eval.memory_measures import (
 from lazymem.eval.scoring import check_records, summarize
 from lazymem.prompts import text_memory
 from lazymem.records import History, Message, Question
+from fakerun import SYNTH, FAKE, PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 REPO = Path(__file__).resolve().parents[1]
-SYNTH = "synthetic:messages=60,seed=1,histories=1,questions=6"
-FAKE = {"backend": "fake", "model": "fake"}
-PIPELINE = {"method": "rag", "retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1},
-            "mpm": FAKE, "answer": FAKE}
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    from lazymem.llm import DIR_ENV, qwen3_tokenizer_dir
-
-    monkeypatch.setenv(DIR_ENV, str(qwen3_tokenizer_dir()))
-    monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path / "lazymem_cache"))
 
 
 # --- hand-built memories, one per method kind --------------------------------------------------------

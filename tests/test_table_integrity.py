@@ -17,19 +17,9 @@ from lazymem.eval import evaluate
 from lazymem.eval.runfiles import ResumeMismatchError
 from lazymem.eval.table import EvalTableConfig, run_eval_table
 from lazymem.llm import FakeBackend
+from fakerun import FAKE, PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 REPO = Path(__file__).resolve().parents[1]
-FAKE = {"backend": "fake", "model": "fake"}
-PIPELINE = {"method": "rag", "retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1},
-            "mpm": FAKE, "answer": FAKE}
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    from lazymem.llm import DIR_ENV, qwen3_tokenizer_dir
-
-    monkeypatch.setenv(DIR_ENV, str(qwen3_tokenizer_dir()))
-    monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path / "lazymem_cache"))
 
 
 def write_data(path: Path, seed: int) -> str:
