@@ -43,7 +43,8 @@ def serve(port: int, gguf: str) -> tuple[subprocess.Popen, list[str]]:
             return proc, cmd
         except OSError:
             if proc.poll() is not None:
-                raise SystemExit(f"llama_cpp.server exited ({proc.returncode}): see /tmp/mem0_server_{port}.log")
+                log = f"/tmp/mem0_server_{port}.log"
+                raise SystemExit(f"llama_cpp.server exited ({proc.returncode}): see {log}") from None
             time.sleep(0.5)
     proc.terminate()
     raise SystemExit("llama_cpp.server did not answer in 120 s")
@@ -81,10 +82,10 @@ def main(argv: list[str] | None = None) -> dict:
         cfg = dataclasses.replace(cfg, mpm=dataclasses.replace(cfg.mpm, model=args.model, base_url=base_url,
                                                                timeout=1800.0, max_retries=0))
         history = load_dataset(args.dataset).histories[args.history]
-        n_chunks = len(chunk_history(history, cfg.mem0_chunk))
+        n_chunks = len(chunk_history(history, cfg.mem0.chunk))
         k = next(i for i in range(len(history) + 1)
                  if len(chunk_history(dataclasses.replace(history, messages=history.messages[:i]),
-                                      cfg.mem0_chunk)) > args.adds + 1) - 1
+                                      cfg.mem0.chunk)) > args.adds + 1) - 1
         head = dataclasses.replace(history, messages=history.messages[:k])  # the first adds + 1 chunks
         store = Mem0Store(cfg, progress=False)
         mem, _, _ = store.open(head)
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
     warm = [c["seconds"] for c in calls[1:]]
     out = {"server": {"command": cmd and " ".join(cmd[1:]), **SERVER} if cmd else {"base_url": base_url},
            "load_average": os.getloadavg(),
-           "model": args.model, "history": args.history, "chunk": cfg.mem0_chunk, "n_chunks": n_chunks,
+           "model": args.model, "history": args.history, "chunk": cfg.mem0.chunk, "n_chunks": n_chunks,
            "mpm_sampling": cfg.mpm_sampling.as_dict(), "calls": calls,
            "first_add_s": calls[0]["seconds"] if calls else None,
            "warm_add_s": {"mean": statistics.mean(warm), "median": statistics.median(warm), "n": len(warm)}

@@ -40,8 +40,7 @@ from lazymem.eval import (
 from lazymem.llm import CachedClient, FakeBackend, LLMConfig
 from lazymem.pipeline import PipelineConfig
 from lazymem.records import Dataset, History, Message, Question
-from lazymem.retrieve import Hit, Pool, RetrievalConfig
-from lazymem.retrieve import WindowConfig
+from lazymem.retrieve import Hit, Pool, RetrievalConfig, WindowConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SYNTH = "synthetic:messages=60,seed=0,histories=1,questions=6"
@@ -608,14 +607,14 @@ def test_config_errors_name_the_field():
 
 def test_fingerprint_ignores_operational_settings():
     a = synth_config()
-    b = synth_config(limit=2, workers=4, llm_cache_dir="/x", pipeline={"mpm": dict(FAKE, concurrency=2, cache_dir="/y")})
+    b = synth_config(limit=2, workers=4, llm_cache_dir="/x",
+                     pipeline={"mpm": dict(FAKE, concurrency=2, cache_dir="/y")})
     c = synth_config(seed=1)
     assert config_fingerprint(a) == config_fingerprint(b) != config_fingerprint(c)
 
 
 def test_select_questions():
-    from lazymem.data import load_dataset
-    from lazymem.data import stratified_split
+    from lazymem.data import load_dataset, stratified_split
 
     ds = load_dataset("synthetic:messages=60,seed=0,histories=4,questions=6")
     test_ids = set(stratified_split(ds.questions).test)
@@ -653,7 +652,8 @@ def test_percentiles_and_summary_of_nothing():
 
 def test_cli_runs_a_recipe_with_flags_and_overrides(tmp_path, capsys):
     cfg = tmp_path / "rag.yaml"
-    cfg.write_text(yaml.safe_dump({"dataset": SYNTH, "pipeline": {"method": "lazymem", "retrieval": {"dense_model": None},
+    cfg.write_text(yaml.safe_dump({"dataset": SYNTH, "pipeline": {"method": "lazymem",
+                                                                  "retrieval": {"dense_model": None},
                                                                   "answer": FAKE, "mpm": FAKE}}))
     rc = main([str(cfg), "--out", str(tmp_path / "run"), "--no-progress", "--method", "rag", "--limit", "2",
                "--set", "pipeline.retrieval.n=4", "--cache-dir", str(tmp_path / "c"), "--json"])
@@ -806,9 +806,10 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
 
     c = EvalConfig.from_dict({"dataset": "synthetic:messages=50,seed=0", "pipeline": {"method": "rag"}})
     d = c.to_dict()
+    d["pipeline"] = c.pipeline.legacy_dict()  # fingerprint version 1: the method sections flat
     for role in ("mpm", "answer"):
         del d["pipeline"][role]["adapter"]  # what a config looked like before the field existed
-    del d["judge_json_mode"], d["pipeline"]["nanomemory_top_k"]  # the same
+    del d["judge_json_mode"], d["pipeline"]["nanomemory_top_k"], d["pipeline"]["nanomemory_context"]  # the same
     for k in ("mem0_top_k", "mem0_chunk", "mem0_observation_date"):
         del d["pipeline"][k]  # and Mem0's settings (method mem0 came later still)
     import hashlib
@@ -828,9 +829,11 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
     adapted = dataclasses.replace(c, pipeline=dataclasses.replace(
         c.pipeline, mpm=dataclasses.replace(c.pipeline.mpm, adapter="runs/train/sft/final")))
     assert config_fingerprint(adapted) != old  # a set adapter is part of what decides the records
+    from lazymem.pipeline.methods.nanomemory import NanoMemorySettings
+
     nano = dataclasses.replace(c, pipeline=dataclasses.replace(c.pipeline, method="nanomemory"))
     assert config_fingerprint(nano) != config_fingerprint(dataclasses.replace(
-        nano, pipeline=dataclasses.replace(nano.pipeline, nanomemory_top_k=5)))  # where it acts, it counts
+        nano, pipeline=dataclasses.replace(nano.pipeline, nanomemory=NanoMemorySettings(top_k=5))))  # it counts
 
 
 def test_report_tables_and_paired_intervals_from_two_runs(tmp_path, capsys):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakerun import FAKE, PIPELINE, SYNTH, _private_cache  # noqa: F401  (an autouse fixture)
 
 from lazymem.errors import LoadError
 from lazymem.eval.f1 import answer_tokens, contains_gold
@@ -28,7 +29,6 @@ from lazymem.eval.memory_measures import (
 from lazymem.eval.scoring import check_records, summarize
 from lazymem.prompts import text_memory
 from lazymem.records import History, Message, Question
-from fakerun import SYNTH, FAKE, PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -237,7 +237,8 @@ def test_report_paired_bootstrap_interval_for_evidence_recall(tmp_path):
     old_pair = next(p for p in rep["pairs"] if p["system"] == "old")["evidence_recall"]
     assert old_pair["n"] == 0 and old_pair["delta"] is None
     md = report_markdown(rep)
-    assert "| gold-keep recall | evidence recall | answer in memory | memory tokens | Gate Fmt. | rewritten | strict gate |" in md
+    assert ("| gold-keep recall | evidence recall | answer in memory | memory tokens | Gate Fmt. | rewritten "
+            "| strict gate |") in md
     assert "| ref | 5 | 0 | - | 0.500 | 0.500 | - | 0.250 | 1.000 | 100.0 | - | - | - |" in md
     assert "| ours | 6 | 0 | - | 0.500 | 0.500 | 1.000 | 0.700 | 0.800 | 100.0 | 1.000 | 0.500 | 1.000 |" in md
     assert f"| 0.375 [{pair['low']:.3f}, {pair['high']:.3f}] (4) |" in md
@@ -286,10 +287,12 @@ def test_eval_records_and_summarises_measures_and_eval_table_and_report_show_the
     assert cli_main(["report", str(tmp_path / "rag"), str(tmp_path / "extractive"), "--out", str(tmp_path / "rep"),
                      "--resamples", "200", "--no-png"]) == 0
     out = capsys.readouterr().out
-    assert "evidence recall delta [95% CI] (n)" in out and "| evidence recall | answer in memory | memory tokens |" in out
+    assert "evidence recall delta [95% CI] (n)" in out
+    assert "| evidence recall | answer in memory | memory tokens |" in out
     rep = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert rep["pairs"][0]["evidence_recall"]["n"] == 4
-    assert "evidence recall (gold messages in memory) vs memory tokens" in (tmp_path / "rep" / "pareto.html").read_text()
+    pareto = (tmp_path / "rep" / "pareto.html").read_text()
+    assert "evidence recall (gold messages in memory) vs memory tokens" in pareto
 
     table = tmp_path / "table.yaml"
     table.write_text(yaml.safe_dump({"base": str(base), "sets": {"syn": {"limit": 3}},

@@ -12,9 +12,9 @@ import pytest
 
 from lazymem.errors import ConfigError
 from lazymem.llm import FakeBackend, LLMConfig, Sampling
-from lazymem.pipeline import LazyMemPipeline, PipelineConfig
-from lazymem.pipeline import baselines
+from lazymem.pipeline import LazyMemPipeline, PipelineConfig, baselines
 from lazymem.pipeline.baselines import NanoMemory, fit_sessions, prompt_budget
+from lazymem.pipeline.methods.nanomemory import NanoMemorySettings
 from lazymem.records import History, Message, Question
 from lazymem.retrieve import RetrievalConfig
 
@@ -82,16 +82,25 @@ def test_the_window_comes_from_the_mpm_model_less_the_reply():
     assert prompt_budget(LLMConfig(backend="openai", model="m"), 512, None) == (None, None)  # a server: unknown
     with pytest.raises(ConfigError, match="leaves no room for a prompt"):
         prompt_budget(LLMConfig(backend="llamacpp"), 512, 512)
-    with pytest.raises(ConfigError, match="nanomemory_context"):
-        PipelineConfig(method="nanomemory", nanomemory_context=0)
+    with pytest.raises(ConfigError, match=r"pipeline.nanomemory: nanomemory.context=0: must be None"):
+        PipelineConfig.from_dict({"method": "nanomemory", "nanomemory": {"context": 0}})
+    with pytest.raises(ConfigError, match=r"pipeline.nanomemory: nanomemory.context=0"):  # the old spelling too
+        PipelineConfig.from_dict({"method": "nanomemory", "nanomemory_context": 0})
 
 
 def test_the_setting_counts_in_nanomemory_runs_only():
-    rag = PipelineConfig(method="rag").to_dict()
-    nano = PipelineConfig(method="nanomemory").to_dict()
-    assert "nanomemory_context" not in rag  # other methods' fingerprints stay as they were
-    assert nano["nanomemory_context"] is None
-    assert PipelineConfig.from_dict({"method": "nanomemory", "nanomemory_context": 4096}).nanomemory_context == 4096
+    from lazymem.eval import EvalConfig, config_fingerprint
+
+    def fp(method: str, **nano) -> str:
+        return config_fingerprint(EvalConfig.from_dict({"dataset": "synthetic:messages=50,seed=0",
+                                                        "pipeline": {"method": method, "nanomemory": nano}}))
+
+    assert fp("rag") == fp("rag", context=4096, top_k=3)  # other methods' fingerprints stay as they were
+    assert fp("nanomemory") != fp("nanomemory", context=4096)
+    assert PipelineConfig(method="nanomemory").legacy_dict()["nanomemory_context"] is None
+    assert PipelineConfig.from_dict({"method": "nanomemory", "nanomemory_context": 4096}).nanomemory.context == 4096
+    assert PipelineConfig.from_dict({"method": "nanomemory", "nanomemory": {"context": 4096}}).nanomemory.context \
+        == 4096
 
 
 # --- the pipeline: three sessions, a window that holds two ------------------------------------------
@@ -125,7 +134,7 @@ def test_the_pipeline_prompt_fits_and_the_record_says_what_was_cut(monkeypatch):
     n_full = words(full.prompt(q, full.rank_sessions(history(), q.text)))
     one_less = words(full.prompt(q, full.rank_sessions(history(), q.text)[:2]))
     mpm = FakeBackend(["Biscuit loves the beach."])
-    c = PipelineConfig(method="nanomemory", nanomemory_top_k=3, nanomemory_context=one_less + 32,
+    c = PipelineConfig(method="nanomemory", nanomemory=NanoMemorySettings(top_k=3, context=one_less + 32),
                        retrieval=RetrievalConfig(), mpm=LLMConfig(backend="fake", model="mpm-fake"),
                        answer=LLMConfig(backend="fake", model="answer-fake"),
                        mpm_sampling=Sampling(temperature=0.0, max_tokens=32))
@@ -144,7 +153,7 @@ def test_the_pipeline_prompt_fits_and_the_record_says_what_was_cut(monkeypatch):
 
 def test_without_a_known_window_the_prompt_is_sent_whole():
     q = Question("q", "single-hop", "Does Biscuit like the beach?", "yes", "h", evidence=(0,))
-    c = PipelineConfig(method="nanomemory", nanomemory_top_k=3, retrieval=RetrievalConfig(),
+    c = PipelineConfig(method="nanomemory", nanomemory=NanoMemorySettings(top_k=3), retrieval=RetrievalConfig(),
                        mpm=LLMConfig(backend="fake", model="mpm-fake"), answer=LLMConfig(backend="fake", model="a"))
     mpm = FakeBackend(["x"])
     r = LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["yes"])},

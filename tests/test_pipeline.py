@@ -16,9 +16,9 @@ from lazymem.pipeline import (
     LazyMemPipeline,
     PipelineConfig,
 )
+from lazymem.pipeline.methods.nanomemory import NanoMemorySettings
 from lazymem.records import History, Message, Question
-from lazymem.retrieve import Hit, Pool, RetrievalConfig
-from lazymem.retrieve import WindowConfig, build_windows
+from lazymem.retrieve import Hit, Pool, RetrievalConfig, WindowConfig, build_windows
 
 # --- a hand-made history and helpers ---------------------------------------------------------------
 
@@ -179,7 +179,8 @@ def test_lazymem_end_to_end_one_generate_call_gate_merge_assemble():
     assert set(r.timings) == {"retrieval", "processing", "answer", "total"}
     assert r.timings["total"] == pytest.approx(sum(r.timings[k] for k in ("retrieval", "processing", "answer")))
     d = r.to_dict()
-    assert d["windows"][1]["verdict"] == {"ok": False, "reason": "extra_text", "detail": d["windows"][1]["verdict"]["detail"]}
+    verdict = d["windows"][1]["verdict"]
+    assert verdict == {"ok": False, "reason": "extra_text", "detail": verdict["detail"]}
     assert d["construction"]["gate_fmt"] == 0.5 and d["pool"]["positions"] == [10, 2, 12]
     assert d["answer_output"]["model"] == "fake" and "text" not in d["answer_output"]
     json.dumps(d)  # JSON-ready
@@ -212,7 +213,8 @@ def test_structured_decoding_sends_each_window_its_schema():
     assert all(w.verdict.ok for w in r.windows)
     # same-size windows share one call
     mpm2 = CountingFake(keep_matching())
-    LazyMemPipeline(config(structured=True, window=WindowConfig(w=1)), clients={"mpm": mpm2, "answer": FakeBackend(["x"])},
+    LazyMemPipeline(config(structured=True, window=WindowConfig(w=1)),
+                    clients={"mpm": mpm2, "answer": FakeBackend(["x"])},
                     retriever=FixedRetriever([2, 10])).answer(h, Q)
     assert mpm2.invocations == [2]
 
@@ -301,7 +303,8 @@ def test_clients_are_created_lazily_once_and_roles_are_checked():
     a = p.client("answer")
     assert p.client("answer") is a and a.model_id == "answer-fake"
     assert p.client("judge").model_id == "j"
-    shared = LazyMemPipeline(config(mpm=LLMConfig(backend="fake", model="same"), answer=LLMConfig(backend="fake", model="same")))
+    same = LLMConfig(backend="fake", model="same")
+    shared = LazyMemPipeline(config(mpm=same, answer=same))
     assert shared.client("mpm") is shared.client("answer")  # one model in memory for both roles
     with pytest.raises(ConfigError, match="no judge model"):
         LazyMemPipeline(config()).client("judge")
@@ -317,7 +320,8 @@ def test_question_must_belong_to_the_history():
 
 def test_concurrent_answers_equal_sequential_ones():
     h = make_history()
-    p = LazyMemPipeline(config(), clients={"mpm": FakeBackend(keep_matching()), "answer": FakeBackend(lambda pr, s: "ok")},
+    p = LazyMemPipeline(config(),
+                        clients={"mpm": FakeBackend(keep_matching()), "answer": FakeBackend(lambda pr, s: "ok")},
                         retriever=FixedRetriever([2, 10, 12]))
     seq = p.answer(h, Q).to_dict()
     out = []
@@ -385,7 +389,8 @@ def test_nanomemory_ranks_sessions_by_best_turn_and_prunes_in_one_call():
     retriever = type("R", (), {"encoder": WordEncoder()})()
     mpm = CountingFake(["<think>short</think>Biscuit loves the beach."])
     answer = CountingFake(["yes"])
-    p = LazyMemPipeline(config(method="nanomemory", nanomemory_top_k=2, retrieval=RetrievalConfig()),
+    p = LazyMemPipeline(config(method="nanomemory", nanomemory=NanoMemorySettings(top_k=2),
+                               retrieval=RetrievalConfig()),
                         clients={"mpm": mpm, "answer": answer}, retriever=retriever)
     r = p.answer(h, q)
     assert r.ok and r.memory == "Biscuit loves the beach." and r.answer == "yes" and r.answer_prompt == "answer_text"

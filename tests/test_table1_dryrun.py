@@ -61,7 +61,7 @@ def test_the_table1_recipes_resolve_to_the_papers_settings(name):
                 assert (p.mpm.model, p.mpm.base_url) == QWEN32
             if r == "lazymem_4b":
                 assert (p.mpm.model, p.mpm.base_url) == ("lazymem-4b", "http://127.0.0.1:8000/v1")
-            assert p.nanomemory_top_k == 10 and (r != "mem0" or p.mem0_top_k == 50)
+            assert p.nanomemory.top_k == 10 and (r != "mem0" or p.mem0.top_k == 50)
             if name == "longmemeval":
                 assert (c.split, c.split_seed) == ("test", 42)  # the 100 of the 360/40/100 split
             else:
@@ -96,7 +96,8 @@ def test_the_locomo_dry_run_lists_every_cell_and_counts_its_calls(offline, share
     assert 0 < cells["lazymem"]["calls"]["mpm_max"] <= 314 * 50
     assert cells["rag_top20"]["calls"]["mpm"] == 0 and cells["nanomemory"]["calls"]["mpm"] == 314
     assert cells["mem0"]["calls"]["mpm_min"] > 0  # at least one extraction call per add of both conversations
-    assert cells["rag_top50"]["calls"]["embed_queries"] == 314 and cells["oracle_turn"]["calls"].get("embed_queries") is None
+    assert cells["rag_top50"]["calls"]["embed_queries"] == 314
+    assert cells["oracle_turn"]["calls"].get("embed_queries") is None
     assert cells["rag_top50"]["calls"]["rerank_pairs_max"] <= 314 * 100
     assert cells["lazymem_4b"]["models"]["mpm"]["endpoint"] == "http://127.0.0.1:8000/v1"
     models = {(m["model"], m["endpoint"]): m for m in plan["models"]}

@@ -39,8 +39,9 @@ import json
 import os
 import platform
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.stats import percentiles
@@ -54,7 +55,6 @@ PROTOCOL_QUOTE = ("We process questions strictly sequentially, without batching 
 CACHE_NOTE = ("LLM response cache: off for every role (a cached rerun would measure nothing); query vectors "
               "encoded on every question; engine prefix caches (llama.cpp KV reuse, vLLM prefix cache) as the "
               "engine has them")
-PROCESSING_METHODS = ("lazymem", "extractive", "nanomemory", "mem0")  # the paper's dash: no processing stage
 
 
 def no_cache(config):
@@ -95,7 +95,8 @@ def measure(answer: Callable[[Any, Any], Any], items: Sequence[tuple[Any, Any]],
                     "per_question": per_q})
         if progress is not None:
             mean = sum(x["total"] for x in per_q) / max(len(per_q), 1)
-            progress(f"[bench latency] run {i + 1}/{warmup + runs} ({'warm-up, discarded' if i < warmup else 'measured'})"
+            kind = "warm-up, discarded" if i < warmup else "measured"
+            progress(f"[bench latency] run {i + 1}/{warmup + runs} ({kind})"
                      f": {len(per_q)} questions, mean total {mean:.2f} s")
     return out
 
@@ -165,7 +166,7 @@ def bench_latency(config_path: str | os.PathLike, overrides: Sequence[str] = (),
         "protocol": {"warmup_runs": warmup, "measured_runs": runs, "run": "one pass over the questions",
                      "questions_in_flight": 1, "workers_in_recipe": asked_workers,
                      "statistics_over": "every question of the measured runs", "quote": PROTOCOL_QUOTE},
-        "llm_cache": "off", "cache_note": CACHE_NOTE, "processing_stage": p.method in PROCESSING_METHODS,
+        "llm_cache": "off", "cache_note": CACHE_NOTE, "processing_stage": pipe.method.processing_stage,
         "models": roles, "load_s": round(load_s, 2), **summarize(measured), "runs": measured,
         "errors": sorted({f"{q['question_id']}: {q['error']}" for r in measured for q in r["per_question"]
                           if q["error"]}),

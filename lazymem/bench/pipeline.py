@@ -24,8 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.stats import percentiles
@@ -166,7 +166,8 @@ def figure(result: dict):
                            row=1, col=1)
     if cw:
         fig.add_trace(go.Bar(x=["cold", "warm"], y=[cw["cold_s"], cw["warm_s"]], showlegend=False,
-                             marker_color=["#B279A2", "#9D755D"], text=[f"{cw['cold_s']:.1f} s", f"{cw['warm_s']:.2f} s"],
+                             marker_color=["#B279A2", "#9D755D"],
+                             text=[f"{cw['cold_s']:.1f} s", f"{cw['warm_s']:.2f} s"],
                              textposition="outside"), row=1, col=2)
         fig.update_yaxes(type="log", title_text="seconds", row=1, col=2)
     fig.update_layout(barmode="stack", height=360, width=1000, template="plotly_white",
@@ -199,9 +200,13 @@ def bench_pipeline(config_path: str | os.PathLike = "configs/eval_demo.yaml", ov
     config = seeded(EvalConfig.from_yaml(config_path, overrides))
     if limit is not None:
         config = dataclasses.replace(config, limit=limit)
-    if config.pipeline.method not in ("lazymem", "nanomemory"):
+    from lazymem.pipeline.methods import method_class, method_names
+
+    method = method_class(config.pipeline.method)
+    if not (method.uses_mpm and method.mpm_client):
+        engines_for = [n for n in method_names() if method_class(n).uses_mpm and method_class(n).mpm_client]
         raise ConfigError(f"{config_path}: pipeline.method {config.pipeline.method!r} has no memory-processing "
-                          f"model to compare engines on (use lazymem or nanomemory)")
+                          f"model to compare engines on (use one of {engines_for})")
     threads = threads or os.cpu_count() or 1
     table = engines(threads, config.pipeline.mpm.batch_size)
     names = list(engine_names or table)

@@ -26,12 +26,19 @@ outside what they showed (sessions; the chunks behind Mem0's returned memories) 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from lazymem.eval.f1 import answer_tokens
+from lazymem.pipeline.methods import method_class, method_names
 
 STAGES = ("retrieval miss", "editing loss", "QA error")
-EDITING_METHODS = ("lazymem", "extractive", "nanomemory", "mem0")
+
+
+def _method(rec: Mapping):
+    """The record's Method class (None for a method this code does not know, e.g. a removed one)."""
+    name = rec.get("method")
+    return method_class(name) if name in method_names() else None
 
 
 def is_wrong(rec: Mapping, f1_threshold: float = 0.5) -> bool | None:
@@ -73,10 +80,11 @@ def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_t
         out["stage"] = "no gold evidence"
         return out
     cand = candidates(rec)
-    if rec.get("method") in ("nanomemory", "mem0") and rec.get("baseline"):
-        # NanoMemory: gold in the sessions it showed its pruning call; Mem0: gold in the chunks the
-        # memories its search returned were extracted from
-        shown = rec["baseline"].get("gold_shown")
+    method = _method(rec)
+    if method is not None and method.writes_text and rec.get("baseline"):
+        # a method with its own search says how much gold it was shown (NanoMemory: gold in the
+        # sessions it showed its pruning call; Mem0: gold in the chunks its memories came from)
+        shown = method.gold_shown(rec)
         out["gold_candidates"] = shown
         if shown is not None and shown < len(gold):
             out["stage"] = "retrieval miss"
@@ -86,9 +94,9 @@ def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_t
         if not gold <= cand:
             out["stage"] = "retrieval miss"
             return out
-    if rec.get("method") in EDITING_METHODS:
+    if method is not None and method.processing_stage:  # the memory is an edit of what was retrieved
         kept = {d["pos"] for d in rec.get("decisions") or () if d["op"] == "KEEP"}
-        if rec.get("method") not in ("nanomemory", "mem0"):  # they rewrite; only the key-token check applies
+        if not method.writes_text:  # text writers rewrite; only the key-token check applies
             out["gold_kept"] = len(gold & kept)
             if not gold <= kept:
                 out["stage"] = "editing loss"

@@ -8,15 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from lazymem.eval import runner
 from lazymem.errors import int_at_least
+from lazymem.eval import runner
 from lazymem.eval.config import JUDGES, EvalConfig, apply_overrides
 from lazymem.eval.runfiles import RECORDS_FILE
 from lazymem.eval.scoring import summary_text
-from lazymem.pipeline import METHODS
+from lazymem.pipeline import method_names
 from lazymem.secrets import redact
 
 
@@ -40,7 +40,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--ids", help="comma-separated question ids")
     p.add_argument("--types", help="comma-separated question types or abbreviations (KU,MS,...)")
     p.add_argument("--limit", type=int_at_least(0), help="at most this many questions (0 = all)")
-    p.add_argument("--method", choices=METHODS)
+    p.add_argument("--method", choices=method_names())
     p.add_argument("--judge", choices=JUDGES)
     p.add_argument("--seed", type=int)
     p.add_argument("--workers", type=int_at_least(1), help="questions in flight (server backends)")

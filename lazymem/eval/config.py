@@ -8,9 +8,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lazymem.errors import ConfigError, check_fields
 from lazymem.pipeline import PipelineConfig
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 JUDGES = ("longmemeval", "locomo", "none")
 # Fields that change how a run goes, not what it records: a run may resume under new values.
 _OPERATIONAL = {
-    "eval": {"ids", "types", "limit", "stratified", "split", "split_seed", "workers", "llm_cache", "llm_cache_dir", "baseline"},
+    "eval": {"ids", "types", "limit", "stratified", "split", "split_seed", "workers", "llm_cache", "llm_cache_dir",
+             "baseline"},
     "llm": {"concurrency", "timeout", "max_retries", "retry_wait", "batch_size", "num_threads", "cache_dir"},
     "retrieval": {"cache_dir", "disk_cache", "batch_size", "num_threads", "query_threads", "dense_concurrency",
                   "dense_api_key_env"},
@@ -41,10 +43,12 @@ class EvalConfig:
     dataset: str = field(default="synthetic:messages=400,seed=0,histories=4,questions=12",
                          metadata=_h("dataset SPEC for lazymem.data.datasets.load_dataset"))
     subset: str | None = field(default=None, metadata=_h("named subset, e.g. 'paper' for LoCoMo"))
-    split: str | None = field(default=None, metadata=_h("'train', 'validation' or 'test' of the paper's split; None = all"))
+    split: str | None = field(default=None,
+                              metadata=_h("'train', 'validation' or 'test' of the paper's split; None = all"))
     split_seed: int = field(default=42, metadata=_h("seed of the stratified split (the paper's: 42)"))
     ids: tuple[str, ...] = field(default=(), metadata=_h("only these question ids (empty = all)"))
-    types: tuple[str, ...] = field(default=(), metadata=_h("only these question types, names or abbreviations (KU, MS, ...)"))
+    types: tuple[str, ...] = field(default=(),
+                                   metadata=_h("only these question types, names or abbreviations (KU, MS, ...)"))
     limit: int | None = field(default=None, metadata=_h("at most this many questions, the first in dataset order; "
                                                          "0 or None = all"))
     stratified: bool = field(default=False, metadata=_h(
@@ -59,7 +63,8 @@ class EvalConfig:
     llm_cache: bool = field(default=True, metadata=_h("keep model calls in the disk cache"))
     llm_cache_dir: str | None = field(default=None, metadata=_h("cache directory; None = $LAZYMEM_CACHE/llm"))
     count_tokens: bool = field(default=True, metadata=_h("count memory tokens with the Qwen3 tokenizer"))
-    baseline: str | None = field(default=None, metadata=_h("a finished run dir to compare with (ratios in summary.json)"))
+    baseline: str | None = field(default=None,
+                                 metadata=_h("a finished run dir to compare with (ratios in summary.json)"))
 
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
@@ -92,12 +97,13 @@ class EvalConfig:
         need(is_int(self.seed), "seed", "must be an integer")
         need(is_int(self.workers) and self.workers >= 1, "workers", "must be an integer >= 1")
         need(isinstance(self.llm_cache, bool), "llm_cache", "must be true or false")
-        need(self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str), "llm_cache_dir", "must be a path or None")
+        need(self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str), "llm_cache_dir",
+             "must be a path or None")
         need(isinstance(self.count_tokens, bool), "count_tokens", "must be true or false")
         need(self.baseline is None or isinstance(self.baseline, str), "baseline", "must be a run directory or None")
 
     @classmethod
-    def from_dict(cls, values: Mapping) -> "EvalConfig":
+    def from_dict(cls, values: Mapping) -> EvalConfig:
         """Build from a mapping (a whole configs/eval_*.yaml); errors name the bad field."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"eval config: expected a mapping, got {type(values).__name__}")
@@ -108,7 +114,7 @@ class EvalConfig:
         return cls(**v)
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike, overrides: Sequence[str] = ()) -> "EvalConfig":
+    def from_yaml(cls, path: str | os.PathLike, overrides: Sequence[str] = ()) -> EvalConfig:
         """Load a YAML recipe; ``overrides`` are ``dotted.key=value`` strings (values parsed as YAML)."""
         from lazymem.yamlio import read_mapping
 
@@ -154,15 +160,23 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
     return out
 
 
+FINGERPRINT_VERSION = 1  # the shape hashed: bump it (and keep reading the old one) when the shape changes
+
+
 def config_fingerprint(config: EvalConfig) -> str:
     """sha256 of what decides a question's record (question selection and operational
-    settings left out), so a rerun can tell whether earlier records still belong."""
+    settings left out), so a rerun can tell whether earlier records still belong.
+
+    Version 1 hashes the pipeline in its flat shape (``PipelineConfig.legacy_dict``: method
+    sections as ``nanomemory_top_k``, ``mem0_chunk``, ...), so runs made before the method
+    sections existed stay resumable; a method's settings count only for that method.
+    """
     import hashlib
 
     d = config.to_dict()
     for k in _OPERATIONAL["eval"]:
         d.pop(k, None)
-    p = d["pipeline"]
+    d["pipeline"] = p = config.pipeline.legacy_dict()
     for role in ("mpm", "answer", "judge"):
         if p.get(role):
             for k in _OPERATIONAL["llm"]:
@@ -172,14 +186,16 @@ def config_fingerprint(config: EvalConfig) -> str:
     for k in _OPERATIONAL["retrieval"]:
         p["retrieval"].pop(k, None)
     # Fields added later leave older runs resumable where they change nothing: the judge's JSON
-    # mode without a judge, NanoMemory's and Mem0's settings for other methods.
+    # mode without a judge, a method's own settings for the other methods.
     if d.get("judge") == "none":
         d.pop("judge_json_mode", None)
-    if p.get("method") != "nanomemory":
-        p.pop("nanomemory_top_k", None)
-    if p.get("method") != "mem0":
-        for k in [k for k in p if k.startswith("mem0_")]:
-            p.pop(k)
+    from lazymem.pipeline.config import LEGACY_KEYS
+    from lazymem.pipeline.methods import sections
+
+    owner = {section: name for name, section in sections().items()}
+    for old, (section, _) in LEGACY_KEYS.items():
+        if owner.get(section) != p.get("method"):
+            p.pop(old, None)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
@@ -203,11 +219,12 @@ def resolve_cache(config: EvalConfig) -> tuple[EvalConfig, str | None]:
         cache = str(cache_root() / "llm")
     p = config.pipeline
     repl = {role: dataclasses.replace(getattr(p, role), cache_dir=cache)
-            for role in ("mpm", "answer", "judge") if getattr(p, role) is not None and getattr(p, role).cache_dir is None}
+            for role in ("mpm", "answer", "judge")
+            if getattr(p, role) is not None and getattr(p, role).cache_dir is None}
     return dataclasses.replace(config, pipeline=dataclasses.replace(p, **repl)), cache
 
 
-def select_questions(dataset: "Dataset", config: EvalConfig) -> list[Question]:
+def select_questions(dataset: Dataset, config: EvalConfig) -> list[Question]:
     """The questions to run, in dataset order: split, then ids, then types, then limit (0 or None: no limit)."""
     qs = list(dataset.questions)
     if config.split is not None:

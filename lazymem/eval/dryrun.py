@@ -3,12 +3,12 @@ the table needs, and how many model calls it will make; nothing is run, no model
 nothing goes over the network (a dataset is read only when it is on disk or synthetic).
 
 Calls per cell: ``answer`` = questions; ``judge`` = questions when a judge is set; ``mpm``:
-method lazymem at most ``max_windows(n, w, L, s)`` a question (the windows are known only after
-retrieval, so this is a bound), nanomemory one pruning call a question, mem0 at least one
-extraction call per ``Memory.add`` (one per ``mem0_chunk`` messages of each session of each
-history, once per history); embeddings: one query a question and, the first time (the disk cache
-keeps them), every message (nanomemory: every turn) of the histories asked about; reranker pairs
-at most ``rerank_depth`` a question.
+each method says (``Method.calls``): lazymem at most ``max_windows(n, w, L, s)`` a question (the
+windows are known only after retrieval, so this is a bound), nanomemory one pruning call a question,
+mem0 at least one extraction call per ``Memory.add`` (one per ``mem0.chunk`` messages of each
+session of each history, once per history); embeddings: one query a question and, the first time
+(the disk cache keeps them), what ``Method.documents`` counts (every message; nanomemory: every
+turn) of the histories asked about; reranker pairs at most ``rerank_depth`` a question.
 
 >>> max_windows(50, 2, 8, 7)  # the paper's n, w, L, s: merging never adds sub-windows here
 50
@@ -17,31 +17,13 @@ at most ``rerank_depth`` a question.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from lazymem.eval.table import EvalTableConfig, cell_changes
+from lazymem.pipeline.methods import method_class
+from lazymem.pipeline.methods.construct import max_windows  # noqa: F401 (re-exported: the bound's home)
 from lazymem.secrets import redact_urls
-
-MPM_METHODS = ("lazymem", "nanomemory", "mem0")
-EMBEDDING_METHODS = ("lazymem", "extractive", "rag", "nanomemory", "mem0")
-RERANK_METHODS = ("lazymem", "extractive", "rag")
-
-
-def max_windows(n_hits: int, w: int, L: int, s: int) -> int:
-    """The most sub-windows (MPM calls) ``n_hits`` retrieved messages can give with radius w, length L, stride s.
-
-    k hits that merge span at most 2wk + 1 messages, which split into 1 + ceil((2wk + 1 - L) / s)
-    sub-windows; the bound is the best way to group the hits (a small knapsack over k).
-    """
-    def sub(k: int) -> int:
-        return 1 + math.ceil(max(0, 2 * w * k + 1 - L) / s)
-
-    best = [0] * (n_hits + 1)
-    for j in range(1, n_hits + 1):
-        best[j] = max(sub(k) + best[j - k] for k in range(1, j + 1))
-    return best[n_hits]
 
 
 def on_disk(spec: str) -> bool:
@@ -70,16 +52,17 @@ def _llm(cfg: Any) -> dict:
 def cell_models(cfg: Any) -> dict[str, dict]:
     """The models one cell uses, by role (mpm, answer, judge, dense, reranker)."""
     p = cfg.pipeline
+    method = method_class(p.method)
     out = {"answer": _llm(p.answer)}
-    if p.method in MPM_METHODS:
+    if method.uses_mpm:
         out["mpm"] = _llm(p.mpm)
     if cfg.judge != "none" and p.judge is not None:
         out["judge"] = _llm(p.judge)
     r = p.retrieval
-    if p.method in EMBEDDING_METHODS and r.dense_model:
+    if method.uses_dense and r.dense_model:
         out["dense"] = {"backend": "openai" if r.dense_base_url else "sentence-transformers", "model": r.dense_model,
                         "endpoint": redact_urls(r.dense_base_url) if r.dense_base_url else f"in process ({r.device})"}
-    if p.method in RERANK_METHODS and r.reranker:
+    if method.retrieves and r.reranker:
         out["reranker"] = {"backend": r.reranker_backend, "model": r.reranker, "endpoint": f"in process ({r.device})"}
     return out
 
@@ -87,35 +70,20 @@ def cell_models(cfg: Any) -> dict[str, dict]:
 def cell_calls(cfg: Any, dataset: Any, questions: list | None) -> dict:
     """Model calls of one cell: exact counts, or bounds named ``*_max`` / ``*_min`` (None: unknown offline)."""
     p, n_q = cfg.pipeline, (len(questions) if questions is not None else None)
+    method = method_class(p.method)
     hists = [dataset.histories[h] for h in dict.fromkeys(q.history_id for q in questions)] if questions else []
-    per_q_windows = max_windows(p.retrieval.n, p.window.w, p.window.L, p.window.s)
 
     def total(per_question):
         return None if questions is None else sum(per_question(q) for q in questions)
 
     calls: dict[str, Any] = {"answer": n_q, "judge": n_q if "judge" in cell_models(cfg) else 0,
-                             "mpm": 0 if p.method not in MPM_METHODS else None}
-    if p.method == "lazymem":
-        calls.pop("mpm")
-        calls["mpm_max"] = total(lambda q: max_windows(min(p.retrieval.n, len(dataset.histories[q.history_id])),
-                                                       p.window.w, p.window.L, p.window.s))
-        calls["mpm_max_per_question"] = per_q_windows
-    elif p.method == "nanomemory":
-        calls["mpm"] = n_q
-    elif p.method == "mem0":
-        from lazymem.pipeline.mem0 import chunk_history
-
-        calls.pop("mpm")
-        calls["mpm_min"] = sum(len(chunk_history(h, p.mem0_chunk)) for h in hists) if questions is not None else None
+                             **method.calls(p, dataset, questions, hists)}
     if "dense" in cell_models(cfg):
         calls["embed_queries"] = n_q
-        from lazymem.pipeline.baselines import session_turns
-
-        if p.method == "mem0":
-            calls["embed_memories"] = None  # one per fact Mem0 extracts: known only after ingestion
+        docs = method.documents(hists)
+        if docs is None:
+            calls["embed_memories"] = None  # what the method embeds is known only after it ran (Mem0's facts)
         else:
-            docs = sum(len(t) for h in hists for _, _, t in session_turns(h)) if p.method == "nanomemory" \
-                else sum(len(h) for h in hists)
             calls["embed_documents_max"] = docs if questions is not None else None
     if "reranker" in cell_models(cfg):
         calls["rerank_pairs_max"] = total(lambda q: min(p.retrieval.rerank_depth, len(dataset.histories[q.history_id])))
@@ -144,7 +112,8 @@ def dry_run(config: EvalTableConfig) -> dict:
             else:
                 changes = cell_changes(out / set_name / row, cfg, ds) if ds is not None else None
                 state = ("new" if changes is None and ds is not None else "unknown (dataset not on disk)" if ds is None
-                         else f"stale, will be recomputed ({'; '.join(changes)})" if changes else "finished or resumable")
+                         else f"stale, will be recomputed ({'; '.join(changes)})" if changes
+                         else "finished or resumable")
             used = cell_models(cfg)
             for role, m in used.items() if state != "not run (only)" else ():
                 entry = models.setdefault(tuple(sorted(m.items())), dict(m, roles=[], cells=[]))
@@ -156,8 +125,7 @@ def dry_run(config: EvalTableConfig) -> dict:
                 "retrieval": {"n": p.retrieval.n, "sparse": p.retrieval.sparse, "dense_model": p.retrieval.dense_model,
                               "reranker": p.retrieval.reranker, "rrf_k": p.retrieval.rrf_k},
                 "window": {"w": p.window.w, "L": p.window.L, "s": p.window.s},
-                "method_settings": {k: getattr(p, k) for k in ("nanomemory_top_k",) if p.method == "nanomemory"}
-                | {k: getattr(p, k) for k in ("mem0_top_k", "mem0_chunk") if p.method == "mem0"},
+                "method_settings": method_class(p.method).settings(p),
                 "data": {"dataset": redact_urls(cfg.dataset), "subset": cfg.subset, "split": cfg.split,
                          "split_seed": cfg.split_seed if cfg.split else None, "limit": cfg.limit,
                          "on_disk": ds is not None, "sha256": ds.sha256 if ds is not None else None},
@@ -194,7 +162,8 @@ def _n(v: Any) -> str:
 
 CALL_NAMES = {"answer": "answer", "judge": "judge", "mpm": "MPM", "mpm_max": "MPM <=", "mpm_min": "MPM >=",
               "embed_queries": "query embeddings", "embed_documents_max": "document embeddings <=",
-              "embed_memories": "memory embeddings (one per fact Mem0 extracts)", "rerank_pairs_max": "reranker pairs <="}
+              "embed_memories": "memory embeddings (one per fact Mem0 extracts)",
+              "rerank_pairs_max": "reranker pairs <="}
 
 
 def dry_run_text(plan: dict) -> str:
@@ -208,7 +177,8 @@ def dry_run_text(plan: dict) -> str:
             extra = f" + adapter {m['adapter']}" if m.get("adapter") else ""
             lines.append(f"    {role:<8} {m['model']}{extra} ({m['backend']}, {m['endpoint']})")
         settings = "".join(f", {k}={v}" for k, v in c["method_settings"].items())
-        lines.append(f"    retrieval n={r['n']} sparse={r['sparse']} dense={r['dense_model']} reranker={r['reranker']}; "
+        lines.append(f"    retrieval n={r['n']} sparse={r['sparse']} dense={r['dense_model']} "
+                     f"reranker={r['reranker']}; "
                      f"window w={win['w']} L={win['L']} s={win['s']}; judge {c['judge']}{settings}")
         split = f", split {d['split']} (seed {d['split_seed']})" if d["split"] else ""
         lines.append(f"    data {d['dataset']}{' subset ' + d['subset'] if d['subset'] else ''}{split}"
@@ -229,7 +199,8 @@ def dry_run_text(plan: dict) -> str:
     lines += ["", "model calls of the cells that run (<= an upper bound: windows are known only after retrieval; "
               ">= a lower bound; embeddings are first-time ones: the disk cache keeps them, so cells that share "
               "a dense model embed each message once):"]
-    lines.append("  " + ", ".join(f"{CALL_NAMES[k]} {_n(plan['totals'][k])}" for k in CALL_NAMES if k in plan["totals"]))
+    lines.append("  " + ", ".join(f"{CALL_NAMES[k]} {_n(plan['totals'][k])}"
+                                  for k in CALL_NAMES if k in plan["totals"]))
     if plan["warnings"]:
         lines += ["", "warnings:"] + [f"  - {w}" for w in plan["warnings"]]
     return "\n".join(lines) + "\n"

@@ -44,14 +44,18 @@ between two dates, a preference rubric).
 
 >>> m = measure_memory("rag", "[2023/05/01] user: I adopted a corgi named Biscuit.", [1, 4], {1, 2, 3},
 ...                    ["I adopted a corgi named Biscuit.", "Biscuit loves the beach."], "Biscuit")
->>> m.to_dict()
-{'evidence_recall': 0.5, 'n_gold': 2, 'n_gold_in_memory': 1, 'answer_recall_in_memory': 1.0, 'evidence_match': 'identity'}
+>>> d = m.to_dict()
+>>> d["evidence_recall"], d["n_gold"], d["n_gold_in_memory"], d["answer_recall_in_memory"], d["evidence_match"]
+(0.5, 2, 1, 1.0, 'identity')
+>>> sorted(d)
+['answer_recall_in_memory', 'evidence_match', 'evidence_recall', 'n_gold', 'n_gold_in_memory']
 """
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lazymem.eval.f1 import answer_tokens
 from lazymem.text import tokenize
@@ -59,7 +63,6 @@ from lazymem.text import tokenize
 if TYPE_CHECKING:
     from lazymem.records import History, Question
 
-IDENTITY_METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "oracle_session", "full")
 MATCHES = ("identity", "text")
 MIN_COVERAGE = 0.5  # the text rule: share of a gold message's content stems one memory line must hold
 MIN_SHARED = 2  # ... and at least this many of them (all, for a message with fewer)
@@ -170,29 +173,20 @@ def measure_memory(method: str, memory: str, evidence: Iterable[int], positions:
                           evidence_match=match)
 
 
-def memory_positions(record: Mapping, question: "Question", history: "History") -> set[int] | None:
-    """Positions whose messages make up a record's memory, or None when the method writes new text.
-
-    lazymem / extractive: KEEP decisions; rag: the pool; oracle_turn: the gold; oracle_session:
-    the gold sessions (``lazymem.pipeline.baselines.oracle_session_positions``); full: all.
+def memory_positions(record: Mapping, question: Question, history: History) -> set[int] | None:
+    """Positions whose messages make up a record's memory, or None when the method writes new text
+    (its ``Method.memory_positions``): lazymem / extractive: KEEP decisions; rag: the pool;
+    oracle_turn: the gold; oracle_session: the gold sessions; full: all; nanomemory, mem0: None.
     """
-    method = record.get("method")
-    if method in ("lazymem", "extractive"):
-        return {d["pos"] for d in record.get("decisions") or () if d.get("op") == "KEEP"}
-    if method == "rag":
-        return set((record.get("pool") or {}).get("positions") or ())
-    if method == "oracle_turn":
-        return set(question.evidence)
-    if method == "oracle_session":
-        from lazymem.pipeline.baselines import oracle_session_positions
+    from lazymem.pipeline.methods import method_class, method_names
 
-        return set(oracle_session_positions(history, question))
-    if method == "full":
-        return {m.pos for m in history.messages}
-    return None
+    name = record.get("method")
+    if name not in method_names():
+        return None
+    return method_class(name).memory_positions(record, question, history)
 
 
-def measure_record(record: Mapping, question: "Question", history: "History") -> MemoryMeasures:
+def measure_record(record: Mapping, question: Question, history: History) -> MemoryMeasures:
     """The measures of a run record's memory (``lazymem.eval.runner.run_question`` stores them)."""
     gold = sorted(set(question.evidence))
     positions = memory_positions(record, question, history)

@@ -21,6 +21,8 @@ figure says so through ``system_label``:
 """
 from __future__ import annotations
 
+from lazymem.pipeline.methods import method_class, method_names
+
 SOURCE = "LazyMem paper (../shared/seed), tables tab:main_accuracy and tab:answer_context_memory_tokens"
 
 # system: (MPM, LongMemEval LJ, LoCoMo LJ, LongMemEval tokens, LoCoMo tokens)
@@ -45,9 +47,8 @@ REPORTED: dict[str, dict[str, dict]] = {
     "locomo": {s: {"lj": lo, "tokens": tk, "mpm": m} for s, (m, _, lo, _, tk) in _ROWS.items() if lo is not None},
 }
 
-# the project's methods that are systems of the paper's Table 1, by its name there
-PAPER_SYSTEM = {"oracle_turn": "Oracle Turn", "oracle_session": "Oracle Session", "nanomemory": "NanoMemory",
-                "mem0": "Mem0"}
+# the project's methods that are systems of the paper's Table 1, by its name there (``Method.in_paper``)
+PAPER_SYSTEM = {name: method_class(name).label for name in method_names() if method_class(name).in_paper}
 NOT_IN_PAPER = "ours, not in the paper"
 
 

@@ -17,7 +17,8 @@ runner's ``Masker`` (known key values, secret-looking strings, URL passwords).
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lazymem.runinfo import git_commit
 from lazymem.runinfo import package_versions as _package_versions
@@ -36,7 +37,7 @@ def package_versions(names: Sequence[str] = MANIFEST_PACKAGES) -> dict[str, str 
     return _package_versions(names)
 
 
-def new_manifest(config: "EvalConfig", dataset: "Dataset", n_selected: int, fingerprint: str, cache_dir: str | None,
+def new_manifest(config: EvalConfig, dataset: Dataset, n_selected: int, fingerprint: str, cache_dir: str | None,
                  clients: Mapping | None, old_manifest: Mapping | None, run_info: dict) -> dict:
     """The manifest of a run starting now (earlier runs into the same folder are kept in ``runs``)."""
     from lazymem.prompts import prompt_hashes
@@ -48,6 +49,9 @@ def new_manifest(config: "EvalConfig", dataset: "Dataset", n_selected: int, fing
                 for r in (old_manifest or {}).get("runs", [])]  # runs recorded before this rule
     p = config.pipeline
     judged = p.judge is not None and config.judge != "none"
+    from lazymem.pipeline.methods import method_class
+
+    mpm = method_class(p.method).uses_mpm
     return {
         "config": redact(config.to_dict()), "config_sha256": fingerprint,
         "git_commit": git_commit(), "python": sys.version.split()[0], "packages": package_versions(),
@@ -55,9 +59,9 @@ def new_manifest(config: "EvalConfig", dataset: "Dataset", n_selected: int, fing
                     "sha256": dataset.sha256, "questions_total": len(dataset.questions), "selected": n_selected,
                     "load_issues": len(dataset.issues)},
         "prompt_hashes": prompt_hashes(),
-        "models": {"mpm": p.mpm.model if p.method == "lazymem" else None, "answer": p.answer.model,
+        "models": {"mpm": p.mpm.model if mpm else None, "answer": p.answer.model,
                    "judge": p.judge.model if judged else None},
-        "backends": {"mpm": p.mpm.backend if p.method == "lazymem" else None, "answer": p.answer.backend,
+        "backends": {"mpm": p.mpm.backend if mpm else None, "answer": p.answer.backend,
                      "judge": p.judge.backend if judged else None},
         "injected_clients": sorted(clients or {}),
         "retrieval": {"sparse": p.retrieval.sparse, "dense_model": p.retrieval.dense_model,

@@ -26,7 +26,8 @@ still too long loses characters from its end. ``fit`` in the record says what wa
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -76,7 +77,7 @@ def turn_text(turn: Sequence[Message]) -> str:
 class NanoMemory:
     """Session ranking by best-matching turn, and the pruning prompt (see the module docstring)."""
 
-    def __init__(self, retriever: "Retriever", top_k: int = NANOMEMORY_TOP_K, budget: int | None = None,
+    def __init__(self, retriever: Retriever, top_k: int = NANOMEMORY_TOP_K, budget: int | None = None,
                  count: Callable[[str], int] | None = None, window: int | None = None):
         if retriever.encoder is None:
             raise ConfigError("method nanomemory ranks sessions by dense similarity: set pipeline.retrieval."
@@ -92,10 +93,10 @@ class NanoMemory:
         self._turns: dict[tuple[str, int], tuple[list, np.ndarray]] = {}  # (history id, n messages) -> turns, embs
 
     @classmethod
-    def from_config(cls, retriever: "Retriever", config) -> "NanoMemory":
-        """From a PipelineConfig: its top_k, and the window of ``nanomemory_context`` or the mpm model's."""
-        window, budget = prompt_budget(config.mpm, config.mpm_sampling.max_tokens, config.nanomemory_context)
-        return cls(retriever, config.nanomemory_top_k, budget, prompt_counter(config.mpm) if budget else None, window)
+    def from_config(cls, retriever: Retriever, config) -> NanoMemory:
+        """From a PipelineConfig: its top_k, and the window of ``nanomemory.context`` or the mpm model's."""
+        window, budget = prompt_budget(config.mpm, config.mpm_sampling.max_tokens, config.nanomemory.context)
+        return cls(retriever, config.nanomemory.top_k, budget, prompt_counter(config.mpm) if budget else None, window)
 
     def index(self, history: History) -> bool:
         """Embed the history's turns (kept for the last history); True when it had to be built."""
@@ -212,11 +213,12 @@ def fit_sessions(build: Callable[[Sequence[dict]], str], sessions: Sequence[dict
     n = count(prompt)
     if n > budget:
         raise ConfigError(f"nanomemory: the pruning prompt without any session text is {n} tokens, over its budget "
-                          f"of {budget} (the window less mpm_sampling.max_tokens): raise the window or lower max_tokens")
+                          f"of {budget} (the window less mpm_sampling.max_tokens): raise the window or lower "
+                          "max_tokens")
     return done(prompt, [cut], n)
 
 
-def prompt_budget(mpm: "LLMConfig", reply_tokens: int | None, context: int | None) -> tuple[int | None, int | None]:
+def prompt_budget(mpm: LLMConfig, reply_tokens: int | None, context: int | None) -> tuple[int | None, int | None]:
     """(window, the prompt's most tokens) of the pruning call: the window (``context``, else the mpm
     model's own: llama.cpp's n_ctx, transformers' max_position_embeddings; None for a server) less
     the reply's room. (None, None): not fitted."""
@@ -240,7 +242,7 @@ def prompt_budget(mpm: "LLMConfig", reply_tokens: int | None, context: int | Non
     return int(context), budget
 
 
-def prompt_counter(mpm: "LLMConfig") -> Callable[[str], int]:
+def prompt_counter(mpm: LLMConfig) -> Callable[[str], int]:
     """Tokens of a user message as the mpm model reads it: its chat template with the generation
     prompt, tokenised by its own tokenizer (the text llama.cpp and transformers are given)."""
     from transformers import AutoTokenizer

@@ -1,30 +1,37 @@
 """Settings of the query path: ``PipelineConfig``, the same keys as a recipe's ``pipeline:`` section.
 
-Methods (``PipelineConfig.method``) share retrieval and answering: ``lazymem`` (MPM
-construction), ``extractive`` (the training-free ExtractiveProcessor instead of a model),
-``rag`` (the paper's RAG TopN baseline: the pool's messages verbatim, chronologically),
-``oracle_turn`` (the gold evidence messages), ``oracle_session`` (the gold sessions),
-``nanomemory`` (lazymem.pipeline.baselines), ``mem0`` (a write-time baseline: Mem0, PyPI
-``mem0ai``, ingests each history once with its own LLM calls to the ``mpm`` server, and a
-question is answered from ``Memory.search``; lazymem.pipeline.mem0) and ``full`` (the whole history).
+Methods (``PipelineConfig.method``, one ``Method`` class each in ``lazymem.pipeline.methods``)
+share retrieval and answering: ``lazymem`` (MPM construction), ``extractive`` (the training-free
+ExtractiveProcessor instead of a model), ``rag`` (the paper's RAG TopN baseline: the pool's
+messages verbatim, chronologically), ``oracle_turn`` (the gold evidence messages),
+``oracle_session`` (the gold sessions), ``nanomemory`` (lazymem.pipeline.baselines), ``mem0`` (a
+write-time baseline: Mem0, PyPI ``mem0ai``, ingests each history once with its own LLM calls to
+the ``mpm`` server, and a question is answered from ``Memory.search``; lazymem.pipeline.mem0) and
+``full`` (the whole history). A method's own settings are its section: ``extractive:``,
+``nanomemory:`` (top_k, context), ``mem0:`` (top_k, chunk, observation_date). The flat spellings
+of earlier configs and manifests (``nanomemory_top_k``, ``mem0_chunk``, ...) still load.
 
 >>> PipelineConfig.from_dict({"method": "rag", "retrieval": {"n": 20}}).retrieval.n
 20
+>>> PipelineConfig.from_dict({"method": "rag", "nanomemory_top_k": 5}).nanomemory.top_k
+5
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from lazymem.construct import BRIDGES, ExtractiveConfig
 from lazymem.errors import ConfigError, check_fields
 from lazymem.llm import LLMConfig, Sampling
+from lazymem.pipeline.methods import method_class, method_names
+from lazymem.pipeline.methods.mem0 import MEM0_SERVE_HINT, Mem0Settings  # noqa: F401 (MEM0_SERVE_HINT re-exported)
+from lazymem.pipeline.methods.nanomemory import NanoMemorySettings
 from lazymem.retrieve import RetrievalConfig, WindowConfig
 
-METHODS = ("lazymem", "extractive", "rag", "oracle_turn", "oracle_session", "nanomemory", "mem0", "full")
-COMPRESSED_METHODS = ("lazymem", "extractive")  # answered with the compressed-memory prompt
-RETRIEVING_METHODS = ("lazymem", "extractive", "rag")
+METHODS = method_names()  # the registered methods (lazymem.pipeline.methods.REGISTRY) at import time
 ROLES = ("mpm", "answer", "judge")
 GROUNDED_BACKENDS = ("transformers", "llamacpp", "fake")  # can enforce Sampling.grounded
 
@@ -34,8 +41,13 @@ GROUNDED_BACKENDS = ("transformers", "llamacpp", "fake")  # can enforce Sampling
 # cap is ours (the paper's answerer is Qwen3-32B in thinking mode: leave room for the trace).
 DEFAULT_MPM_SAMPLING = Sampling(temperature=0.0, max_tokens=3072)
 DEFAULT_ANSWER_SAMPLING = Sampling(temperature=0.0, max_tokens=1024)
-MEM0_SERVE_HINT = ("`python -m llama_cpp.server --model X.gguf --port 8000` (pip install 'llama-cpp-python[server]'; "
-                   "base_url http://127.0.0.1:8000/v1, mpm.model: the name it serves) or `vllm serve MODEL --port 8000`")
+# Earlier configs and manifests spelled the method sections flat: (section, field) of each old key.
+LEGACY_KEYS = {"nanomemory_top_k": ("nanomemory", "top_k"), "nanomemory_context": ("nanomemory", "context"),
+               "mem0_top_k": ("mem0", "top_k"), "mem0_chunk": ("mem0", "chunk"),
+               "mem0_observation_date": ("mem0", "observation_date")}
+SECTIONS = (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LLMConfig), ("answer", LLMConfig),
+            ("judge", LLMConfig), ("mpm_sampling", Sampling), ("answer_sampling", Sampling),
+            ("extractive", ExtractiveConfig), ("nanomemory", NanoMemorySettings), ("mem0", Mem0Settings))
 
 
 def _h(text: str) -> dict:
@@ -76,39 +88,34 @@ class PipelineConfig:
         default=False,
         metadata=_h("grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
                     "message (free or structured; backends transformers and llamacpp; LazyMem-135M's default)"))
-    mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING, metadata=_h("MPM decoding (json_schema is set per window)"))
+    mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING,
+                                   metadata=_h("MPM decoding (json_schema is set per window)"))
     answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=_h("answer decoding"))
-    schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's compressed_content"))
+    schema_max_content: int = field(default=512,
+                                    metadata=_h("structured: max characters of a KEEP's compressed_content"))
     schema_max_reason: int = field(default=128, metadata=_h("structured: max characters of a decision's reason"))
-    strip_think: bool = field(default=True, metadata=_h("drop a leading <think>...</think> from MPM and answer outputs"))
+    strip_think: bool = field(default=True,
+                              metadata=_h("drop a leading <think>...</think> from MPM and answer outputs"))
     bridges: str = field(
         default="none",
         metadata=_h("'none': every window message is a core message; 'overlap': messages a sub-window shares with "
                     "its neighbour sub-window are shown as previous_bridge / next_bridge"))
-    extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig, metadata=_h("method extractive: threshold, mode"))
-    nanomemory_top_k: int = field(default=10, metadata=_h("method nanomemory: sessions shown to its pruning call (paper: 10)"))
-    nanomemory_context: int | None = field(default=None, metadata=_h(
-        "method nanomemory: the pruning call's context window in tokens; its prompt keeps the top sessions that fit "
-        "in it less mpm_sampling.max_tokens (lazymem.pipeline.baselines.fit_sessions). None: the mpm model's own "
-        "(llamacpp: extra_body.n_ctx, 8192 by default; transformers: max_position_embeddings; a server: not fitted)"))
-    mem0_top_k: int = field(default=30, metadata=_h(
-        "method mem0: memories Memory.search returns (Mem0's LoCoMo evaluation: --top_k 30)"))
-    mem0_chunk: int = field(default=2, metadata=_h(
-        "method mem0: consecutive messages of one session per Memory.add call (Mem0's LoCoMo evaluation: 2)"))
-    mem0_observation_date: bool = field(default=True, metadata=_h(
-        "method mem0: give each add call its session's date as the Observation Date (custom instructions); "
-        "false = stock OSS Mem0, whose extraction prompt dates every message today"))
+    extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig,
+                                         metadata=_h("method extractive: threshold, mode"))
+    nanomemory: NanoMemorySettings = field(default_factory=NanoMemorySettings,
+                                           metadata=_h("method nanomemory: top_k, context"))
+    mem0: Mem0Settings = field(default_factory=Mem0Settings,
+                               metadata=_h("method mem0: top_k, chunk, observation_date"))
 
     def __post_init__(self):
         def need(ok: bool, name: str, allowed: str):
             if not ok:
                 raise ConfigError(f"PipelineConfig.{name}={getattr(self, name)!r}: {allowed}")
 
-        need(self.method in METHODS, "method", f"must be one of {METHODS}")
-        for name, cls in (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LLMConfig),
-                          ("answer", LLMConfig), ("mpm_sampling", Sampling), ("answer_sampling", Sampling),
-                          ("extractive", ExtractiveConfig)):
-            need(isinstance(getattr(self, name), cls), name, f"must be a {cls.__name__}")
+        need(self.method in method_names(), "method", f"must be one of {method_names()}")
+        for name, cls in SECTIONS:
+            if name != "judge":
+                need(isinstance(getattr(self, name), cls), name, f"must be a {cls.__name__}")
         need(self.judge is None or isinstance(self.judge, LLMConfig), "judge", "must be an LLMConfig or None")
         need(isinstance(self.structured, bool), "structured", "must be true or false")
         need(isinstance(self.structured_trace, bool), "structured_trace", "must be true or false")
@@ -129,36 +136,25 @@ class PipelineConfig:
             need(isinstance(v, int) and not isinstance(v, bool) and v >= (1 if name == "schema_max_content" else 0),
                  name, "must be an integer >= 1" if name == "schema_max_content" else "must be an integer >= 0")
         need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
-        need(isinstance(self.nanomemory_top_k, int) and not isinstance(self.nanomemory_top_k, bool)
-             and self.nanomemory_top_k >= 1, "nanomemory_top_k", "must be an integer >= 1")
-        need(self.nanomemory_context is None or (isinstance(self.nanomemory_context, int)
-                                                 and not isinstance(self.nanomemory_context, bool)
-                                                 and self.nanomemory_context >= 1),
-             "nanomemory_context", "must be None (the mpm model's window) or an integer >= 1 (tokens)")
-        need(self.method != "nanomemory" or self.retrieval.dense_model is not None, "method",
-             "nanomemory ranks sessions by dense similarity: set retrieval.dense_model")
-        for name in ("mem0_top_k", "mem0_chunk"):
-            v = getattr(self, name)
-            need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, "must be an integer >= 1")
-        need(isinstance(self.mem0_observation_date, bool), "mem0_observation_date", "must be true or false")
-        # Mem0 makes its own LLM calls (its 'openai' provider), so the mpm role must name a server.
-        need(self.method != "mem0" or self.mpm.backend == "openai", "method",
-             f"mem0 calls its LLM through Mem0's 'openai' provider, not mpm.backend={self.mpm.backend!r}: set "
-             f"mpm.backend: openai and mpm.base_url to a local OpenAI-compatible server, e.g. {MEM0_SERVE_HINT}")
-        need(self.method != "mem0" or bool(self.mpm.base_url), "method",
-             f"mem0 needs mpm.base_url (unset, Mem0 would call api.openai.com): serve a model locally, e.g. "
-             f"{MEM0_SERVE_HINT}")
+        method_class(self.method).check(self)  # what the method itself needs (a dense model, a server)
 
     @classmethod
-    def from_dict(cls, values: Mapping) -> "PipelineConfig":
+    def from_dict(cls, values: Mapping) -> PipelineConfig:
         """Build from a mapping (a recipe's ``pipeline:`` section); errors name the bad field."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"pipeline: expected a mapping, got {type(values).__name__}")
-        check_fields(cls, values, "pipeline")
         v = dict(values)
-        for name, builder in (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LLMConfig),
-                              ("answer", LLMConfig), ("judge", LLMConfig), ("mpm_sampling", Sampling),
-                              ("answer_sampling", Sampling), ("extractive", ExtractiveConfig)):
+        for old, (section, key) in LEGACY_KEYS.items():
+            if old in v:
+                part = v.get(section)
+                part = dict(part) if isinstance(part, Mapping) else {} if part is None else part
+                if isinstance(part, Mapping):
+                    if key in part:
+                        raise ConfigError(f"pipeline: {old} and {section}.{key} both set: keep {section}.{key}")
+                    part[key] = v.pop(old)
+                v[section] = part
+        check_fields(cls, v, "pipeline")
+        for name, builder in SECTIONS:
             if name in v and v[name] is not None:
                 v[name] = _section(builder, v[name], f"pipeline.{name}")
         try:
@@ -167,7 +163,7 @@ class PipelineConfig:
             raise ConfigError(f"pipeline: {e}") from None
 
     @classmethod
-    def from_yaml(cls, path: str) -> "PipelineConfig":
+    def from_yaml(cls, path: str) -> PipelineConfig:
         """Load a YAML file: its ``pipeline:`` section, or the whole file when it has none."""
         from lazymem.yamlio import read_mapping
 
@@ -179,8 +175,16 @@ class PipelineConfig:
         d = dataclasses.asdict(self)
         d["mpm_sampling"], d["answer_sampling"] = self.mpm_sampling.as_dict(), self.answer_sampling.as_dict()
         d["retrieval"] = self.retrieval.as_dict()  # unset later fields left out: older fingerprints stay valid
-        if self.method != "nanomemory":  # a later field that changes nothing elsewhere: other runs stay resumable
-            d.pop("nanomemory_context")
         if not self.grounded:  # likewise: runs from before the option keep their fingerprint
             d.pop("grounded")
+        return d
+
+    def legacy_dict(self) -> dict:
+        """``to_dict`` in the flat shape of fingerprint version 1 (method sections as ``nanomemory_top_k``,
+        ``mem0_chunk``, ...), so runs made before the sections stay resumable (``config_fingerprint``)."""
+        d = self.to_dict()
+        for old, (section, key) in LEGACY_KEYS.items():
+            d[old] = d[section][key]
+        for section in {section for section, _ in LEGACY_KEYS.values()}:
+            d.pop(section)
         return d

@@ -19,21 +19,21 @@ Configuration (``Mem0Store``), all on this machine:
 - Vector store: Mem0's ``qdrant`` provider in local mode (``path=``, no server) and its
   SQLite history in ``$LAZYMEM_CACHE/mem0/<history id>-<key>/``; the key hashes the history's
   messages and what decides its memories (mem0ai version, LLM model and sampling, embedder,
-  chunk size, observation dates), not ``mem0_top_k`` nor the server's URL.
+  chunk size, observation dates), not ``mem0.top_k`` nor the server's URL.
 - Telemetry: ``MEM0_TELEMETRY=False`` is set before mem0 is first imported (mem0 reads it once,
   in mem0.memory.telemetry), which also turns off its notices, the only code that fetches a
   URL (their config on GitHub). Importing mem0 still writes ``$MEM0_DIR/config.json`` with a
   random id; ``MEM0_DIR`` defaults here to ``$LAZYMEM_CACHE/mem0`` instead of ``~/.mem0``.
 
 Ingestion (store time: ``timings["index"]``, once per history, reused by later questions,
-runs and processes): each session's non-blank messages, ``mem0_chunk`` at a time (Mem0's own
+runs and processes): each session's non-blank messages, ``mem0.chunk`` at a time (Mem0's own
 LoCoMo evaluation adds 2 per call), go to ``add`` with ``user_id`` = the history id and
 metadata ``timestamp`` (the session date), ``session_id``, ``chunk`` and ``positions``.
 User/assistant roles are kept; LoCoMo's two speakers become user (the first) and assistant,
 each message written "Name: text", as Mem0's evaluation does (it also stores a mirrored copy
 per speaker; here one store per history). Stock OSS Mem0 gives its extraction prompt today's
 date as the Observation Date (``add(timestamp=...)`` is platform-only); with
-``mem0_observation_date`` (default) the session date is passed as custom instructions instead.
+``mem0.observation_date`` (default) the session date is passed as custom instructions instead.
 Counted per history (``progress.json``, each record's ``baseline.ingestion``): ``llm_calls``,
 ``parse_failed`` (replies Mem0's parser cannot read: it logs "Error parsing extraction
 response" and stores nothing), ``no_facts`` (replies without an item Mem0 can store, one with a
@@ -43,7 +43,7 @@ died mid-chunk is continued from the recorded chunk after the memories that chun
 written (metadata ``chunk`` >= that number) are deleted, so nothing is added twice (Mem0's
 last-10-messages context table may keep that chunk's messages).
 
-Answering: ``search(question, top_k=mem0_top_k, filters={"user_id": ...})`` (mem0 2.x takes
+Answering: ``search(question, top_k=mem0.top_k, filters={"user_id": ...})`` (mem0 2.x takes
 ``top_k`` and ``filters``, not ``limit``/``user_id``; Mem0's LoCoMo evaluation used top_k 30),
 timed as retrieval; the memory is one ``[session date] memory`` line per result, in Mem0's
 order. ``QueryResult.baseline`` holds the results (memory, score, id, date), the store's
@@ -223,7 +223,7 @@ class Mem0Store:
         s = config.mpm_sampling
         self.settings = {"mem0ai": version("mem0ai"), "llm_model": config.mpm.model, "temperature": s.temperature,
                          "max_tokens": s.max_tokens, "embedder": self.embedder, "embedding_dims": self.dims,
-                         "chunk": config.mem0_chunk, "observation_date": config.mem0_observation_date}
+                         "chunk": config.mem0.chunk, "observation_date": config.mem0.observation_date}
         self.lock = threading.RLock()
         self._open: tuple[Path, Any, _CountingLLM] | None = None
 
@@ -298,7 +298,7 @@ class Mem0Store:
     def ingest(self, history: History) -> tuple[dict, bool]:
         """Add the history's chunks not yet in its store; (progress record, whether anything was added)."""
         mem, counter, _ = self.open(history)
-        uid, size = self.user_id(history), self.config.mem0_chunk
+        uid, size = self.user_id(history), self.config.mem0.chunk
         chunks = chunk_history(history, size)
         prog = self.read_progress(history)
         prog["n_chunks"] = len(chunks)
@@ -325,7 +325,7 @@ class Mem0Store:
                     out = mem.add([mem0_message(m, first_speaker) for m in chunk], user_id=uid,
                                   metadata={"timestamp": chunk[0].timestamp, "session_id": chunk[0].session_id,
                                             "chunk": i, "positions": [m.pos for m in chunk]},
-                                  prompt=observation_note(chunk[0].timestamp) if self.config.mem0_observation_date
+                                  prompt=observation_note(chunk[0].timestamp) if self.config.mem0.observation_date
                                   else None)
                 finally:
                     prog["seconds"] += time.perf_counter() - t0
@@ -351,7 +351,7 @@ class Mem0Store:
     def search(self, history: History, query: str) -> list[dict]:
         """Mem0's search results for the query within this history's memories."""
         mem, _, _ = self.open(history)
-        return mem.search(query, top_k=self.config.mem0_top_k, filters={"user_id": self.user_id(history)})["results"]
+        return mem.search(query, top_k=self.config.mem0.top_k, filters={"user_id": self.user_id(history)})["results"]
 
     # one question
 
@@ -361,7 +361,7 @@ class Mem0Store:
         Opening and ingesting the store is store-time work (``index``), the search is retrieval.
         """
         gold = set(question.evidence)
-        record: dict[str, Any] = {"method": "mem0", "top_k": self.config.mem0_top_k, "user_id": self.user_id(history),
+        record: dict[str, Any] = {"method": "mem0", "top_k": self.config.mem0.top_k, "user_id": self.user_id(history),
                                   "store": self.store_dir(history).name, "settings": self.settings,
                                   "ingestion": None, "n_memories": None, "results": [], "gold_shown": None,
                                   "n_gold": len(gold)}

@@ -24,11 +24,10 @@ import concurrent.futures
 import dataclasses
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lazymem.construct import (
-    Decision,
-    ExtractiveProcessor,
     WindowPrompt,
     assemble_memory,
     construction_stats,
@@ -39,10 +38,10 @@ from lazymem.construct import (
 )
 from lazymem.errors import ConfigError
 from lazymem.llm import Completion
-from lazymem.pipeline.config import COMPRESSED_METHODS, RETRIEVING_METHODS, ROLES, PipelineConfig
-from lazymem.pipeline.baselines import oracle_session_positions
-from lazymem.pipeline.results import QueryResult, WindowResult, _completion_meta
-from lazymem.prompts import PROMPTS, text_memory
+from lazymem.pipeline.config import ROLES, PipelineConfig
+from lazymem.pipeline.methods import Method, method_class
+from lazymem.pipeline.results import QueryResult, WindowResult
+from lazymem.prompts import PROMPTS
 from lazymem.records import History, Question
 from lazymem.retrieve import RetrievalConfig, Window, WindowConfig, build_windows
 
@@ -52,9 +51,9 @@ if TYPE_CHECKING:
     from lazymem.retrieve import Pool, Retriever
 
 
-def question_windows(history: History, question: Question, retriever: "Retriever | None" = None,
+def question_windows(history: History, question: Question, retriever: Retriever | None = None,
                      window: WindowConfig | None = None,
-                     retrieval: RetrievalConfig | None = None) -> tuple["Pool", list[Window]]:
+                     retrieval: RetrievalConfig | None = None) -> tuple[Pool, list[Window]]:
     """Steps 1-2 for one question: (the pool R_q, its windows with the gold positions marked).
 
     Args:
@@ -84,8 +83,8 @@ class LazyMemPipeline:
     (which batch or parallelise internally).
     """
 
-    def __init__(self, config: PipelineConfig, clients: Mapping[str, "LLMClient"] | None = None,
-                 retriever: "Retriever | None" = None):
+    def __init__(self, config: PipelineConfig, clients: Mapping[str, LLMClient] | None = None,
+                 retriever: Retriever | None = None):
         unknown = sorted(set(clients or {}) - set(ROLES))
         if unknown:
             raise ConfigError(f"LazyMemPipeline clients: unknown role(s) {unknown}; roles are {ROLES}")
@@ -93,19 +92,17 @@ class LazyMemPipeline:
         self._clients: dict[str, LLMClient] = dict(clients or {})
         self._injected = frozenset(self._clients)
         self._retriever = retriever
-        self._lock = threading.RLock()  # guards lazy creation
-        self._retrieve_lock = threading.Lock()  # the retriever's index cache is not thread-safe
-        self._processor = ExtractiveProcessor(config.extractive) if config.method == "extractive" else None
-        self._nano = None  # NanoMemory's session index, created on first use
-        self._mem0 = None  # method mem0's Mem0Store, created on first use
+        self.lock = threading.RLock()  # guards lazy creation
+        self.retrieve_lock = threading.Lock()  # the retriever's index cache is not thread-safe
+        self.method: Method = method_class(config.method)(self)  # builds the memory (lazymem.pipeline.methods)
 
     # lazily created parts
 
-    def client(self, role: str) -> "LLMClient":
+    def client(self, role: str) -> LLMClient:
         """The client of a role, created from the config on first use."""
         if role not in ROLES:
             raise ConfigError(f"unknown model role {role!r}; roles are {ROLES}")
-        with self._lock:
+        with self.lock:
             if role not in self._clients:
                 llm_config = getattr(self.config, role)
                 if llm_config is None:
@@ -122,8 +119,8 @@ class LazyMemPipeline:
             return self._clients[role]
 
     @property
-    def retriever(self) -> "Retriever":
-        with self._lock:
+    def retriever(self) -> Retriever:
+        with self.lock:
             if self._retriever is None:
                 from lazymem.retrieve import Retriever
 
@@ -131,29 +128,26 @@ class LazyMemPipeline:
             return self._retriever
 
     @property
-    def mem0(self) -> "Mem0Store":
+    def mem0(self) -> Mem0Store:
         """Method mem0's stores (lazymem.pipeline.mem0); the first use imports mem0ai and loads its embedder."""
-        with self._lock:
-            if self._mem0 is None:
-                from lazymem.pipeline.mem0 import Mem0Store
-
-                self._mem0 = Mem0Store(self.config)
-            return self._mem0
+        store = getattr(self.method, "store", None)
+        if store is None:
+            raise ConfigError(f"pipeline.mem0: method {self.config.method!r} has no Mem0 store")
+        return store
 
     def close(self) -> None:
         """Release what stays open between questions (method mem0: its store folder's lock)."""
-        if self._mem0 is not None:
-            self._mem0.close()
+        self.method.close()
 
-    def warm_up(self) -> "LazyMemPipeline":
+    def warm_up(self) -> LazyMemPipeline:
         """Load the encoder, reranker and in-process models now, so no question's latency
         includes loading them (grammar compilation for structured decoding still happens on
         the first window of each size)."""
-        roles = ["answer"] + (["mpm"] if self.config.method in ("lazymem", "nanomemory") else [])
-        if self.config.method in RETRIEVING_METHODS + ("nanomemory",) and hasattr(self.retriever, "warm_up"):
+        m = self.method
+        roles = ["answer"] + (["mpm"] if m.uses_mpm and m.mpm_client else [])
+        if m.retrieves and hasattr(self.retriever, "warm_up"):
             self.retriever.warm_up()
-        if self.config.method == "mem0":
-            self.mem0  # a missing mem0ai stops a run here, before its first question
+        m.warm_up()
         for role in roles:
             client = self.client(role)
             if callable(getattr(client, "load_inner", None)):
@@ -164,21 +158,21 @@ class LazyMemPipeline:
 
     def _load_s(self) -> float:
         """Seconds the cached clients have spent loading models so far (kept out of stage latencies)."""
-        with self._lock:
+        with self.lock:
             clients = list(self._clients.values())
         return sum(getattr(c, "load_s", 0.0) for c in clients)
 
     # stages
 
-    def retrieve(self, history: History, question: Question) -> "Pool | None":
+    def retrieve(self, history: History, question: Question) -> Pool | None:
         """The pool R_q (None for methods that do not retrieve)."""
-        if self.config.method not in RETRIEVING_METHODS:
+        if not self.method.retrieves:
             return None
         retriever = self.retriever
-        with self._retrieve_lock:
+        with self.retrieve_lock:
             return retriever.retrieve(history, question.text)
 
-    def windows(self, history: History, question: Question, pool: "Pool") -> list[Window]:
+    def windows(self, history: History, question: Question, pool: Pool) -> list[Window]:
         """W_1..W_P around the pool, with the question's gold positions marked."""
         return build_windows(history, pool.positions, self.config.window, gold=question.evidence)
 
@@ -186,7 +180,7 @@ class LazyMemPipeline:
         """The MPM prompt of every window (``lazymem.construct.window_prompts`` with this config)."""
         return window_prompts(history, question, windows, self.config.window, self.config.bridges)
 
-    def _generate_mpm(self, prompts: Sequence[Any], n_decisions: Sequence[int],
+    def generate_mpm(self, prompts: Sequence[Any], n_decisions: Sequence[int],
                       texts: Sequence[tuple[str, ...]] = ()) -> list[Completion]:
         """All windows' MPM outputs: one generate call, or one per decision count when structured,
         or one per window when grounded (each window's message texts constrain its own output)."""
@@ -228,21 +222,15 @@ class LazyMemPipeline:
         an unreachable server as a malformed output.
         """
         items = self.prompts(history, question, windows)
-        if self.config.method == "extractive":
-            raws: list[str | None] = [self._processor.process(question.text, question.query_time,
-                                                              [history[p] for p in it.window.positions])
-                                      for it in items]
-            outputs: list[Completion | None] = [None] * len(items)
-        else:
-            outputs = self._generate_mpm([list(it.messages) for it in items], [it.n_decisions for it in items],
-                                         [tuple(history[p].text for p in it.decision_positions) for it in items]
-                                         ) if items else []
-            raws = [None if out.error is not None else out.text for out in outputs]
+        window_outputs = getattr(self.method, "window_outputs", None)
+        if window_outputs is None:
+            raise ConfigError(f"method {self.config.method!r} does not construct windows")
+        raws, outputs = window_outputs(history, question, items)
         results, error = [], None
         for it, raw, out in zip(items, raws, outputs):
             think = None
             if raw is not None and out is not None:
-                raw, think = self._split_think(raw)
+                raw, think = self.split_think(raw)
             verdict = it.gate(raw) if raw is not None else None
             if verdict is None and error is None:
                 error = f"mpm: {out.error}"
@@ -255,7 +243,7 @@ class LazyMemPipeline:
         stats = construction_stats(gated, question.evidence, texts) if error is None else None
         return tuple(results), tuple(merged.values()), memory, stats, error
 
-    def _split_think(self, text: str) -> tuple[str, str | None]:
+    def split_think(self, text: str) -> tuple[str, str | None]:
         """(text without a leading think trace, the trace or None); unchanged when strip_think is off."""
         if not self.config.strip_think:
             return text, None
@@ -264,11 +252,10 @@ class LazyMemPipeline:
 
     def answer_prompt(self, question: Question, memory: str) -> tuple[str, list[dict]]:
         """(prompt name, chat messages) of the answer call for this memory."""
-        if self.config.method in COMPRESSED_METHODS:
-            name = "answer_compressed"
+        name = self.method.answer_prompt
+        if name == "answer_compressed":
             msgs = PROMPTS[name].messages(query_time=question.query_time, query=question.text, memory=memory)
         else:
-            name = "answer_text"
             msgs = PROMPTS[name].messages(query_time=question.query_time, query=question.text, memory_text=memory)
         return name, msgs
 
@@ -291,25 +278,8 @@ class LazyMemPipeline:
         if index is not None:  # indexing the history is store-time work, not part of answering
             timings["retrieval"] -= index
         t1 = time.perf_counter()
-        windows: tuple[WindowResult, ...] = ()
-        decisions: tuple[Decision, ...] = ()
-        stats, error, baseline = None, None, None
-        if c.method in COMPRESSED_METHODS:
-            windows, decisions, memory, stats, error = self.construct(history, question,
-                                                                      self.windows(history, question, pool))
-        elif c.method == "rag":
-            memory = text_memory([history[p] for p in pool.positions])
-        elif c.method == "oracle_turn":
-            memory = text_memory([history[p] for p in question.evidence])
-        elif c.method == "oracle_session":
-            memory = text_memory([history[p] for p in oracle_session_positions(history, question)])
-        elif c.method == "nanomemory":
-            memory, baseline, error = self._nanomemory(history, question, timings)  # sets its own timings
-        elif c.method == "mem0":  # ingests the history once (store time), then searches; sets its own timings
-            memory, baseline, error = self.mem0.memory(history, question, timings)
-        else:  # full
-            memory = text_memory(history.messages)
-        if c.method not in ("nanomemory", "mem0"):
+        out = self.method.memory(history, question, pool, timings)  # nanomemory and mem0 time themselves
+        if not out.timed:
             timings["processing"] = time.perf_counter() - t1
         load = self._load_s() - loaded
         if load > 0:  # a model loaded lazily on this question's first uncached call: not query latency
@@ -317,39 +287,11 @@ class LazyMemPipeline:
             timings["load"] = load
         if index is not None:
             timings["index"] = index
-        name, _ = self.answer_prompt(question, memory)  # (nanomemory set its own index time)
         return QueryResult(
-            question_id=question.id, method=c.method, status="ok" if error is None else "error", error=error,
-            pool=pool, windows=windows, decisions=decisions, memory=memory, answer_prompt=name, answer="",
-            answer_output=None, stats=stats, timings=timings, baseline=baseline)
-
-    def _nanomemory(self, history: History, question: Question, timings: dict) -> tuple[str, dict, str | None]:
-        """NanoMemory: rank sessions (timed as retrieval), one pruning call; (memory, record, error)."""
-        from lazymem.pipeline.baselines import NanoMemory
-
-        with self._retrieve_lock:
-            if self._nano is None:
-                self._nano = NanoMemory.from_config(self.retriever, self.config)  # fitted to the mpm's window
-            t0 = time.perf_counter()
-            if self._nano.index(history):  # embedding the turns is store-time work, like a history's index
-                timings["index"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            sessions = self._nano.rank_sessions(history, question.text)
-        timings["retrieval"] = timings.get("retrieval", 0.0) + time.perf_counter() - t0
-        t1 = time.perf_counter()
-        prompt, sessions, fit = self._nano.fitted_prompt(question, sessions)
-        out = self.client("mpm").generate([prompt], self.config.mpm_sampling)[0]
-        timings["processing"] = time.perf_counter() - t1
-        gold = set(question.evidence)
-        record = {"method": "nanomemory", "top_k": self.config.nanomemory_top_k,
-                  "sessions": [{"session_id": s["session_id"], "score": s["score"], "n_messages": len(s["positions"]),
-                                "gold": sorted(gold & set(s["positions"]))} for s in sessions],
-                  "gold_shown": len(gold & {p for s in sessions for p in s["positions"]}), "n_gold": len(gold),
-                  "prune_output": _completion_meta(out), "prune_think": None, "fit": fit}
-        if out.error is not None:
-            return "", record, f"nanomemory prune: {out.error}"
-        memory, record["prune_think"] = self._split_think(out.text)
-        return memory.strip(), record, None
+            question_id=question.id, method=c.method, status="ok" if out.error is None else "error", error=out.error,
+            pool=pool, windows=out.windows, decisions=out.decisions, memory=out.memory,
+            answer_prompt=self.method.answer_prompt, answer="", answer_output=None, stats=out.stats, timings=timings,
+            baseline=out.baseline)
 
     def answer(self, history: History, question: Question) -> QueryResult:
         """Run the whole query path for one question (see the module docstring)."""
@@ -370,7 +312,7 @@ class LazyMemPipeline:
             if out.error is not None:
                 error = f"answer: {out.error}"
             else:
-                answer, think = self._split_think(out.text)
+                answer, think = self.split_think(out.text)
                 answer = answer.strip()
         timings["total"] = sum(timings.values())
         if index is not None:

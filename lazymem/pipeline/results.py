@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from lazymem.construct import ConstructionStats, Decision, GateVerdict
 from lazymem.llm import Completion
@@ -49,7 +50,7 @@ class QueryResult:
     method: str
     status: str  # "ok", or "error" when a model call failed (the run records it and goes on)
     error: str | None  # "stage: ExceptionType: message" of the first failure
-    pool: "Pool | None"  # the retrieval pool (None for oracle_turn / full)
+    pool: Pool | None  # the retrieval pool (None for oracle_turn / full)
     windows: tuple[WindowResult, ...]  # () for rag / oracle_turn / full
     decisions: tuple[Decision, ...]  # merged over windows, by position (lazymem / extractive)
     memory: str  # the memory block handed to the answer model
@@ -59,7 +60,8 @@ class QueryResult:
     stats: ConstructionStats | None  # gate and keep statistics (lazymem / extractive)
     timings: Mapping[str, float]  # wall seconds: retrieval, processing, answer, total (+ index when built)
     answer_think: str | None = None  # the answer's stripped <think> trace, when there was one
-    baseline: Mapping | None = None  # method-specific record (nanomemory: sessions, pruning call; mem0: search, ingestion)
+    # method-specific record (nanomemory: sessions, pruning call; mem0: search, ingestion)
+    baseline: Mapping | None = None
 
     @property
     def ok(self) -> bool:
