@@ -71,16 +71,21 @@ def test_repo_grid_file_is_valid():
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("grid_*.yaml")))
 def test_every_repo_grid_names_real_parameters_and_recipes(name):
-    from lazymem.eval import EvalConfig
+    from lazymem.notebooks.ablations import ablation_config
 
     spec = nb.load_grid(ROOT / "configs" / name)
     points = nb.expand_grid(spec)
     declared = nb.notebook_parameters(nb.resolve_notebook(spec["notebook"]))
     assert len(points) >= 2 and all(set(p) <= set(declared) for p in points)
     for p in points:
-        if p.get("config"):  # a recipe the points start from: it parses, with the notebook's overrides
-            c = EvalConfig.from_yaml(ROOT / p["config"], [f"limit={p['limit']}", 'pipeline.window={"w": 0, "L": 8, "s": 7}'])
-            assert c.limit == p["limit"] and c.pipeline.window.w == 0
+        if p.get("config"):  # a recipe notebook 09's points start from: it parses, with the notebook's overrides
+            recipe = str(ROOT / p["config"])
+            for w in p.get("radii") or []:
+                c = ablation_config(p["dataset"], p.get("method", "extractive"), w, limit=p["limit"], recipe=recipe)
+                assert c.limit == p["limit"] and c.pipeline.window.w == w
+            for adapter in (p.get("stages") or {}).values():
+                c = ablation_config(p["dataset"], "lazymem", 2, limit=p["limit"], recipe=recipe, adapter=adapter)
+                assert c.pipeline.mpm.adapter == adapter and c.pipeline.structured is (adapter is None)
 
 
 def test_run_id_readable_stable_and_distinct():
@@ -213,9 +218,8 @@ def test_results_table():
 
 def test_explore_question_extractive_and_run_records(tmp_path):
     from lazymem.data import load_dataset
-    from lazymem.retrieve import RetrievalConfig, Retriever
+    from lazymem.retrieve import RetrievalConfig, Retriever, WindowConfig
     from lazymem.viz import explorer_view
-    from lazymem.retrieve import WindowConfig
 
     ds = load_dataset("synthetic:messages=60,seed=1,histories=1,questions=6")
     retriever = Retriever(RetrievalConfig(n=5, dense_model=None))
@@ -245,6 +249,86 @@ def test_explore_question_extractive_and_run_records(tmp_path):
     assert nb.question_options(ds)[0][1] == ds.questions[0].id
 
 
+# --- the builder (notebooks/src/*.py -> notebooks/*.ipynb) and notebook 09's sweep points ----------
+
+BUILD_SOURCE = """# %% [markdown]
+# # 01 · Built
+
+# %% tags=["parameters"]
+w = 3  # radius
+
+# %%
+import sys
+
+print("not stored")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("w", end="")
+sys.stdout.flush()
+print(" =", w)
+"""
+
+
+def test_build_executes_from_notebooks_and_keeps_only_checked_outputs(tmp_path):
+    from lazymem.notebooks.build import build
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "lazymem"\n')
+    (tmp_path / "notebooks" / "src").mkdir(parents=True)
+    (tmp_path / "notebooks" / "src" / "01_built.py").write_text(BUILD_SOURCE)
+    (path,) = build(["01"], root=tmp_path, log=None)
+    notebook = nbformat.read(path, as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert [c.outputs for c in code[:2]] == [[], []] and [c.execution_count for c in code[:2]] == [None, None]
+    assert code[2].execution_count == 3  # the kernel's count, as nbval needs it
+    assert [(o.output_type, o.name, o.text) for o in code[2].outputs] == [("stream", "stdout", "w = 3\n")]  # one
+    assert [c["id"] for c in notebook.cells] == ["01-00", "01-01", "01-02", "01-03"]
+
+
+def fake_recipe(tmp_path) -> str:
+    from fakerun import PIPELINE, SYNTH
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text(json.dumps({"dataset": SYNTH, "pipeline": PIPELINE}))  # JSON is YAML
+    return str(path)
+
+
+def test_ablation_config_from_a_recipe_or_quick_config(tmp_path):
+    from lazymem.notebooks.ablations import ablation_config
+
+    recipe = fake_recipe(tmp_path)
+    cfg = ablation_config("synthetic:messages=50,seed=2", "oracle_turn", 3, limit=4, recipe=recipe)
+    assert (cfg.dataset, cfg.limit, cfg.pipeline.method) == ("synthetic:messages=50,seed=2", 4, "oracle_turn")
+    assert (cfg.pipeline.window.w, cfg.pipeline.window.L, cfg.pipeline.window.s) == (3, 8, 7)
+    assert cfg.pipeline.retrieval.n == 3 and cfg.pipeline.answer.backend == "fake"  # the recipe's pool and models
+    base = ablation_config("synthetic:messages=50,seed=2", "lazymem", 2, recipe=recipe, adapter=None)
+    assert base.pipeline.mpm.adapter is None and base.pipeline.structured is True
+    assert base.pipeline.mpm_sampling.logit_bias is None
+    tuned = ablation_config("synthetic:messages=50,seed=2", "lazymem", 2, n=7, adapter="some/adapter")
+    assert tuned.pipeline.mpm.adapter == "some/adapter" and tuned.pipeline.structured is False
+    assert tuned.pipeline.retrieval.n == 7 and tuned.pipeline.mpm.model == "smollm2-offline"
+
+
+def test_ablation_point_runs_the_eval_and_counts_all_at_k_from_its_records(tmp_path, monkeypatch):
+    from lazymem.eval.runfiles import read_records
+    from lazymem.llm import DIR_ENV, qwen3_tokenizer_dir
+    from lazymem.notebooks.ablations import ablation_config, ablation_point
+
+    monkeypatch.setenv(DIR_ENV, str(qwen3_tokenizer_dir()))
+    monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path / "cache"))
+    from fakerun import SYNTH
+
+    cfg = ablation_config(SYNTH, "rag", 0, limit=0, recipe=fake_recipe(tmp_path))
+    row = ablation_point(tmp_path / "w=0", cfg)
+    records = read_records(tmp_path / "w=0" / "records.jsonl")[0]
+    with_gold = [r for r in records if r["question"]["evidence"]]
+    expected = sum(set(r["question"]["evidence"]) <= set(r["pool"]["positions"]) for r in with_gold) / len(with_gold)
+    assert row["All@k"] == expected and 0 < expected < 1  # RAG has no windows: its pool is what it saw
+    assert (row["questions"], row["errors"]) == (len(records), 0) and row["gate_fmt"] is None
+    assert set(row) == {"score", "metric", "All@k", "gate_fmt", "strict_gate", "gold_keep_recall", "memory_tokens",
+                        "questions", "errors"}
+    assert ablation_point(tmp_path / "w=0", cfg) == row  # resumed: nothing recomputed, the same row
+
 # --- the committed notebooks ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["01_data", "02_retrieval_windows", "03_window_explorer"])
@@ -264,7 +348,7 @@ def test_committed_notebooks_follow_the_template(name):
             assert not cell.outputs, "only the checked cells keep outputs in the committed notebook"
     last = [c for c in notebook.cells if c.cell_type == "code"][-1]
     assert last.source.startswith("# NBVAL_CHECK_OUTPUT") and "record_metrics(metrics, metrics_path)" in last.source
-    assert last.outputs and last.execution_count, "run scripts/make_notebooks.py to store the checked outputs"
+    assert last.outputs and last.execution_count, "run `python -m lazymem.notebooks.build` to store the checked outputs"
 
 
 @pytest.mark.notebooks
@@ -279,7 +363,8 @@ def test_notebook_04_limit_0_runs_every_question_through_papermill(tmp_path):
         "out_root": str(tmp_path / "eval"), "figures_dir": str(tmp_path / "fig"), "png": False,
     }, out_root=tmp_path / "runs", progress=False)
     assert r.status == "ok", r.error
-    assert r.metrics == {m: {"questions_ok": n_questions, "errors": 0, "gate_fmt": None} for m in ("rag", "oracle_turn")}
+    assert r.metrics == {m: {"questions_ok": n_questions, "errors": 0, "gate_fmt": None}
+                         for m in ("rag", "oracle_turn")}
     for m in ("rag", "oracle_turn"):
         summary = json.loads((tmp_path / "eval" / m / "summary.json").read_text())
         assert summary["counts"]["selected"] == n_questions > 2  # 0 = all, not the default 2

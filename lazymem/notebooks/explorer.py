@@ -6,8 +6,9 @@ The explorer shows either a training-free extractive processor run live, or a ru
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from lazymem.errors import ConfigError
 
@@ -69,7 +70,8 @@ def explore_question(dataset: Any, question_id: str = "", method: str = "extract
         return view
     if method not in EXTRACTIVE_METHODS:
         raise ConfigError(f"explorer method {method!r}: use one of {list(EXTRACTIVE_METHODS)} or 'run:<folder>'")
-    config = PipelineConfig(method="extractive", retrieval=retriever.config if retriever is not None else RetrievalConfig(),
+    retrieval = retriever.config if retriever is not None else RetrievalConfig()
+    config = PipelineConfig(method="extractive", retrieval=retrieval,
                             window=window or WindowConfig(),
                             extractive=ExtractiveConfig(threshold=threshold, mode=EXTRACTIVE_METHODS[method]))
     r = LazyMemPipeline(config, retriever=retriever).process(history, question)

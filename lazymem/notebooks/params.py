@@ -24,8 +24,9 @@ import hashlib
 import itertools
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.secrets import is_secret, redact
@@ -85,7 +86,8 @@ def notebook_parameters(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{Path(path).name}: no code cell is tagged 'parameters'")
     out: dict[str, Any] = {}
     for node in ast.parse(cells[0].source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
         for t in targets:
             if isinstance(t, ast.Name) and node.value is not None:
                 try:

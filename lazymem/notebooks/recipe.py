@@ -11,8 +11,9 @@ list after an interruption redoes no finished work.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from lazymem.errors import ConfigError
 
@@ -50,7 +51,7 @@ RECIPE = (
     Step("keep-bias-grpo-sft-gpu-recall", "configs/lazymem135m_keep_bias_grpo_sft_gpu_recall.yaml", "keep-bias"),
     Step("eval-windows", "configs/lazymem135m_eval_windows.yaml", "eval-windows"),
     Step("eval-table", "configs/lazymem135m_eval_table.yaml", "eval-table"),
-    Step("release", "configs/lazymem135m_release_gpu.yaml", "release"),  # the CPU-only release: lazymem135m_release.yaml
+    Step("release", "configs/lazymem135m_release_gpu.yaml", "release"),  # CPU-only: lazymem135m_release.yaml
 )
 
 

@@ -19,13 +19,14 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError
-from lazymem.notebooks.params import expand_grid, load_grid, notebook_parameters, project_root, resolve_notebook, run_id
 from lazymem.files import sha256_file  # noqa: F401  (re-exported: notebook content hashes)
+from lazymem.notebooks.params import expand_grid, load_grid, notebook_parameters, project_root, resolve_notebook, run_id
 from lazymem.runinfo import now
 from lazymem.secrets import REDACTED, is_secret, looks_secret, redact
 

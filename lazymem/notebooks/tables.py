@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 def record_metrics(metrics: Mapping[str, Any], path: str | Path | None) -> str | None:
@@ -76,6 +77,7 @@ def eval_overview(summaries: Mapping[str, Mapping]) -> tuple[list[dict], list[di
             "evidence_recall": (mm.get("evidence_recall") or {}).get("mean"),
             "answer_recall_in_memory": (mm.get("answer_recall_in_memory") or {}).get("mean"),
             "memory_tokens": (s.get("memory_tokens") or {}).get("mean"),
-            **{f"{stage}_median_s": (lat.get(stage) or {}).get("median") for stage in ("retrieval", "processing", "answer")},
+            **{f"{stage}_median_s": (lat.get(stage) or {}).get("median")
+               for stage in ("retrieval", "processing", "answer")},
         })
     return by_type, per_method

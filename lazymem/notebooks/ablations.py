@@ -1,0 +1,86 @@
+"""Notebook 09's sweep points: one eval config per radius or training stage, its run, its table row.
+
+A point is an ordinary resumable eval run (``lazymem.eval.evaluate``) in its own folder; its row
+is the report's (``lazymem.eval.report.build_report``) plus All@k over the run's own records
+(every gold message of a question among the positions its memory step saw).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the eval package loads at call time, not when lazymem.notebooks is imported
+    from lazymem.eval import EvalConfig
+
+UNCHANGED = "keep"  # ``adapter`` value meaning: leave the memory-processing model's adapter as configured
+ROW_KEYS = {"gate_fmt": "gate_fmt", "strict_gate": "gate_strict", "gold_keep_recall": "gold_keep_recall",
+            "memory_tokens": "memory_tokens", "questions": "questions", "errors": "errors"}  # row key -> report's
+
+
+def ablation_config(dataset: str, method: str, w: int, *, limit: int = 2, model: str = "smollm2-offline",
+                    base_url: str = "", n: int = 20, recipe: str = "", adapter: str | None = UNCHANGED) -> EvalConfig:
+    """One point's EvalConfig: windows of radius ``w`` (L 8, s 7), from ``recipe`` (an eval YAML,
+    its models and pool kept) when given, else from ``quick_config`` with the notebook's parameters.
+
+    ``adapter`` sets the memory-processing model's adapter (None = the base model, decoded with
+    the schema constraint and no KEEP bias); ``UNCHANGED`` leaves it as configured.
+
+    >>> c = ablation_config("synthetic:messages=50,seed=0", "extractive", 1, n=10)
+    >>> c.pipeline.method, c.pipeline.window.w, c.pipeline.retrieval.n, c.limit
+    ('extractive', 1, 10, 2)
+    >>> ablation_config("synthetic:messages=50,seed=0", "lazymem", 2, adapter=None).pipeline.structured
+    True
+    """
+    import dataclasses
+
+    from lazymem.eval import EvalConfig, quick_config
+
+    if recipe:
+        sets = [f"dataset={dataset}", f"limit={limit}", f'pipeline.window={{"w": {w}, "L": 8, "s": 7}}',
+                f"pipeline.method={method}"]
+        if adapter != UNCHANGED:
+            sets += [f"pipeline.mpm.adapter={adapter or 'null'}", f"pipeline.structured={adapter is None}"]
+            if adapter is None:
+                sets += ["pipeline.mpm_sampling.logit_bias=null"]
+        return EvalConfig.from_yaml(recipe, sets)
+    cfg = quick_config(dataset, method, limit=limit, model=model, base_url=base_url, n=n, w=w)
+    if adapter == UNCHANGED:
+        return cfg
+    mpm = dataclasses.replace(cfg.pipeline.mpm, adapter=adapter)
+    return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, mpm=mpm, structured=adapter is None))
+
+
+def run_all_at_k(records: Iterable[Mapping[str, Any]]) -> float | None:
+    """All@k of a run: the share of its ok questions with gold evidence whose every gold message was
+    among the positions the memory step saw (``lazymem.eval.attribution.candidates``: the windows,
+    else the pool); None when no question has gold evidence.
+
+    >>> recs = [{"status": "ok", "question": {"evidence": [3]}, "windows": [{"positions": [2, 3, 4]}]},
+    ...         {"status": "ok", "question": {"evidence": [7, 9]}, "windows": [], "pool": {"positions": [9]}},
+    ...         {"status": "ok", "question": {"evidence": []}, "windows": []},
+    ...         {"status": "error", "question": {"evidence": [1]}}]
+    >>> run_all_at_k(recs)
+    0.5
+    >>> run_all_at_k(recs[2:]) is None
+    True
+    """
+    from lazymem.eval.attribution import candidates
+
+    covered = [set(r["question"]["evidence"]) <= (candidates(r) or set()) for r in records
+               if r.get("status") == "ok" and r["question"]["evidence"]]
+    return sum(covered) / len(covered) if covered else None
+
+
+def ablation_point(run_dir: str | Path, config: EvalConfig, n_resamples: int = 100) -> dict[str, Any]:
+    """Run (or resume) one point into ``run_dir`` and return its row: score and metric, All@k,
+    Gate Fmt., the strict gate, gold-keep recall, memory tokens, questions and errors."""
+    from lazymem.eval import evaluate
+    from lazymem.eval.report import build_report
+    from lazymem.eval.runfiles import latest_records, read_records
+
+    evaluate(config, run_dir, progress=False)
+    row = build_report([run_dir], n_resamples=n_resamples)["rows"][0]
+    records = latest_records(read_records(Path(run_dir) / "records.jsonl")[0]).values()
+    return {"score": row["score"], "metric": row["metric"], "All@k": run_all_at_k(records),
+            **{k: row[v] for k, v in ROW_KEYS.items()}}

@@ -1,0 +1,90 @@
+# %% [markdown]
+# # 08 · Compare systems: tables with paired bootstrap intervals, Pareto figures, error attribution
+#
+# **Purpose.** The paper's main comparison (RQ1, RQ2) for any set of systems: run each method on the
+# same questions (or point `runs` at finished run folders), then `lazymem.eval.report` gives the score
+# overall and by type, errors and unparseable judge replies, answer-context memory tokens (Qwen3),
+# latency per stage (mean, median, P90, P95), Gate Fmt. and gold-keep recall, and paired bootstrap 95%
+# intervals against a reference system; `lazymem.viz.pareto_figure` draws score vs memory tokens (log
+# x) and vs mean latency (P50-P95 bars) with dashed frontiers, the paper's reported points overlaid
+# hollow when `paper` names a benchmark. `lazymem.eval.attribution` assigns each wrong answer to its
+# first failing stage (notebook `10_errors`). The CLI does the same: `lazymem report RUN_DIR ... --out DIR`.
+#
+# CPU defaults are tiny (SmolLM2 answers 2 questions per method); on a GPU node point it at the
+# paper's configs (`configs/paper_locomo.yaml`) or at finished runs: `-p runs='[runs/eval/a, runs/eval/b]'`.
+
+# %%
+import os
+
+from lazymem import notebooks as nb
+
+os.chdir(nb.project_root())  # relative paths mean the repository root in Jupyter, papermill and nbval alike
+
+from pathlib import Path
+
+import pandas as pd
+
+from lazymem import viz
+from lazymem.notebooks.compare import method_runs, report_with_figures
+
+# %% tags=["parameters"]
+dataset = "synthetic:messages=200,seed=0,histories=1,questions=6"  # dataset SPEC (lazymem.data.datasets)
+limit = 2  # questions per method (0 = all)
+methods = ["oracle_turn", "oracle_session", "rag", "extractive"]  # also "lazymem", "nanomemory", "full"
+model = "smollm2-offline"  # answer / memory-processing model (alias, path or server model name)
+base_url = ""  # OpenAI-compatible server; "" = in-process transformers
+backend = ""  # "" = in-process transformers (or the server at base_url); "fake" echoes (tests)
+n = 20  # RAG / LazyMem pool size (paper: 50)
+reference = "rag"  # the system the paired intervals compare with (a method name or a run folder name)
+paper = ""  # "locomo" / "longmemeval": overlay the paper's reported points on the Pareto figure
+runs = []  # finished run folders to compare instead of running `methods` (names = folder names)
+out_root = "runs/nb08_compare"  # one run folder per method, and the report in <out_root>/report
+figures_dir = "figures"  # save_figures writes <figures_dir>/<name>.html and <name>.png here
+png = True  # also write PNGs (kaleido + Chromium; skipped with a warning when missing)
+metrics_path = ""  # set by `lazymem notebooks run`: the last cell writes its metrics JSON here
+
+# %%
+run_dirs = method_runs(runs, methods, dataset, out_root, limit=limit, model=model, base_url=base_url,
+                       backend=backend, n=n)
+names = [Path(d).name for d in run_dirs]
+run_dirs
+
+# %% [markdown]
+# ## 1. The tables
+
+# %%
+report, pareto = report_with_figures(run_dirs, reference=reference if reference in names else None,
+                                     dataset=paper or None, out=f"{out_root}/report", png=False, n_resamples=2000)
+cols = ["system", "questions", "errors", "unparseable_judge", "score", "memory_tokens", "gate_fmt", "gold_keep_recall"]
+print("score:", report["metric"], "| paired intervals against", report["reference"])
+pd.DataFrame(report["rows"])[cols].set_index("system").round(3)
+
+# %%
+pd.DataFrame([{"system": p["system"], "vs": p["reference"], "shared questions": p["score"]["n"],
+               "delta": p["score"]["delta"], "95% low": p["score"]["low"], "95% high": p["score"]["high"],
+               "token delta": p["memory_tokens"]["delta"]} for p in report["pairs"]]).round(3)
+
+# %% [markdown]
+# ## 2. Pareto figure
+
+# %%
+pareto.show()
+saved = viz.save_figures({"08_pareto": pareto}, figures_dir, png=png)
+
+# %% [markdown]
+# ## 3. Where the wrong answers fail
+#
+# `10_errors` assigns each wrong answer of these runs to its first failing stage (it reuses this
+# notebook's run folders when `out_root` is the same), with stacked bars by question type and
+# drill-downs into the window explorer.
+
+# %% [markdown]
+# ## 4. Record metrics
+
+# %%
+# NBVAL_CHECK_OUTPUT
+metrics = {row["system"]: {"questions": row["questions"], "errors": row["errors"],
+                            "paired": next((p["score"]["n"] for p in report["pairs"] if p["system"] == row["system"]),
+                                           "reference")} for row in report["rows"]}
+print(nb.metrics_table(metrics))
+_ = nb.record_metrics(metrics, metrics_path)
