@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: demo test test-fast env chromium bench-retrieval bench-pipeline bench-embedding clean-env lazymem-135m
+.PHONY: demo test test-fast lint env chromium bench-retrieval bench-pipeline bench-embedding clean-env lazymem-135m
 
 env: $(STAMP)
 
@@ -34,9 +34,16 @@ demo: $(STAMP) chromium
 
 NBVAL := --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-test: $(STAMP) chromium
+# notebooks/src/*.py are the notebooks' sources (jupytext): nbval runs the built .ipynb, doctest must not import them
+PYTEST_PATHS := tests lazymem notebooks --ignore=notebooks/src
+
+test: $(STAMP) chromium lint
 	$(OFFLINE) $(BIN)/lazymem --help >/dev/null  # the first command a new user types (every subcommand's help: tests/test_cli_help.py)
-	$(OFFLINE) $(BIN)/python -m pytest tests lazymem notebooks --doctest-modules $(NBVAL)
+	$(OFFLINE) $(BIN)/python -m pytest $(PYTEST_PATHS) --doctest-modules $(NBVAL)
+
+# ruff, configured in pyproject.toml ([tool.ruff]): the package, tests, scripts and notebook sources
+lint: $(STAMP)
+	$(BIN)/ruff check lazymem tests scripts notebooks
 
 # everything except tests marked slow (for quick iteration; `make test` runs them all)
 test-fast: $(STAMP)

@@ -13,6 +13,7 @@
     lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
     lazymem train sft-data|rl-data|sft|grpo|eval-windows|release --config FILE [--set k=v]
     lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v]
+    lazymem notebooks build [NAMES] [--no-execute]
     lazymem demo [--mpm lazymem-135m|base|extractive]
 """
 from __future__ import annotations
@@ -56,7 +57,8 @@ def cmd_data_split(args) -> int:
         for t, row in sorted(table.items()):
             print(f"{t:<{width}}  {row['total']:>5}  {row['train']:>5}  {row['validation']:>10}  {row['test']:>4}")
         tot = out["totals"]
-        print(f"{'total':<{width}}  {len(ds.questions):>5}  {tot['train']:>5}  {tot['validation']:>10}  {tot['test']:>4}")
+        print(f"{'total':<{width}}  {len(ds.questions):>5}  {tot['train']:>5}  "
+              f"{tot['validation']:>10}  {tot['test']:>4}")
     return 0
 
 
@@ -79,8 +81,7 @@ def _ints(text: str, flag: str = "--w") -> list[int]:
 
 def cmd_retrieve(args) -> int:
     from lazymem.data import load_dataset
-    from lazymem.retrieve import Retriever
-    from lazymem.retrieve import WindowConfig, build_windows, window_stats
+    from lazymem.retrieve import Retriever, WindowConfig, build_windows, window_stats
 
     ds = load_dataset(args.spec, subset=args.subset)
     try:
@@ -111,7 +112,8 @@ def cmd_retrieve(args) -> int:
     gold = set(q.evidence)
     for h in pool.hits[: args.show]:
         m = history[h.pos]
-        print(f"{h.rank:>3} pos {h.pos:>6} {'GOLD ' if h.pos in gold else '     '}bm25 #{h.bm25_rank} dense #{h.dense_rank} "
+        print(f"{h.rank:>3} pos {h.pos:>6} {'GOLD ' if h.pos in gold else '     '}bm25 "
+              f"#{h.bm25_rank} dense #{h.dense_rank} "
               f"rrf #{h.rrf_rank}  {m.role}: {m.text[:90]!r}")
     st = out["window_stats"]
     print(f"windows: P={st['P']} M={st['M']} messages={st['covered']}; gold covered: {out['gold_covered']}")
@@ -119,7 +121,8 @@ def cmd_retrieve(args) -> int:
 
 
 # The paper's Table 2 (All@50 by radius w) for reference next to our numbers.
-PAPER_ALL_AT_50 = {"locomo": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892}, "longmemeval": {0: 0.950, 1: 0.970, 2: 0.980, 3: 0.980}}
+PAPER_ALL_AT_50 = {"locomo": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892},
+                   "longmemeval": {0: 0.950, 1: 0.970, 2: 0.980, 3: 0.980}}
 
 
 def cmd_coverage(args) -> int:
@@ -127,8 +130,7 @@ def cmd_coverage(args) -> int:
 
     from lazymem.data import load_dataset
     from lazymem.eval import coverage_table
-    from lazymem.retrieve import retrieve_many
-    from lazymem.retrieve import WindowConfig
+    from lazymem.retrieve import WindowConfig, retrieve_many
 
     radii = _ints(args.w)  # bad flags first, before the retrieval's minutes
     config = _retrieval_config(args)
@@ -166,7 +168,8 @@ def cmd_coverage(args) -> int:
         paper = f"   {ref[w]:.3f}" if ref and w in ref else ("        " if ref else "")
         print(f"  {w}   {f(table['all_at_k'][str(w)], '.3f')}{paper}   {f(ws['P'], '>9.1f')}   "
               f"{f(ws['covered'], '>8.1f')}")
-    recall = [f"{k}={v:.3f}" for k, v in table["recall"].items() if v is not None and k.split("@")[1] in ("5", "10", "50")]
+    recall = [f"{k}={v:.3f}" for k, v in table["recall"].items()
+              if v is not None and k.split("@")[1] in ("5", "10", "50")]
     if recall:
         print("  " + "  ".join(recall))
     return 0
@@ -180,6 +183,12 @@ def cmd_notebooks_run(args) -> int:
                        kernel=args.kernel, progress=not args.no_progress)
     print(results_table(results))
     return 0 if all(r.ok for r in results) else 1
+
+
+def cmd_notebooks_build(args) -> int:
+    from lazymem.notebooks.build import run_from_args
+
+    return run_from_args(args)
 
 
 def cmd_eval(args) -> int:
@@ -253,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lazymem", description="LazyMem research workbench")
     sub = p.add_subparsers(dest="command", required=True)
 
-    data = sub.add_parser("data", help="datasets: summaries and splits").add_subparsers(dest="data_command", required=True)
+    data = sub.add_parser("data", help="datasets: summaries and splits").add_subparsers(dest="data_command",
+                                                                                        required=True)
     spec_help = ("dataset SPEC: a LongMemEval/LoCoMo JSON path (optionally PATH#subset), "
                  "'synthetic:messages=N,seed=S,...', or a public LongMemEval name")
     s = data.add_parser("summary", help="question counts by type, messages, gold evidence")
@@ -283,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--device", default="cpu")
 
     def window_opts(s, w_default):
-        s.add_argument("--w", default=w_default, type=(int if isinstance(w_default, int) else str), help="window radius")
+        s.add_argument("--w", default=w_default, type=(int if isinstance(w_default, int) else str),
+                       help="window radius")
         s.add_argument("--L", type=int, default=8, help="max sub-window length")
         s.add_argument("--s", type=int, default=7, help="sub-window stride")
         s.add_argument("--within-sessions", action="store_true", help="windows stop at session boundaries")
@@ -312,14 +323,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_parser(sub, retrieval_opts, _retrieval_config)
 
     from lazymem.eval import build_parser as eval_parser
-    from lazymem.eval.report import build_parser as report_parser
     from lazymem.eval.perturb import perturb_parser
+    from lazymem.eval.report import build_parser as report_parser
 
     s = sub.add_parser("eval", help="run the query pipeline over a dataset: records.jsonl, summary.json, manifest.json")
     eval_parser(s)
     s.set_defaults(func=cmd_eval)
 
-    nb = sub.add_parser("notebooks", help="run notebooks with papermill").add_subparsers(dest="nb_command", required=True)
+    nb = sub.add_parser("notebooks", help="build notebooks from their sources; run them with papermill"
+                        ).add_subparsers(dest="nb_command", required=True)
     s = nb.add_parser("run", help="execute a notebook once per grid point into papermill_runs/<notebook>/<run_id>/")
     s.add_argument("notebook", nargs="?", help="notebook path, name (02_retrieval_windows) or unique prefix (02)")
     s.add_argument("--grid", help="grid YAML: {notebook: ..., base: {...}, grid: {param: [values]}}")
@@ -329,6 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", default="python3")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(func=cmd_notebooks_run)
+    from lazymem.notebooks.build import add_arguments
+
+    s = nb.add_parser("build", help="write notebooks/NN_*.ipynb from notebooks/src/NN_*.py, execute, keep the "
+                                    "checked outputs")
+    add_arguments(s)
+    s.set_defaults(func=cmd_notebooks_build)
 
     train = sub.add_parser("train", help="train the memory-processing model (paper Sec. 3.3)").add_subparsers(
         dest="train_command", required=True)

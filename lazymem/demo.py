@@ -23,12 +23,13 @@ DEMO_MPMS = ("lazymem-135m", "base", "extractive")
 _MPM_OVERRIDES = {
     "lazymem-135m": [],
     "base": ["pipeline.mpm.adapter=null", "pipeline.structured=true", "pipeline.schema_max_content=100",
-             "pipeline.schema_max_reason=0", "pipeline.mpm_sampling.logit_bias=null"],  # the bias is LazyMem-135M's  # untrained SmolLM2 wrote 0/30 valid arrays freely
+             "pipeline.schema_max_reason=0", "pipeline.mpm_sampling.logit_bias=null"],
+    # the bias is LazyMem-135M's; untrained SmolLM2 wrote 0/30 valid arrays freely
     "extractive": ["pipeline.method=extractive"],
 }
 
 
-def demo_eval_config(mpm: str = "lazymem-135m") -> "EvalConfig":
+def demo_eval_config(mpm: str = "lazymem-135m") -> EvalConfig:
     """configs/eval_demo.yaml with the memory-processing model ``mpm`` (one of DEMO_MPMS)."""
     from pathlib import Path
 
@@ -41,7 +42,7 @@ def demo_eval_config(mpm: str = "lazymem-135m") -> "EvalConfig":
     return EvalConfig.from_yaml(recipe, _MPM_OVERRIDES[mpm])
 
 
-def show_memories(records: dict[str, dict], ds: "Dataset", width: int = 104) -> None:
+def show_memories(records: dict[str, dict], ds: Dataset, width: int = 104) -> None:
     """Per question: the answers, then the gold evidence (kept or not) and the kept memory lines."""
     for qid, r in records.items():
         q = ds.question(qid)
@@ -92,14 +93,16 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
         st = cov["window_stats"][w]
         print(f"  {w}  {cov['all_at_k'][w]:.3f}   {st['P']:>14.1f}   {st['covered']:>16.1f}")
 
-    print(f"\n== 3. window (w=2, L=8, s=7) + construct: training-free extractive processor on {n_construct} questions ==")
+    print("\n== 3. window (w=2, L=8, s=7) + construct: training-free extractive processor on "
+          f"{n_construct} questions ==")
     pipeline = LazyMemPipeline(PipelineConfig(method="extractive", retrieval=config), retriever=retriever)
     shown = None
     for q in [q for q in ds.questions if q.evidence][:n_construct]:
         history = ds.history(q)
         c = pipeline.process(history, q)  # retrieve (cached index) -> window -> construct, no answer
         s = c.stats
-        print(f"- [{q.abbrev}] {q.text}\n    gold answer: {q.answer!r}; {s.n_windows} windows, gate ok {s.n_valid}/{s.n_windows}, "
+        print(f"- [{q.abbrev}] {q.text}\n    gold answer: {q.answer!r}; {s.n_windows} windows, gate ok "
+              f"{s.n_valid}/{s.n_windows}, "
               f"kept {s.n_kept}/{s.n_messages} messages, gold kept {s.n_gold_kept}/{s.n_gold}")
         first = c.memory.splitlines()[:2]
         for line in first:

@@ -1,13 +1,18 @@
-"""Files written all at once, files hashed, JSON lines read: the one atomic writer, the one file
-hash and the one JSON-lines reader.
+"""The one home of file I/O: files written all at once, files hashed, JSON and JSON lines read and written.
 
 ``write_lines_atomic`` writes a temporary file beside the target, fsyncs it, renames it over
 the target and fsyncs the folder, so a reader (or a crash) sees the old file or the new one,
-never half of it. Run folders, the verbatim store, its audit log and training data use it.
+never half of it. Run folders, the verbatim store, its audit log and training data use it;
+``write_jsonl`` and ``write_json`` are it for JSON lines and one JSON document.
 
 ``read_jsonl`` reads every JSON-lines file of the project (run records, error records, the
 deletion log, bench records): lines end at "\\n" only, a torn last line (an append cut short by
 a kill) is left out and reported, any other bad line is a LoadError naming file and line.
+
+``read_json`` reads a benchmark JSON file (LongMemEval, LoCoMo, a run manifest), turning every
+way it can be bad into a LoadError: missing file, a directory, unreadable bytes, non-UTF-8 text,
+malformed or truncated JSON, nesting deeper than the parser's recursion limit, and lone UTF-16
+surrogates (``"\\ud800"`` escapes: valid JSON, but no UTF-8 text can hold them).
 
 >>> import tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "a.txt")
@@ -21,8 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any
 
 from lazymem.errors import LoadError
 
@@ -76,6 +82,30 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def write_jsonl(path: str | os.PathLike, rows: Iterable[Mapping]) -> int:
+    """Replace ``path`` with one JSON object a line (UTF-8 kept as is), all at once; returns the row count.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+    >>> write_jsonl(p, [{"q": "café"}, {"q": 2}]), open(p, encoding="utf-8").read()
+    (2, '{"q": "café"}\\n{"q": 2}\\n')
+    """
+    return write_lines_atomic(path, (json.dumps(row, ensure_ascii=False) for row in rows))
+
+
+def write_json(path: str | os.PathLike, obj: Any, indent: int = 1, **dumps: Any) -> None:
+    """Replace ``path`` with ``obj`` as indented JSON and a final newline, all at once.
+
+    ``dumps`` passes on to ``json.dumps`` (``default=str``, ``ensure_ascii=False``, ...).
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "s.json")
+    >>> write_json(p, {"n": 1}); open(p).read()
+    '{\\n "n": 1\\n}\\n'
+    """
+    write_atomic(path, json.dumps(obj, indent=indent, **dumps) + "\n")
 
 
 def read_jsonl(path: str | os.PathLike, keys: Sequence[str] = (),
@@ -140,3 +170,71 @@ def _parse_line(line: bytes, keys: Sequence[str]) -> tuple[dict | None, str | No
         return None, f"a JSON {type(value).__name__}, not an object"
     missing = next((k for k in keys if k not in value), None)
     return (value, None) if missing is None else (None, f"field {missing} missing")
+
+
+def read_json(path: str | Path) -> tuple[Any, str]:
+    """(the parsed document, the sha256 of its bytes); LoadError naming the file on any bad input.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "deep.json")
+    >>> _ = open(p, "w").write("[" * 100000 + "]" * 100000)
+    >>> read_json(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.LoadError: ...deep.json: nested deeper than the JSON parser allows (more than ~1000 levels of [ or {)
+    """
+    p = Path(path).expanduser()
+    file = str(p)
+    if p.is_dir():
+        raise LoadError(file, None, None, "is a directory, expected a JSON file")
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise LoadError(file, None, None, "no such file") from None
+    except OSError as e:
+        raise LoadError(file, None, None, f"cannot be read: {e.strerror or e}") from None
+    try:
+        obj = json.loads(data)
+    except json.JSONDecodeError as e:
+        raise LoadError(file, None, None, f"not valid JSON (truncated or malformed?): {e.msg} at line {e.lineno} "
+                        f"column {e.colno} (char {e.pos} of {len(data)})") from None
+    except UnicodeDecodeError as e:
+        raise LoadError(file, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except RecursionError:
+        raise LoadError(file, None, None, "nested deeper than the JSON parser allows (more than ~1000 levels "
+                        "of [ or {)") from None
+    where = _surrogate_path(obj)
+    if where is not None:
+        raise LoadError(file, None, where, "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its "
+                        "pair): not representable as UTF-8 text")
+    return obj, hashlib.sha256(data).hexdigest()
+
+
+def _surrogate_path(obj: Any, where: str = "$") -> str | None:
+    """JSONPath-like location of the first string (value or key) holding a lone surrogate, else None.
+
+    >>> _surrogate_path({"a": [1, "ok", "bad\\ud800"]})
+    '$.a[2]'
+    """
+    stack = [(obj, where)]
+    while stack:
+        value, at = stack.pop()
+        if isinstance(value, str):
+            if not _utf8(value):
+                return at
+        elif isinstance(value, dict):
+            for k, v in reversed(list(value.items())):
+                if not _utf8(k):
+                    return f"{at} (a key)"
+                stack.append((v, f"{at}.{k}"))
+        elif isinstance(value, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _utf8(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

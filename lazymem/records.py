@@ -9,9 +9,9 @@ False
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterator, Mapping
 
 # LongMemEval's official question types and the paper's abbreviations (Table 1).
 LONGMEMEVAL_TYPES: dict[str, str] = {
@@ -150,13 +150,13 @@ class Dataset:
         """Total messages over all histories."""
         return sum(len(h) for h in self.histories.values())
 
-    def head(self, n: int) -> "Dataset":
+    def head(self, n: int) -> Dataset:
         """The first ``n`` questions (all of them when ``n`` is 0) and the histories they need."""
         if n < 0:
             raise ValueError(f"Dataset.head: n must be >= 0 (0 = all), got {n}")
         return self.subset(self.questions[:n]) if n else self
 
-    def subset(self, questions: "list[Question] | tuple[Question, ...]", name: str | None = None) -> "Dataset":
+    def subset(self, questions: list[Question] | tuple[Question, ...], name: str | None = None) -> Dataset:
         """A dataset with only these questions and the histories they need."""
         keep = {q.history_id for q in questions}
         return Dataset(

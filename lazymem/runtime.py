@@ -10,7 +10,7 @@ unchanged
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 
 @contextlib.contextmanager

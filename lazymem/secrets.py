@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 REDACTED = "<redacted>"
 MASK = "***"
@@ -42,9 +43,10 @@ def is_secret(name: Any) -> bool:
 
 
 # Known credential prefixes; each must be followed by >= 16 token characters with a digit and
-# nothing else (so "sk-learn", "hf_hub" or "hf_transfer_enabled" stay). OpenAI/Anthropic sk-, Hugging Face hf_, GitHub ghp_/gho_/
-# ghu_/ghs_/ghr_/github_pat_, Slack xox?-, GitLab glpat-, Google AIza, AWS AKIA/ASIA.
-_PREFIXED = re.compile(r"(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|glpat-|AIza|AKIA|ASIA)(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}")
+# nothing else (so "sk-learn", "hf_hub" or "hf_transfer_enabled" stay). OpenAI/Anthropic sk-, Hugging
+# Face hf_, GitHub ghp_/gho_/ghu_/ghs_/ghr_/github_pat_, Slack xox?-, GitLab glpat-, Google AIza, AWS AKIA/ASIA.
+_PREFIXED = re.compile(r"(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|glpat-|AIza|AKIA|ASIA)"
+                       r"(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}")
 _HTTP_AUTH = r"(?:[Bb]earer\s+[A-Za-z0-9._~+/=\-]{8,}|Basic\s+(?=[A-Za-z0-9+/]*[0-9])[A-Za-z0-9+/]{8,}={0,2})"
 _BEARER = re.compile(_HTTP_AUTH)
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+=]{32,}")
@@ -76,14 +78,16 @@ def looks_secret(value: Any) -> bool:
 
     Anything else (non-strings, short strings, model names, paths, URLs, prompts) is False.
 
-    >>> [looks_secret(v) for v in ("sk-proj-abcdefgh1234", "Bearer eyJhbGciOi.x", "hf_AbCdEfGhIjKlMn0pQr", "xoxb-1234567890-abcdef")]
+    >>> [looks_secret(v) for v in ("sk-proj-abcdefgh1234", "Bearer eyJhbGciOi.x", "hf_AbCdEfGhIjKlMn0pQr",
+    ...                            "xoxb-1234567890-abcdef")]
     [True, True, True, True]
     >>> looks_secret("Zm9vYmFyYmF6cXV4UXVVeEtleTEyMzQ1Njc4OTA")
     True
     >>> looks_secret("hf_transfer_enabled"), looks_secret("sk-learn-compat-layer")
     (False, False)
     >>> [looks_secret(v) for v in ("sk-1", "sklearn", "hf_hub", "gpt-4o-mini", "Qwen/Qwen3-8B", "/data/runs/a",
-    ...  "http://127.0.0.1:8000/v1", "OPENAI_API_KEY", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    ...  "http://127.0.0.1:8000/v1", "OPENAI_API_KEY",
+    ...  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     ...  "Llama-2-13B-chat-GPTQ-Instruct-v2", "Answer the question.", "Basic statistics", 42, None)]
     [False, False, False, False, False, False, False, False, False, False, False, False, False, False]
     """
@@ -206,7 +210,8 @@ def redact_command(argv: Iterable[Any]) -> list:
     - any other item: a value that looks secret wholly, else its prefixed keys, ``Bearer`` tokens
       and URL passwords.
 
-    >>> redact_command(["x", "--api-key", "abc", "--hf-token=abc", "--set", 'pipeline.mpm.extra_body={"h": "sk-abcdefgh12345678"}'])
+    >>> redact_command(["x", "--api-key", "abc", "--hf-token=abc", "--set",
+    ...                 'pipeline.mpm.extra_body={"h": "sk-abcdefgh12345678"}'])
     ['x', '--api-key', '<redacted>', '--hf-token=<redacted>', '--set', 'pipeline.mpm.extra_body=<redacted>']
     >>> redact_command(["--set", "pipeline.mpm.extra_body={api_key:x}", "--set=pipeline.mpm.base_url=http://u:pw@h/v1"])
     ['--set', 'pipeline.mpm.extra_body=<redacted>', '--set=pipeline.mpm.base_url=http://u:<redacted>@h/v1']

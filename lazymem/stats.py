@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 KEYS = ("mean", "median", "p90", "p95")
 

@@ -17,7 +17,7 @@ lazymem.errors.ConfigError: ...r.yaml: a recipe is a mapping of keys (key: value
 Traceback (most recent call last):
 ...
 lazymem.errors.ConfigError: ...r.yaml:3:1: not valid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence)
-"""
+"""  # noqa: E501  (a doctest's expected output is one line)
 from __future__ import annotations
 
 import os

@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> dict:
     result["parallel_same_texts_as_sequential"] = texts["llamacpp"] == texts["llamacpp_parallel"]
     result["identical_texts"] = sum(x == y and x is not None for x, y in zip(a, b))
     result["identical_decisions"] = sum(x == y and x is not None for x, y in zip(dec_a, dec_b))
-    result["gate_ok"] = {"transformers": sum(d is not None for d in dec_a), "llamacpp": sum(d is not None for d in dec_b)}
+    result["gate_ok"] = {"transformers": sum(d is not None for d in dec_a),
+                         "llamacpp": sum(d is not None for d in dec_b)}
     # Where the outputs part: the shared prefix of each pair, as a share of the longer text (no
     # output text is written: LoCoMo's messages, quoted in the traces, stay out of the results).
     shared = [len(os.path.commonprefix([x, y])) / max(len(x), len(y), 1) if x is not None and y is not None else None

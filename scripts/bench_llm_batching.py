@@ -21,8 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from lazymem.llm import LLMConfig, Sampling, TransformersBackend, make_client
-from lazymem.llm import resolve_model
+from lazymem.llm import LLMConfig, Sampling, TransformersBackend, make_client, resolve_model
 
 SPEAKERS = ("Caroline", "Melanie")
 LINES = ["I finally signed up for the pottery class on Thursday evenings.",

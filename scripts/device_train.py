@@ -69,8 +69,8 @@ def evaluate(base: str, final: Path, sets: dict[str, str], work: Path, limit: in
         summary = evaluate_windows(cfg, work / name, progress=False)
         summary["eval_wall_s"] = round(time.monotonic() - t, 1)
         results[name] = summary
-        print(f"eval {final} on {name}: {json.dumps({k: summary.get(k) for k in ('windows', 'gate_fmt', 'gold_keep_recall', 'nongold_drop_rate', 'reward', 'eval_wall_s')})}",
-              flush=True)
+        keys = ("windows", "gate_fmt", "gold_keep_recall", "nongold_drop_rate", "reward", "eval_wall_s")
+        print(f"eval {final} on {name}: {json.dumps({k: summary.get(k) for k in keys})}", flush=True)
     return results
 
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from lazymem.eval.config import apply_overrides
-    from lazymem.files import write_atomic
+    from lazymem.files import write_json
     from lazymem.llm import LLMConfig
     from lazymem.train.grpo import GRPORecipe, run_grpo
     from lazymem.train.logs import time_budget_callback
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def save_summary():
         summary["wall_s"] = round(time.monotonic() - t0, 1)
-        write_atomic(out / "summary.json", json.dumps(summary, indent=1, default=str) + "\n")
+        write_json(out / "summary.json", summary, default=str)
 
     sft_final = None
     plan = [("sft", args.sft, SFTRecipe, {"lora": LoraSettings}, run_sft, args.sft_budget_s),
@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{stage}: {json.dumps(rec)}", flush=True)
         if sets and left() > 20:
             te = time.monotonic()
-            evals = evaluate(recipe.base, final, sets, Path(recipe.output_dir) / "eval", args.eval_limit, args.eval_batch, device)
+            evals = evaluate(recipe.base, final, sets, Path(recipe.output_dir) / "eval", args.eval_limit,
+                             args.eval_batch, device)
             rec["eval"] = evals
             rec["eval_s"] = round(time.monotonic() - te, 1)
             pack(out, stage, Path(recipe.output_dir), final, {n: Path(recipe.output_dir) / "eval" / n for n in sets})

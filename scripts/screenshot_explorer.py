@@ -218,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"notebook open at {time.time() - t0:.1f} s; running all cells")
         cdp.js(RUN_ALL, timeout_ms=int(args.timeout * 1000))
         wait_for(lambda: cdp.js(KERNEL_IDLE) == "idle:done", args.timeout, "all cells to finish", every=1)
-        errors = cdp.js("document.querySelectorAll('.jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"] .ansi-red-fg, .jp-RenderedText[data-mime-type=\"application/vnd.jupyter.error\"]').length")
+        errors = cdp.js("document.querySelectorAll('"
+                        ".jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"] .ansi-red-fg, "
+                        ".jp-RenderedText[data-mime-type=\"application/vnd.jupyter.error\"]').length")
         print(f"all cells ran at {time.time() - t0:.1f} s ({errors} error outputs)")
         chosen = wait_for(lambda: cdp.js(pick_question(args.question_index)), 30, "the question dropdown")
         print(f"picked question {chosen!r}")

@@ -27,8 +27,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    from lazymem.llm import tiny_test_model
-    from lazymem.llm import TokenizerMissing
+    from lazymem.llm import TokenizerMissing, tiny_test_model
 
     try:
         return str(tiny_test_model(tmp_path_factory.mktemp("tiny-qwen3")))

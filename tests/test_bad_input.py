@@ -125,8 +125,9 @@ def test_cli_reports_bad_paths_without_a_traceback(tmp_path):
 # --- recipes: the config parser on random mutations of a valid recipe --------------------------------
 
 def _recipe():
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     return yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "eval_locomo_paper.yaml").read_text())
 

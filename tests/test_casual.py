@@ -104,7 +104,7 @@ def test_long_turns_keep_evidence_verbatim_and_leave_plain_specs_alone():
     long, long_facts = generate_with_facts(120, 3, 1, 6, varied=1, long=1)
     assert [r["question"] for r in plain] == [r["question"] for r in long]
     sessions = {sid: s for r in long for sid, s in zip(r["haystack_session_ids"], r["haystack_sessions"])}
-    for qid, evidence in long_facts.items():
+    for evidence in long_facts.values():
         for ev in evidence:
             assert all(c in sessions[ev.session_id][ev.turn]["content"] for c in ev.contains)
     words = [len(t["content"].split()) for s in sessions.values() for t in s if t["role"] == "assistant"]

@@ -15,10 +15,9 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_bad_input import _mutate, _write
 
 from lazymem.data.synthetic import generate_records
-
-from test_bad_input import _mutate, _write
 
 FAKE = {"backend": "fake", "model": "fake"}
 DATASET = generate_records(60, seed=3, n_histories=1, questions_per_history=4)

@@ -236,7 +236,8 @@ def _run_folder(tmp_path, record: dict, manifest: object = None) -> Path:
 
 
 @pytest.mark.parametrize("record, manifest, message", [
-    ({"answer_f1": "high"}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field answer_f1: 'high' is not a number"),
+    ({"answer_f1": "high"}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field "
+                                  r"answer_f1: 'high' is not a number"),
     ({"status": ...}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field status: null"),
     ({"question": ["t"]}, None, r"records\.jsonl: .*question_id 'q1'.*field question: a list, expected an object"),
     ({"timings": {"total": "1s"}}, None, r"records\.jsonl: .*field timings\.total: '1s' is not a number"),

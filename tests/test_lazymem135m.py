@@ -13,8 +13,8 @@ from lazymem.errors import ConfigError, LoadError
 from lazymem.llm import LLMConfig
 from lazymem.retrieve import RetrievalConfig, WindowConfig
 from lazymem.train.heldout import (
-    WindowTableConfig,
     WindowEvalConfig,
+    WindowTableConfig,
     balanced_subset,
     evaluate_windows,
     load_pairs,
@@ -105,8 +105,8 @@ def test_evaluate_windows_with_a_scripted_model_and_constrained_schemas(tmp_path
 
 
 def test_window_table_fills_in_over_runs_and_reads_finished_cells_back(tmp_path, monkeypatch):
-    from lazymem.llm import FakeBackend
     import lazymem.llm
+    from lazymem.llm import FakeBackend
 
     made = []
 
@@ -167,9 +167,9 @@ def test_extra_windows_add_smaller_windows_of_the_same_questions(tmp_path):
     base = dict(datasets=("synthetic:messages=150,seed=1,histories=1,questions=6,varied=1",),
                 retrieval=RetrievalConfig(n=6, dense_model=None, disk_cache=False), teacher="gold", questions=None,
                 split=None, balance=False, progress=False)
-    one = build_sft_data(SFTDataConfig(**base, output_dir=str(tmp_path / "one")))
-    two = build_sft_data(SFTDataConfig.from_dict({**base, "extra_windows": [{"w": 1, "L": 4, "s": 3}],
-                                                  "output_dir": str(tmp_path / "two")}))
+    build_sft_data(SFTDataConfig(**base, output_dir=str(tmp_path / "one")))
+    build_sft_data(SFTDataConfig.from_dict({**base, "extra_windows": [{"w": 1, "L": 4, "s": 3}],
+                                            "output_dir": str(tmp_path / "two")}))
     rows = [json.loads(x) for x in (tmp_path / "two" / "sft.jsonl").read_text().splitlines()]
     sizes = Counter(len(r["decision_positions"]) for r in rows)
     assert max(sizes) <= 8 and any(n <= 4 for n in sizes)
@@ -293,7 +293,8 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
          "log_history": [{"step": 30, "loss": 0.01}]}))
     (tmp_path / "w.json").write_text(json.dumps({"synthetic_heldout": {"sft": {"gate_fmt": 0.97, "windows": 40}}}))
     cfg = ReleaseConfig(adapter=str(src), sft_data=str(tmp_path / "none.json"), rl_data=None,
-                        sft_run=str(tmp_path / "sft"), grpo_run=str(tmp_path / "grpo"), window_table=str(tmp_path / "w.json"),
+                        sft_run=str(tmp_path / "sft"), grpo_run=str(tmp_path / "grpo"),
+                        window_table=str(tmp_path / "w.json"),
                         pipeline_table=None, dest=str(tmp_path / "asset"), measure_load=False)
     card = ship(cfg)
     assert (tmp_path / "asset" / "adapter_model.safetensors").read_bytes() == b"\0" * 1000
@@ -308,18 +309,19 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     (tmp_path / "sft2").mkdir()
     (tmp_path / "sft2" / "train_result.json").write_text(json.dumps(
         {"global_step": 81, "wall_s_total": 4620.0, "segments": 2, "log_history": [{"step": 81, "loss": 0.04}]}))
-    (tmp_path / "kb.json").write_text(json.dumps({"keep_bias": 2.197225, "auc": 0.85, "settings": {"pairs": "dev.jsonl"},
-                                                  "chosen": {"threshold": 0.1, "by": "max mean R_act",
-                                                             "gold_recall": 0.8, "nongold_keep_rate": 0.2}}))
+    (tmp_path / "kb.json").write_text(json.dumps({
+        "keep_bias": 2.197225, "auc": 0.85, "settings": {"pairs": "dev.jsonl"},
+        "chosen": {"threshold": 0.1, "by": "max mean R_act", "gold_recall": 0.8, "nongold_keep_rate": 0.2}}))
     card = ship(dataclasses.replace(cfg, sft2_run=str(tmp_path / "sft2"), keep_bias=str(tmp_path / "kb.json")))
     md = (tmp_path / "asset" / "README.md").read_text()
     assert card["sft2"]["global_step"] == 81 and "SFT2: 81 optimizer steps (finished)" in md
     assert '`logit_bias: {" KEEP": 2.197225}`' in md and "at least 0.1" in md and "dev.jsonl" in md
     assert "offline, on CPU" in md and "- machine: " in md and card["device_run"] is None
     # stages trained on a leased GPU: the card says where, and quotes the device script's record
-    (tmp_path / "run.json").write_text(json.dumps({"machine": "one leased GPU", "commands": ["bash scripts/device_train.sh"],
-                                                   "calls": [{"device": "GPU", "wall_s": 473.1, "skipped": [], "stages": {
-                                                       "sft": {"global_step": 410, "train_s": 240.6, "eval": {"x": {}}}}}]}))
+    (tmp_path / "run.json").write_text(json.dumps({
+        "machine": "one leased GPU", "commands": ["bash scripts/device_train.sh"],
+        "calls": [{"device": "GPU", "wall_s": 473.1, "skipped": [], "stages": {
+            "sft": {"global_step": 410, "train_s": 240.6, "eval": {"x": {}}}}}]}))
     card = ship(dataclasses.replace(cfg, trained_on="one leased NVIDIA H200", device_run=str(tmp_path / "run.json")))
     md = (tmp_path / "asset" / "README.md").read_text()
     assert "offline, on one leased NVIDIA H200;" in md and "- trained on: one leased NVIDIA H200" in md

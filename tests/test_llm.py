@@ -5,14 +5,9 @@ import asyncio
 import http.server
 import json
 import logging
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -192,7 +187,8 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
         status = type(self).script.pop(0) if type(self).script else 200
         payload = ({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "pong " + body["messages"][-1]["content"]}}],
+                                 "message": {"role": "assistant",
+                                             "content": "pong " + body["messages"][-1]["content"]}}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
                    if status == 200 else {"error": {"message": "try later"}})
         data = json.dumps(payload).encode()
@@ -443,7 +439,8 @@ def test_transformers_constrained_trace_then_array_has_the_exact_count(tiny_back
     pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")
     from lazymem.construct import decision_schema, parse_decisions, strip_think
 
-    out = tiny_backend.generate(PROMPTS[:2], Sampling(max_tokens=1500, json_schema=decision_schema(2, 8, 4, think=True)))
+    out = tiny_backend.generate(PROMPTS[:2],
+                                Sampling(max_tokens=1500, json_schema=decision_schema(2, 8, 4, think=True)))
     for c in out:
         assert c.text.startswith("<think>\n") and c.text.count("\n</think>\n") == 1, c.text
         trace = c.text.split("</think>")[0].splitlines()[1:]
@@ -483,7 +480,8 @@ def test_auto_backend_picks_llamacpp_only_for_gguf_models_where_it_is_installed(
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "llama_cpp" else real(name, *a))
     assert LLMConfig(backend="auto").backend == "llamacpp"
     assert LLMConfig.from_dict({"backend": "auto", "model": "/models/x.gguf"}).backend == "llamacpp"
     assert LLMConfig(backend="auto", model="Qwen/Qwen3-4B").backend == "transformers"

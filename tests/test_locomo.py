@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazymem.data.locomo as locomo
-from lazymem.errors import LoadError
 from lazymem.data import load_locomo, repair_evidence_id
+from lazymem.errors import LoadError
 
 
 def test_doctests():

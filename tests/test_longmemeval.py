@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazymem.data.longmemeval as lme
-from lazymem.errors import LoadError
 from lazymem.data import load_longmemeval, parse_records, parse_time
+from lazymem.errors import LoadError
 
 
 def test_doctests():

@@ -24,7 +24,6 @@ from lazymem.eval import (
 from lazymem.records import Dataset, History, Message, Question
 from lazymem.retrieve import WindowConfig, build_windows
 
-
 # --- independent reference: LongMemEval src/retrieval/eval_utils.py (MIT, Di Wu) -------
 # Verbatim except np.asfarray (removed in NumPy 2) -> np.asarray(..., dtype=float).
 
@@ -90,7 +89,8 @@ def test_ideal_ranking_caps_at_k():
 
 def test_retrieval_metrics_keys_follow_the_official_script():
     m = retrieval_metrics(list(range(60)), {0, 40})
-    assert list(m) == [f"{name}@{k}" for k in (1, 3, 5, 10, 30, 50) for name in ("recall_any", "recall_all", "ndcg_any")]
+    assert list(m) == [f"{name}@{k}" for k in (1, 3, 5, 10, 30, 50)
+                       for name in ("recall_any", "recall_all", "ndcg_any")]
     assert m["recall_any@1"] == 1.0 and m["recall_all@30"] == 0.0 and m["recall_all@50"] == 1.0
 
 
@@ -248,7 +248,8 @@ def test_coverage_table_hand_computed():
     assert t["recall"]["recall_all@2"] == pytest.approx(1 / 3)  # q2
     # window stats over all 5 questions at w=2 (top-2 pools):
     # q1 [9, 15] -> [7, 11], [13, 17]; q2 [5, 20]; q3 [22, 1]; q4 [7]; q5 [3]: P=2,2,2,1,1; q3 clips at 0
-    assert t["window_stats"]["2"] == {"P": 1.6, "M": 1.6, "processed": pytest.approx(7.8), "covered": pytest.approx(7.8)}
+    assert t["window_stats"]["2"] == {"P": 1.6, "M": 1.6, "processed": pytest.approx(7.8),
+                                      "covered": pytest.approx(7.8)}
 
 
 def test_coverage_table_within_sessions():

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from lazymem.llm import models
-from lazymem.llm import SMOLLM2_ALIAS, resolve_model, smollm2_dir
+from lazymem.llm import SMOLLM2_ALIAS, models, resolve_model, smollm2_dir
 
 
 def test_resolve_model_passes_hub_ids_and_resolves_dirs(tmp_path):

@@ -1,7 +1,10 @@
-"""Package-level promises: a light import and a working CLI entry point."""
+"""Package-level promises: a light import, a working CLI entry point, and the import picture of the house."""
+import ast
 import json
 import subprocess
 import sys
+import warnings
+from pathlib import Path
 
 HEAVY = ("torch", "transformers", "sentence_transformers", "pandas", "FlagEmbedding", "vllm", "bm25s", "rank_bm25")
 
@@ -26,19 +29,17 @@ def test_cli_entry_point_runs():
 def test_cli_error_is_clear_and_nonzero(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text('[{"question_id": "a", "question_type": "multi-session", "quest')
-    r = subprocess.run([sys.executable, "-m", "lazymem.cli", "data", "summary", str(bad)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "lazymem.cli", "data", "summary", str(bad)],
+                       capture_output=True, text=True)
     assert r.returncode == 2
     assert "broken.json" in r.stderr and "Traceback" not in r.stderr
 
 
 # --- the house: which part may import which (docs/ARCHITECTURE.md) -------------------------------
 
-import ast  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 PKG = Path(__file__).resolve().parents[1] / "lazymem"
-GROUND = {"__init__", "errors", "records", "prompts", "paths", "text", "secrets", "stats", "runtime", "runinfo", "files",
-          "yamlio"}
+GROUND = {"__init__", "errors", "fields", "records", "prompts", "paths", "text", "secrets", "stats", "runtime",
+          "runinfo", "files", "yamlio"}
 _STAGES = {"ground", "data", "retrieve", "llm", "construct"}
 # part -> parts it may import (besides itself). Imports only go down; siblings never import each other.
 ALLOWED = {
@@ -128,9 +129,15 @@ def test_no_import_cycles():
             visit(n)
 
 
-def test_no_module_over_400_lines_except_data_templates():
-    # template text, not logic: distractor chat, and every prompt verbatim in one place
+def test_module_size_is_a_note_not_a_rule():
+    """Modules over 400 lines get a warning, never a failure: size follows responsibility (issue 26).
+
+    Template text (distractor chat, every prompt verbatim in one place) is not logic and is left out.
+    """
     templates = {"lazymem.data.synthetic.chatter", "lazymem.prompts"}
-    long = {n: len(p.read_text().splitlines()) for n, p in _modules().items()}
-    over = {n: k for n, k in long.items() if k > 400 and n not in templates}
-    assert not over, over
+    long = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in _modules().items()}
+    over = {n: k for n, k in sorted(long.items()) if k > 400 and n not in templates}
+    if over:
+        warnings.warn(f"modules over 400 lines (a note: split where a module holds two jobs): {over}",
+                      UserWarning, stacklevel=1)
+    assert templates <= set(long), f"set aside as templates but not modules: {templates - set(long)}"

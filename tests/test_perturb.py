@@ -43,7 +43,8 @@ def test_study_recovers_a_known_sensitivity():
     assert list(rows) == list(CONDITIONS) and rows["full_gold"]["accuracy"] == 1.0
     assert rows["drop_one_gold"]["accuracy"] == 0.0 and rows["drop_one_gold"]["delta"] == -1.0
     assert rows["drop_one_gold"]["c_to_i"] == 1.0 and rows["drop_all_gold"]["tokens"] == 0
-    assert rows["add_5_nongold"]["accuracy"] == 1.0 and rows["add_5_nongold"]["low"] == rows["add_5_nongold"]["high"] == 0.0
+    add5 = rows["add_5_nongold"]
+    assert add5["accuracy"] == 1.0 and add5["low"] == add5["high"] == 0.0
     assert rows["add_all_nongold"]["tokens"] > rows["add_5_nongold"]["tokens"] > rows["full_gold"]["tokens"]
     assert rows["full_gold"]["questions"] == 6
     assert len(fake.calls) == 6 * (1 + 2 + 1 + 2 + 2 + 1)  # every variant answered once

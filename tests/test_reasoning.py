@@ -38,8 +38,8 @@ KEPT = KeptMessage("Moved to Lisbon (May 2023).", (SRC,), "Where do I live?", "2
 
 def judge_config(url: str, **kw) -> LLMConfig:
     """The paper's judge settings against ``url`` (thinking on, 180 s, 3 retries)."""
-    return LLMConfig(backend="openai", base_url=url, model="Qwen/Qwen3-32B", chat_template_kwargs={"enable_thinking": True},
-                     max_retries=0, **kw)
+    return LLMConfig(backend="openai", base_url=url, model="Qwen/Qwen3-32B",
+                     chat_template_kwargs={"enable_thinking": True}, max_retries=0, **kw)
 
 
 def read_jsonl(path) -> list[dict]:
@@ -194,7 +194,8 @@ def test_rl_rows_carry_the_teachers_reasoning_chain_and_the_card_counts_empty_on
     assert best
 
     common = dict(datasets=(SYNTH,), retrieval=RETRIEVAL, size=None, progress=False)
-    card = build_rl_prompts(RLDataConfig(**common, reasoning_chains=str(tmp_path / "sft"), output_dir=str(tmp_path / "rl")))
+    card = build_rl_prompts(RLDataConfig(**common, reasoning_chains=str(tmp_path / "sft"),
+                                         output_dir=str(tmp_path / "rl")))
     rows = read_jsonl(tmp_path / "rl" / "rl_prompts.jsonl")
     for r in rows:
         assert r["reasoning_chain"] == best.get(r["question_id"], (None, ""))[1]

@@ -5,10 +5,10 @@ import json
 
 import pytest
 import yaml
+from fakerun import FAKE, PIPELINE, SYNTH, _private_cache  # noqa: F401  (an autouse fixture)
 
 from lazymem.errors import LoadError
 from lazymem.eval.remeasure import main, remeasure
-from fakerun import SYNTH, FAKE, PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 
 @pytest.fixture
@@ -57,6 +57,7 @@ def test_remeasure_refuses_other_data_a_torn_line_and_an_unknown_question(old_ru
     assert (run / "records.jsonl").read_text() == records + '{"question_id": "syn1-h0-q9", "sta'  # nothing lost
     manifest["dataset"]["sha256"] = None
     (run / "manifest.json").write_text(json.dumps(manifest))
-    (run / "records.jsonl").write_text(records + json.dumps({"question_id": "nope", "status": "ok", "memory": ""}) + "\n")
+    extra = json.dumps({"question_id": "nope", "status": "ok", "memory": ""})
+    (run / "records.jsonl").write_text(records + extra + "\n")
     with pytest.raises(LoadError, match=r"record 5, field question_id: 'nope' is not a question"):
         remeasure(run)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from servers import EmbeddingServer, free_port
 
 from lazymem.errors import ConfigError
 from lazymem.retrieve import OFFLINE_MINILM, DenseEncoder, RetrievalConfig, Retriever
-from servers import EmbeddingServer, free_port
 
 TEXTS = ["I moved to Lisbon in May.", "ok", "The cat sleeps on the sofa all afternoon, as cats do.",
          "My sister works as a nurse.", "thanks!", "We adopted a dog named Pixel last spring.",

@@ -39,8 +39,8 @@ TEXTS = [
 
 
 def make_history(texts=TEXTS, hid="h"):
-    return History(hid, tuple(Message(i, f"s{i // 2}#{i % 2}", f"s{i // 2}", i % 2, "user" if i % 2 == 0 else "assistant",
-                                      t, "") for i, t in enumerate(texts)))
+    return History(hid, tuple(Message(i, f"s{i // 2}#{i % 2}", f"s{i // 2}", i % 2,
+                                      "user" if i % 2 == 0 else "assistant", t, "") for i, t in enumerate(texts)))
 
 
 def sparse_only(**kw):
@@ -142,18 +142,21 @@ def test_bm25_backends_differ_only_on_terms_in_most_messages():
 
 def test_config_defaults_and_help():
     c = RetrievalConfig()
-    assert (c.n, c.depth, c.rrf_k, c.sparse, c.dense_model, c.reranker) == (50, 100, 60, "bm25s", "minilm-offline", None)
+    assert (c.n, c.depth, c.rrf_k, c.sparse, c.dense_model, c.reranker) == (50, 100, 60, "bm25s", "minilm-offline",
+                                                                             None)
     assert (c.bm25_k1, c.bm25_b) == (1.5, 0.75)
     assert all(f.metadata.get("help") for f in dataclasses.fields(RetrievalConfig))
 
 
 @pytest.mark.parametrize("kw, field", [
     ({"n": 0}, "n"), ({"n": True}, "n"), ({"n": 2.5}, "n"), ({"depth": 0}, "depth"), ({"rrf_k": -1}, "rrf_k"),
-    ({"sparse": "bm25"}, "sparse"), ({"sparse": None, "dense_model": None}, "sparse"), ({"dense_model": ""}, "dense_model"),
+    ({"sparse": "bm25"}, "sparse"), ({"sparse": None, "dense_model": None}, "sparse"),
+    ({"dense_model": ""}, "dense_model"),
     ({"reranker": ""}, "reranker"), ({"reranker_backend": "onnx"}, "reranker_backend"),
     ({"reranker": "x", "n": 50, "rerank_depth": 20}, "rerank_depth"), ({"batch_size": 0}, "batch_size"),
     ({"device": ""}, "device"), ({"bm25_b": 1.5}, "bm25_b"), ({"bm25_k1": -1}, "bm25_k1"),
-    ({"bm25_epsilon": -0.1}, "bm25_epsilon"), ({"num_threads": 0}, "num_threads"), ({"query_prefix": None}, "query_prefix"),
+    ({"bm25_epsilon": -0.1}, "bm25_epsilon"), ({"num_threads": 0}, "num_threads"),
+    ({"query_prefix": None}, "query_prefix"),
     ({"disk_cache": "yes"}, "disk_cache"),
 ])
 def test_config_validation_names_the_field(kw, field):
@@ -334,8 +337,8 @@ def test_bench_smoke_on_a_longmemeval_haystack(shared_data, tmp_path, capsys):
     assert row["history"].startswith("longmemeval_s:") and row["n_messages"] > 300 and row["n_queries"] == 4
     assert {"bm25_rank_bm25", "bm25_bm25s", "rrf", "retrieve_total", "end_to_end"} <= set(row["query"])
     assert "dense" not in row["query"]
-    for st in row["query"].values():
-        assert st["n"] == 4 and 0 <= st["median_ms"] <= st["p90_ms"]
+    for stage in row["query"].values():
+        assert stage["n"] == 4 and 0 <= stage["median_ms"] <= stage["p90_ms"]
     assert row["build"]["bm25_rank_bm25_s"] > 0 and row["build"]["bm25_bm25s_s"] > 0
     assert json.loads(out.read_text())["histories"][0]["history"] == row["history"]
     assert "per-query latency" in capsys.readouterr().out

@@ -79,8 +79,8 @@ def test_completion_text_forms():
     assert completion_text({"role": "assistant", "content": "x"}) == "x"
     assert completion_text([{"role": "assistant", "content": "[{"}, {"role": "tool", "content": "IGNORED"},
                             {"role": "assistant", "content": "}]"}]) == "[{}]"
-    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"},
-                                                               {"type": "image"}, {"type": "text", "text": "b"}]}]) == "ab"
+    parts = [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
+    assert completion_text([{"role": "assistant", "content": parts}]) == "ab"
     assert completion_text([{"role": "assistant", "content": None}]) == ""
     with pytest.raises(TypeError):
         completion_text(42)
@@ -225,9 +225,14 @@ def test_one_more_kept_gold_outweighs_all_non_gold_at_eta_0915(n_g, n_n, data):
     """The paper's action-level separation: with at most eight gold messages, keeping one more
     gold message raises R_act more than the whole non-gold category can lower it."""
     labels = [True] * n_g + [False] * n_n
-    ops = lambda: data.draw(st.lists(st.sampled_from(["KEEP", "DROP"]), min_size=n_g + n_n, max_size=n_g + n_n))
+
+    def ops():
+        return data.draw(st.lists(st.sampled_from(["KEEP", "DROP"]), min_size=n_g + n_n, max_size=n_g + n_n))
+
+    def kept(o):
+        return sum(x == "KEEP" for x in o[:n_g])
+
     a, b = ops(), ops()
-    kept = lambda o: sum(x == "KEEP" for x in o[:n_g])
     if kept(a) > kept(b):
         assert action_reward(a, labels) > action_reward(b, labels)
 
@@ -269,7 +274,8 @@ def test_curriculum_lambda_switches_once_past_tau():
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("reply,expected", [
     ('{"faithfulness": 2, "utility": 1}', (2, 1)),
-    ('  \n{"faithfulness": 0, "utility": 0, "unsupported_claims": ["x"], "useful_evidence": [], "reason": "r"}\n', (0, 0)),
+    ('  \n{"faithfulness": 0, "utility": 0, "unsupported_claims": ["x"], "useful_evidence": [], "reason": "r"}\n',
+     (0, 0)),
     ('<think>\nf=1? u=2 {"faithfulness": 0}\n</think>\n\n{"faithfulness": 1, "utility": 2}', (1, 2)),
     ('```json\n{"faithfulness": 2, "utility": 2}\n```', (2, 2)),
     ('<think></think>```\n{"faithfulness": 1, "utility": 0}\n```\n', (1, 0)),
@@ -325,7 +331,8 @@ def test_parse_quality_judgement_raises_only_judge_parse_error(reply):
 
 
 @FAST
-@given(st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]), st.dictionaries(st.text(max_size=5), st.text(max_size=5)))
+@given(st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]),
+       st.dictionaries(st.text(max_size=5), st.text(max_size=5)))
 def test_parse_quality_judgement_reads_any_valid_object(f, u, other):
     reply = json.dumps({**{k: v for k, v in other.items() if k not in ("faithfulness", "utility")},
                         "faithfulness": f, "utility": u})

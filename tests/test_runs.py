@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakerun import FAKE, PIPELINE, SYNTH, _private_cache  # noqa: F401  (an autouse fixture)
 
 from lazymem.eval import evaluate
 from lazymem.eval.runfiles import (
@@ -29,7 +30,6 @@ from lazymem.eval.runfiles import (
     read_records,
 )
 from lazymem.llm import FakeBackend
-from fakerun import SYNTH, FAKE, PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -70,7 +70,8 @@ def test_non_strings_never_look_secret():
 
 def test_a_config_without_secrets_is_returned_equal_by_redact():
     cfg = LLMConfig(backend="openai", model="Qwen/Qwen3-8B", base_url="http://127.0.0.1:8000/v1",
-                    extra_body={"top_k": 20, "repetition_penalty": 1.05}, chat_template_kwargs={"enable_thinking": False})
+                    extra_body={"top_k": 20, "repetition_penalty": 1.05},
+                    chat_template_kwargs={"enable_thinking": False})
     assert redact(cfg.identity()) == cfg.identity()
 
 
@@ -95,7 +96,8 @@ def test_a_secret_free_request_keeps_its_old_key(tmp_path, config):
     inner.identity = config.identity()
     c = CachedClient(inner, tmp_path)
     try:
-        for prompt, s in [("hello", Sampling()), ([{"role": "user", "content": "hi é"}], Sampling(temperature=0.7, seed=3))]:
+        for prompt, s in [("hello", Sampling()),
+                          ([{"role": "user", "content": "hi é"}], Sampling(temperature=0.7, seed=3))]:
             assert c.key(prompt, s) == old_key(config.identity(), prompt, s)
     finally:
         c.close()
@@ -134,7 +136,8 @@ def test_redact_command():
             "pipeline.mpm.extra_body.api_key=plainvalue", "--set", "pipeline.mpm.extra_body.x=sk-abcdefgh12345678",
             "--set=pipeline.answer.extra_body.headers.Authorization=anything", "--set", "pipeline.retrieval.n=20",
             "--set", 'pipeline.mpm.extra_body={"h": {"Authorization": "Bearer abcdefgh1234"}}',
-            "--api-key", "flagvalue", "--hf-token=flagvalue2", "--limit", "5", "--set", "pipeline.mpm.model=gpt-4o-mini"]
+            "--api-key", "flagvalue", "--hf-token=flagvalue2", "--limit", "5",
+            "--set", "pipeline.mpm.model=gpt-4o-mini"]
     assert redact_command(argv) == [
         "lazymem", "eval", "recipe.yaml", "--out", "runs/hf_dataset_cache_dir", "--set",
         f"pipeline.mpm.extra_body.api_key={REDACTED}", "--set", f"pipeline.mpm.extra_body.x={REDACTED}",

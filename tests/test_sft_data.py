@@ -294,7 +294,8 @@ def test_rl_prompts_are_balanced_with_and_without_replacement(tmp_path):
     ds = load_dataset(SYNTH)
     for r in rows[:20]:
         q, h = ds.question(r["question_id"]), ds.histories[r["history_id"]]
-        assert (r["query"], r["query_time"], r["gold_answer"], r["reasoning_chain"]) == (q.text, q.query_time, q.answer, "")
+        assert (r["query"], r["query_time"], r["gold_answer"], r["reasoning_chain"]) == (q.text, q.query_time,
+                                                                                          q.answer, "")
         assert r["sources"] == [{"role": h[p].role, "content": h[p].text, "timestamp": h[p].timestamp}
                                 for p in r["decision_positions"]]
         assert r["has_gold"] == any(r["gold_labels"]) and r["prompt"][0]["role"] == "system"
@@ -361,7 +362,8 @@ def test_selection_names_unknown_histories_and_types(tmp_path):
         select_questions(ds, sft_config(tmp_path, types=("single-session-usr",)))
     selected, counts = select_questions(ds, sft_config(tmp_path, types=("SSU", "KU"), questions=3))
     assert len(selected) == counts["used"] == 3 and {q.abbrev for _, q in selected} <= {"SSU", "KU"}
-    assert all(q.evidence for _, q in selected) and counts["datasets"][0]["in_split"] < counts["datasets"][0]["questions"]
+    assert all(q.evidence for _, q in selected)
+    assert counts["datasets"][0]["in_split"] < counts["datasets"][0]["questions"]
 
 
 def test_card_counts_instances_by_style_and_window_shape(tmp_path):

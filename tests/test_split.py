@@ -2,10 +2,11 @@
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lazymem.records import Question
 from lazymem.data import allocate, stratified_split
+from lazymem.records import Question
 
 # Table "Question-type statistics for the LongMemEval splits": total, train, validation, test.
 PAPER_TABLE = {

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from lazymem.errors import LoadError
 from lazymem.data import MemoryStore, text_hash
+from lazymem.errors import LoadError
 
 
 def _fill(store):
@@ -81,7 +81,10 @@ def test_deletion_reaches_retrieval_index_and_embedding_cache(tmp_path):
     pool = retriever.retrieve(store.history("u1"), "Am I working as a nurse?")
     assert "nurse" in store.history("u1")[pool.positions[0]].text
     secret = text_hash("I switched jobs: I'm a nurse now.")
-    stored = lambda: {h for f in (tmp_path / "emb").rglob("*.hashes.npy") for h in np.load(f).tolist()}
+
+    def stored():
+        return {h for f in (tmp_path / "emb").rglob("*.hashes.npy") for h in np.load(f).tolist()}
+
     assert any(secret.encode() == h or secret == h for h in stored())  # embedded and cached on disk
 
     store.delete_message("u1", "u1:2")
@@ -157,7 +160,8 @@ def test_failing_subscriber_others_still_run_and_a_retry_completes_the_purge(tmp
     seen = []
     store.subscribe(flaky_purge)
     store.subscribe(seen.append)
-    with pytest.raises(DeletionIncomplete, match=r"(?s)flaky_purge.*embedding volume unavailable.*complete_pending") as e:
+    with pytest.raises(DeletionIncomplete,
+                       match=r"(?s)flaky_purge.*embedding volume unavailable.*complete_pending") as e:
         store.delete_message("u1", "u1:2")
     assert [d.message_ids for d in seen] == [("u1:2",)]  # the later subscriber still ran
     assert e.value.deletion.text_hashes == (text_hash(NURSE),)

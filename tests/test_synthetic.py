@@ -16,20 +16,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazymem.data import synthetic
-from lazymem.errors import ConfigError
-from lazymem.data import parse_records
-from lazymem.records import LONGMEMEVAL_TYPES
 from lazymem.data import (
     canonical_json_chunks,
     generate_records,
     generate_with_facts,
+    parse_records,
     parse_spec,
     records_sha256,
     spec_string,
+    synthetic,
     synthetic_dataset,
     write_synthetic,
 )
+from lazymem.errors import ConfigError
+from lazymem.records import LONGMEMEVAL_TYPES
 
 PROPS = settings(max_examples=25, deadline=None)
 SIZES = st.integers(50, 2000)
@@ -276,7 +276,6 @@ def test_varied_keeps_evidence_answers_and_the_plain_data_set():
     endings = tuple(h.split("{topic}")[-1] for h in HARD_NEGATIVES)
     hard, opened = 0, 0
     for rec in varied:
-        gold_sessions = set(rec["answer_session_ids"])
         for sid, session in zip(rec["haystack_session_ids"], rec["haystack_sessions"]):
             for t, turn in enumerate(session):
                 is_hard = turn["content"].endswith(endings)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakerun import FAKE, PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 from lazymem.errors import ConfigError
 from lazymem.eval import evaluate
 from lazymem.eval.runfiles import ResumeMismatchError
 from lazymem.eval.table import EvalTableConfig, run_eval_table
 from lazymem.llm import FakeBackend
-from fakerun import FAKE, PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 

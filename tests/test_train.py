@@ -73,7 +73,8 @@ def test_sft_trains_a_lora_adapter_and_resumes_from_its_checkpoint(sft_run):
     # total training time spans both processes: the first one's time comes back from its checkpoint
     saved = json.loads((Path(second["resumed_from"]) / "wall_clock.json").read_text())
     assert saved["segments"] == 1 and 0 < saved["seconds"] <= first["wall_s_total"] + 1
-    assert second["segments"] == 2 and saved["seconds"] < second["wall_s_total"] <= saved["seconds"] + second["wall_s"] + 1
+    assert second["segments"] == 2
+    assert saved["seconds"] < second["wall_s_total"] <= saved["seconds"] + second["wall_s"] + 1
 
 
 def test_sft_adapter_changes_the_model(sft_run, tiny):
@@ -259,9 +260,9 @@ def test_last_checkpoint_skips_a_partial_one(tmp_path):
 
 
 def test_a_finished_run_is_not_trained_again(sft_run):
-    from lazymem.train.sft import run_sft
-
     import dataclasses
+
+    from lazymem.train.sft import run_sft
 
     again = run_sft(dataclasses.replace(sft_run[0], max_steps=2))
     assert again["already_finished"] and again["global_step"] == 2
@@ -279,7 +280,8 @@ def test_keep_probe_teacher_forces_the_gold_trace(tiny):
     q = Question("q", "single-session-user", "Where do I live?", "Lisbon", "h", "2023/06/01", evidence=(0,))
     prompts = window_prompts(h, q, build_windows(h, [0, 4], gold=q.evidence))
     rows = [{"prompt": list(p.messages), "gold_labels": list(p.gold_labels)} for p in prompts]
-    assert [m["content"] for m in window_messages(rows[0]["prompt"])] == [texts[p] for p in prompts[0].decision_positions]
+    assert ([m["content"] for m in window_messages(rows[0]["prompt"])]
+            == [texts[p] for p in prompts[0].decision_positions])
     model = load_policy(str(tiny), trainable=False)
     res = keep_probe(rows, model, load_tokenizer(str(tiny)))
     assert res["gold_lines"] == 1 and res["nongold_lines"] == sum(len(r["gold_labels"]) for r in rows) - 1
@@ -331,7 +333,8 @@ def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_sta
         assert {f"{stage}/adapter_model.safetensors", f"{stage}/adapter_config.json", f"{stage}/train_result.json",
                 f"{stage}/eval/held/summary.json", f"{stage}/eval/held/windows.jsonl"} <= names
     assert (tmp_path / "s" / "checkpoint-1").is_dir() and (tmp_path / "g" / "checkpoint-1").is_dir()
-    assert summary["stages"]["grpo"]["overrides"] == {"max_completion_length": 6, "adapter": str(tmp_path / "s" / "final")}
+    assert summary["stages"]["grpo"]["overrides"] == {"max_completion_length": 6,
+                                                      "adapter": str(tmp_path / "s" / "final")}
     grpo_result = json.loads((tmp_path / "g" / "train_result.json").read_text())
     assert grpo_result["recipe"]["adapter"] == str(tmp_path / "s" / "final")
 

@@ -60,7 +60,8 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
     s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
     s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
-    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file for the ~400-message haystack ('none' to skip)")
+    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file for the ~400-message "
+                                                       "haystack ('none' to skip)")
     s.add_argument("--n-queries", type=int_at_least(1), default=20)
     s.add_argument("--max-embed-messages", type=int, default=None,
                    help="histories longer than this and not yet cached get random stand-in embeddings")

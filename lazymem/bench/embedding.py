@@ -7,10 +7,10 @@ dominates first-time cost; synthetic messages when the file is missing) encoded 
 batch size x thread count, once in sentence-transformers' order (it sorts a call's texts by
 length, longest first, so a batch pads to similar lengths) and once as unsorted batches in
 history order (one ``encode`` call per batch: what a batch loop without sorting pays).
-Texts a second. Queries: each of ``queries`` questions (the history's own, then user-message openings) encoded one at a time by a bare
-``SentenceTransformer.encode`` (torch's threads), by ``DenseEncoder.encode_queries`` (the
-retriever's path: the model's query prompt, one thread) and as the retriever's
-``dense_encode`` stage; milliseconds, median and p90, and the retriever's ratio to bare.
+Texts a second. Queries: each of ``queries`` questions (the history's own, then user-message
+openings) encoded one at a time by a bare ``SentenceTransformer.encode`` (torch's threads),
+by ``DenseEncoder.encode_queries`` (the retriever's path: the model's query prompt, one
+thread) and as the retriever's ``dense_encode`` stage; milliseconds, median and p90, and the retriever's ratio to bare.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import os
 import platform
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lazymem.stats import percentiles
 
@@ -81,10 +81,10 @@ def bench_embedding(n_texts: int = 512, batch_sizes: Sequence[int] = (16, 64, 12
             for order in ("sorted", "unsorted"):
                 with torch_threads(th):
                     if order == "sorted":
-                        s = _timed(lambda: st.encode(docs, batch_size=bs, normalize_embeddings=True))
+                        s = _timed(lambda bs=bs: st.encode(docs, batch_size=bs, normalize_embeddings=True))
                     else:
-                        s = _timed(lambda: [st.encode(docs[i:i + bs], batch_size=bs, normalize_embeddings=True)
-                                            for i in range(0, len(docs), bs)])
+                        s = _timed(lambda bs=bs: [st.encode(docs[i:i + bs], batch_size=bs, normalize_embeddings=True)
+                                                  for i in range(0, len(docs), bs)])
                 rows.append({"threads": th, "batch_size": bs, "order": order, "s": round(s, 3),
                              "texts_per_s": round(len(docs) / s, 1)})
                 if progress:

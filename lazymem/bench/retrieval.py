@@ -24,8 +24,8 @@ import platform
 import random
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -41,7 +41,8 @@ from lazymem.retrieve import (
 from lazymem.stats import percentiles
 from lazymem.text import text_hash, tokenize
 
-DEFAULT_LONGMEMEVAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "longmemeval" / "s_fragment_3haystacks.json"
+DEFAULT_LONGMEMEVAL = (Path(__file__).resolve().parents[3] / "shared" / "data" / "longmemeval"
+                       / "s_fragment_3haystacks.json")
 
 
 def _queries(history: History, questions: Sequence[str], n: int, seed: int) -> list[str]:
@@ -148,11 +149,13 @@ def bench_history(label: str, history: History, queries: Sequence[str], config: 
 
     build_windows = _window_fn()
     stages: dict[str, list[float]] = {f"bm25_{b}": [] for b in SPARSE_BACKENDS}
-    for extra in ("bm25", "dense_encode", "dense_search", "dense", "rrf", "rerank", "window", "retrieve_total", "end_to_end"):
+    for extra in ("bm25", "dense_encode", "dense_search", "dense", "rrf", "rerank", "window", "retrieve_total",
+                  "end_to_end"):
         stages[extra] = []
     depth = min(config.depth, len(history)) if config.depth is not None else None
     if not queries:
-        return {"history": label, "n_messages": len(history), "n_queries": 0, "build": build, "query": {}, "window": None}
+        return {"history": label, "n_messages": len(history), "n_queries": 0, "build": build, "query": {},
+                "window": None}
     retriever.search(idx, queries[0])  # warm-up: first encoder call pays one-off costs
     for q in queries:
         for b in SPARSE_BACKENDS:
@@ -179,7 +182,8 @@ def bench_history(label: str, history: History, queries: Sequence[str], config: 
     return {"history": label, "n_messages": len(history), "n_queries": len(queries),
             "build": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in build.items()},
             "query": {k: percentiles(v, scale=1e3, suffix="_ms", digits=4) for k, v in stages.items() if v},
-            "window": "lazymem.retrieve.window.build_windows" if build_windows is not None else "not measured (lazymem.retrieve.window missing)"}
+            "window": ("lazymem.retrieve.window.build_windows" if build_windows is not None
+                       else "not measured (lazymem.retrieve.window missing)")}
 
 
 def growth(rows: Sequence[dict]) -> dict:
@@ -263,7 +267,8 @@ def bench_retrieval(
         "max_embed_messages": max_embed_messages,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "python": platform.python_version(),
-                    "versions": {p: version(p) for p in ("numpy", "rank-bm25", "bm25s", "torch", "sentence-transformers")}},
+                    "versions": {p: version(p)
+                                 for p in ("numpy", "rank-bm25", "bm25s", "torch", "sentence-transformers")}},
         "histories": rows,
         "growth": growth(rows),
         "wall_s": round(time.perf_counter() - t_start, 2),

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from lazymem.errors import ConfigError
 from lazymem.records import Message

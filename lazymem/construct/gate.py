@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 

@@ -21,7 +21,7 @@ False
 from __future__ import annotations
 
 import json
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from lazymem.construct.gate import Decision
 

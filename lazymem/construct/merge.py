@@ -8,8 +8,9 @@ many KEEPs rewrote their message instead of quoting a span of it (``lazymem.cons
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from lazymem.construct.gate import Decision, GateVerdict
 from lazymem.construct.grounded import count_rewritten

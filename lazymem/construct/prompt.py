@@ -17,8 +17,8 @@ indices differ) and the gold label of each decision, aligned with them.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from lazymem.construct.gate import GateVerdict, parse_decisions
 from lazymem.prompts import annotation_messages, decision_positions

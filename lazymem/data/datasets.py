@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from lazymem.errors import ConfigError, LoadError
 from lazymem.records import Dataset, type_abbrev
@@ -75,7 +75,8 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     elif kind is None and path.suffix != ".json" and "/" not in spec:
         kind = "longmemeval"  # a public dataset name, e.g. longmemeval_s
     else:
-        raise FileNotFoundError(f"no dataset file at {spec!r} (and it is not 'synthetic[:...]' or a public LongMemEval name)")
+        raise FileNotFoundError(f"no dataset file at {spec!r} (and it is not 'synthetic[:...]' or "
+                                "a public LongMemEval name)")
     if kind == "locomo":
         from lazymem.data.locomo import load_locomo
 
@@ -83,7 +84,8 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     from lazymem.data.longmemeval import load_longmemeval
 
     if subset:
-        raise ConfigError(f"LongMemEval has no named subsets (got {subset!r}); use `lazymem data split` for the paper's split")
+        raise ConfigError(f"LongMemEval has no named subsets (got {subset!r}); use `lazymem data "
+                          "split` for the paper's split")
     return load_longmemeval(path if path.exists() else spec)
 
 
@@ -126,7 +128,8 @@ def summarize(dataset: Dataset) -> dict:
             "gold_messages": gold_messages,
         },
         "load_issues": len(dataset.issues),
-        "load_issue_examples": [f"{i.file}: {i.record}, {i.field}: {i.problem} -> {i.action}" for i in dataset.issues[:10]],
+        "load_issue_examples": [f"{i.file}: {i.record}, {i.field}: {i.problem} -> {i.action}"
+                                for i in dataset.issues[:10]],
     }
 
 

@@ -3,9 +3,9 @@ them fail, and reading the audit log (hashes, never text; written with ``lazymem
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from lazymem.files import read_jsonl
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 ROLE_KINDS = ("user", "assistant", "named speaker")
 STATS = ("n", "mean", "median", "p10", "p90", "p99", "max")

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
-from lazymem.data.jsonio import read_json
 from lazymem.errors import ConfigError, LoadError
+from lazymem.files import read_json
 from lazymem.records import LOCOMO_CATEGORIES, Dataset, History, LoadIssue, Message, Question
 
 # Named subsets: sample ids (None = all) and categories. "paper" = the LazyMem paper's LoCoMo

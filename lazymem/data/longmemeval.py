@@ -42,8 +42,8 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
-from lazymem.data.jsonio import read_json
 from lazymem.errors import LoadError
+from lazymem.files import read_json
 from lazymem.records import LONGMEMEVAL_TYPES, Dataset, History, LoadIssue, Message, Question
 
 # Public names -> (hub dataset repo, candidate filenames in order). The original repo stores

@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Mapping, Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.records import Question
@@ -47,7 +47,8 @@ def _largest_remainder(quotas: Mapping[str, Fraction], total: int) -> dict[str, 
     return seats
 
 
-def allocate(counts: Mapping[str, int], fractions: Sequence[Fraction | float] = PAPER_FRACTIONS) -> dict[str, tuple[int, int, int]]:
+def allocate(counts: Mapping[str, int],
+             fractions: Sequence[Fraction | float] = PAPER_FRACTIONS) -> dict[str, tuple[int, int, int]]:
     """Per-type (train, validation, test) sizes by sequential largest remainder.
 
     >>> allocate({"x": 10}, (0.5, 0.25, 0.25))
@@ -92,7 +93,8 @@ class Split:
         return dict(table)
 
 
-def stratified_split(questions: Iterable[Question], fractions: Sequence[Fraction | float] = PAPER_FRACTIONS, seed: int = 42) -> Split:
+def stratified_split(questions: Iterable[Question], fractions: Sequence[Fraction | float] = PAPER_FRACTIONS,
+                     seed: int = 42) -> Split:
     """The paper's split: per type, sort by id, shuffle with `seed`, cut by `allocate`.
 
     Each type gets its own `random.Random(seed)`, so a type's split does not depend on

@@ -13,12 +13,12 @@ Deletion is atomic from the user's view. ``deletions.log`` holds one JSON line p
 (sha256 hashes only, never text). The line is written with ``"status": "pending"`` before the
 file is rewritten and set to ``"complete"`` (with ``"completed"``, a time) once every
 subscriber has returned (``"aborted"`` when the rewrite itself failed and nothing was
-deleted). Status changes rewrite the log atomically; one process writes a store at a time. Every subscriber is called even when an earlier one raises; the
-failures are raised together afterwards as ``DeletionIncomplete``. The deletion then stays
-pending: calling the same delete again (same message id, session id or user) re-runs the
-subscribers for the recorded hashes instead of raising ``KeyError``, and
-``complete_pending()`` does so for every pending deletion (call it at startup, after the
-retriever has subscribed).
+deleted). Status changes rewrite the log atomically; one process writes a store at a time.
+Every subscriber is called even when an earlier one raises; the failures are raised together
+afterwards as ``DeletionIncomplete``. The deletion then stays pending: calling the same delete
+again (same message id, session id or user) re-runs the subscribers for the recorded hashes
+instead of raising ``KeyError``, and ``complete_pending()`` does so for every pending deletion
+(call it at startup, after the retriever has subscribed).
 
 The store also keeps tombstones (``tombstones.txt``: hashes only) of deleted texts that no
 surviving message of that user still has; ``is_deleted(hash)`` answers from them, so an
@@ -44,8 +44,8 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from lazymem.data.deletions import (  # noqa: F401  (Deletion, DeletionIncomplete: the store's API)
     Deletion,
@@ -54,7 +54,7 @@ from lazymem.data.deletions import (  # noqa: F401  (Deletion, DeletionIncomplet
     subscriber_name,
 )
 from lazymem.errors import LoadError
-from lazymem.files import write_lines_atomic
+from lazymem.files import write_jsonl, write_lines_atomic
 from lazymem.records import History, Message
 from lazymem.text import text_hash
 
@@ -85,7 +85,8 @@ class MemoryStore:
         for i, (session_id, role, text, timestamp) in enumerate(rows):
             for name, value in (("session_id", session_id), ("role", role), ("text", text), ("timestamp", timestamp)):
                 if not isinstance(value, str):
-                    raise TypeError(f"row {i} of append for user {user_id!r}: {name} must be str, got {type(value).__name__}")
+                    raise TypeError(f"row {i} of append for user {user_id!r}: {name} must be str, "
+                                    f"got {type(value).__name__}")
             lines.append(json.dumps({"seq": seq, "session_id": session_id, "role": role, "text": text,
                                      "timestamp": timestamp}, ensure_ascii=False))
             ids.append(f"{user_id}:{seq}")
@@ -232,7 +233,8 @@ class MemoryStore:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise LoadError(str(path), f"line {lineno}", None, f"not valid JSON ({e.msg} at column {e.colno})") from None
+                    raise LoadError(str(path), f"line {lineno}", None,
+                                    f"not valid JSON ({e.msg} at column {e.colno})") from None
                 for key in ("seq", "session_id", "role", "text", "timestamp"):
                     if key not in row:
                         raise LoadError(str(path), f"line {lineno}", key, "missing")
@@ -276,7 +278,7 @@ class MemoryStore:
                         target=entry.get("target"))
 
     def _rewrite(self, user_id: str, keep: list[dict]) -> None:
-        write_lines_atomic(self._path(user_id), (json.dumps(r, ensure_ascii=False) for r in keep))
+        write_jsonl(self._path(user_id), keep)
 
     def _tombstone(self, deletion: Deletion, surviving_rows: list[dict]) -> None:
         """Record the deleted hashes that no surviving message of the user still has."""

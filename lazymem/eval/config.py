@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lazymem.errors import ConfigError, check_fields
+from lazymem.fields import h, require
 from lazymem.pipeline import PipelineConfig
 from lazymem.records import Question
 
@@ -31,76 +32,77 @@ _OPERATIONAL = {
 }
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
 @dataclass(frozen=True)
 class EvalConfig:
     """One evaluation: a pipeline, a dataset, which questions, which judge; keys as in configs/eval_*.yaml."""
 
-    pipeline: PipelineConfig = field(default_factory=PipelineConfig, metadata=_h("the query pipeline"))
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig, metadata=h("the query pipeline"))
     dataset: str = field(default="synthetic:messages=400,seed=0,histories=4,questions=12",
-                         metadata=_h("dataset SPEC for lazymem.data.datasets.load_dataset"))
-    subset: str | None = field(default=None, metadata=_h("named subset, e.g. 'paper' for LoCoMo"))
+                         metadata=h("dataset SPEC for lazymem.data.datasets.load_dataset"))
+    subset: str | None = field(default=None, metadata=h("named subset, e.g. 'paper' for LoCoMo"))
     split: str | None = field(default=None,
-                              metadata=_h("'train', 'validation' or 'test' of the paper's split; None = all"))
-    split_seed: int = field(default=42, metadata=_h("seed of the stratified split (the paper's: 42)"))
-    ids: tuple[str, ...] = field(default=(), metadata=_h("only these question ids (empty = all)"))
+                              metadata=h("'train', 'validation' or 'test' of the paper's split; None = all"))
+    split_seed: int = field(default=42, metadata=h("seed of the stratified split (the paper's: 42)"))
+    ids: tuple[str, ...] = field(default=(), metadata=h("only these question ids (empty = all)"))
     types: tuple[str, ...] = field(default=(),
-                                   metadata=_h("only these question types, names or abbreviations (KU, MS, ...)"))
-    limit: int | None = field(default=None, metadata=_h("at most this many questions, the first in dataset order; "
+                                   metadata=h("only these question types, names or abbreviations (KU, MS, ...)"))
+    limit: int | None = field(default=None, metadata=h("at most this many questions, the first in dataset order; "
                                                          "0 or None = all"))
-    stratified: bool = field(default=False, metadata=_h(
+    stratified: bool = field(default=False, metadata=h(
         "with limit: the first questions of each type, in proportion to the types' shares (largest remainder), "
         "instead of the first `limit` overall"))
-    judge: str = field(default="none", metadata=_h(f"judge prompt family, one of {JUDGES}"))
-    judge_max_tokens: int | None = field(default=None, metadata=_h("judge reply cap; None = official (10 / 1024)"))
-    judge_json_mode: bool = field(default=True, metadata=_h(
+    judge: str = field(default="none", metadata=h(f"judge prompt family, one of {JUDGES}"))
+    judge_max_tokens: int | None = field(default=None, metadata=h("judge reply cap; None = official (10 / 1024)"))
+    judge_json_mode: bool = field(default=True, metadata=h(
         "LoCoMo judge: request the JSON reply {label: CORRECT|WRONG} by schema (Mem0 sends JSON mode)"))
-    seed: int = field(default=0, metadata=_h("sampling seed of every model call"))
-    workers: int = field(default=1, metadata=_h("questions in flight at once (helps with a server backend)"))
-    llm_cache: bool = field(default=True, metadata=_h("keep model calls in the disk cache"))
-    llm_cache_dir: str | None = field(default=None, metadata=_h("cache directory; None = $LAZYMEM_CACHE/llm"))
-    count_tokens: bool = field(default=True, metadata=_h("count memory tokens with the Qwen3 tokenizer"))
+    seed: int = field(default=0, metadata=h("sampling seed of every model call"))
+    workers: int = field(default=1, metadata=h("questions in flight at once (helps with a server backend)"))
+    llm_cache: bool = field(default=True, metadata=h("keep model calls in the disk cache"))
+    llm_cache_dir: str | None = field(default=None, metadata=h("cache directory; None = $LAZYMEM_CACHE/llm"))
+    count_tokens: bool = field(default=True, metadata=h("count memory tokens with the Qwen3 tokenizer"))
     baseline: str | None = field(default=None,
-                                 metadata=_h("a finished run dir to compare with (ratios in summary.json)"))
+                                 metadata=h("a finished run dir to compare with (ratios in summary.json)"))
 
     def __post_init__(self):
-        def need(ok: bool, name: str, allowed: str):
-            if not ok:
-                raise ConfigError(f"EvalConfig.{name}={getattr(self, name)!r}: {allowed}")
-
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
 
-        need(isinstance(self.pipeline, PipelineConfig), "pipeline", "must be a PipelineConfig")
-        need(isinstance(self.dataset, str) and self.dataset.strip() != "", "dataset", "must be a dataset SPEC")
-        need(self.subset is None or isinstance(self.subset, str), "subset", "must be a subset name or None")
-        need(self.split in (None, "train", "validation", "test"), "split", "must be train, validation, test or None")
-        need(is_int(self.split_seed), "split_seed", "must be an integer")
+        require(isinstance(self.pipeline, PipelineConfig), "EvalConfig", "pipeline", self.pipeline,
+                "must be a PipelineConfig")
+        require(isinstance(self.dataset, str) and self.dataset.strip() != "", "EvalConfig", "dataset", self.dataset,
+                "must be a dataset SPEC")
+        require(self.subset is None or isinstance(self.subset, str), "EvalConfig", "subset", self.subset,
+                "must be a subset name or None")
+        require(self.split in (None, "train", "validation", "test"), "EvalConfig", "split", self.split,
+                "must be train, validation, test or None")
+        require(is_int(self.split_seed), "EvalConfig", "split_seed", self.split_seed, "must be an integer")
         for name in ("ids", "types"):
             v = getattr(self, name)
             if isinstance(v, str):
                 v = (v,)
-            need(isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v), name, "must be a list of strings")
+            require(isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+                    "EvalConfig", name, getattr(self, name), "must be a list of strings")
             object.__setattr__(self, name, tuple(v))
-        need(self.limit is None or (is_int(self.limit) and self.limit >= 0), "limit",
-             "must be None or 0 (all questions), or an integer >= 1")
-        need(self.judge in JUDGES, "judge", f"must be one of {JUDGES}")
-        need(self.judge == "none" or self.pipeline.judge is not None, "judge",
-             "needs a judge model: set pipeline.judge (an LLM config), or judge: none")
-        need(self.judge_max_tokens is None or (is_int(self.judge_max_tokens) and self.judge_max_tokens >= 1),
-             "judge_max_tokens", "must be None or an integer >= 1")
-        need(isinstance(self.judge_json_mode, bool), "judge_json_mode", "must be true or false")
-        need(isinstance(self.stratified, bool), "stratified", "must be true or false")
-        need(is_int(self.seed), "seed", "must be an integer")
-        need(is_int(self.workers) and self.workers >= 1, "workers", "must be an integer >= 1")
-        need(isinstance(self.llm_cache, bool), "llm_cache", "must be true or false")
-        need(self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str), "llm_cache_dir",
-             "must be a path or None")
-        need(isinstance(self.count_tokens, bool), "count_tokens", "must be true or false")
-        need(self.baseline is None or isinstance(self.baseline, str), "baseline", "must be a run directory or None")
+        require(self.limit is None or (is_int(self.limit) and self.limit >= 0), "EvalConfig", "limit", self.limit,
+                "must be None or 0 (all questions), or an integer >= 1")
+        require(self.judge in JUDGES, "EvalConfig", "judge", self.judge, f"must be one of {JUDGES}")
+        require(self.judge == "none" or self.pipeline.judge is not None, "EvalConfig", "judge", self.judge,
+                "needs a judge model: set pipeline.judge (an LLM config), or judge: none")
+        require(self.judge_max_tokens is None or (is_int(self.judge_max_tokens) and self.judge_max_tokens >= 1),
+                "EvalConfig", "judge_max_tokens", self.judge_max_tokens, "must be None or an integer >= 1")
+        require(isinstance(self.judge_json_mode, bool), "EvalConfig", "judge_json_mode", self.judge_json_mode,
+                "must be true or false")
+        require(isinstance(self.stratified, bool), "EvalConfig", "stratified", self.stratified, "must be true or false")
+        require(is_int(self.seed), "EvalConfig", "seed", self.seed, "must be an integer")
+        require(is_int(self.workers) and self.workers >= 1, "EvalConfig", "workers", self.workers,
+                "must be an integer >= 1")
+        require(isinstance(self.llm_cache, bool), "EvalConfig", "llm_cache", self.llm_cache, "must be true or false")
+        require(self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str),
+                "EvalConfig", "llm_cache_dir", self.llm_cache_dir, "must be a path or None")
+        require(isinstance(self.count_tokens, bool), "EvalConfig", "count_tokens", self.count_tokens,
+                "must be true or false")
+        require(self.baseline is None or isinstance(self.baseline, str), "EvalConfig", "baseline", self.baseline,
+                "must be a run directory or None")
 
     @classmethod
     def from_dict(cls, values: Mapping) -> EvalConfig:

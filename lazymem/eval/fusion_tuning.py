@@ -32,9 +32,9 @@ import itertools
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from lazymem.eval.metrics import all_at_k, all_covered, coverage_table
 from lazymem.records import Dataset
@@ -55,7 +55,7 @@ class FusionSetting:
     dense_depth: int | None = 100  # dense list length before fusion; None = whole history
 
     @classmethod
-    def from_config(cls, c: RetrievalConfig) -> "FusionSetting":
+    def from_config(cls, c: RetrievalConfig) -> FusionSetting:
         """The fusion a RetrievalConfig performs.
 
         >>> FusionSetting.from_config(RetrievalConfig(rrf_weights=(2, 1), dense_depth=50)).label
@@ -299,7 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rrf-k", default=",".join(map(str, GRID_RRF_K)))
     ap.add_argument("--weights", default=",".join(f"{a}:{b}" for a, b in GRID_WEIGHTS), help="sparse:dense,...")
     ap.add_argument("--depths", default="50,100,none", help="per-list depths; none = whole history")
-    ap.add_argument("--verify", action="store_true", help="rerun the real Retriever with the chosen fusion on the report set")
+    ap.add_argument("--verify", action="store_true", help="rerun the real Retriever with the "
+                                                          "chosen fusion on the report set")
     ap.add_argument("--out", help="write the JSON record here")
     ap.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     args = ap.parse_args(argv)

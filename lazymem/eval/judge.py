@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lazymem.errors import ConfigError
 from lazymem.prompts import PROMPTS, PromptTemplate
@@ -119,7 +120,7 @@ def parse_correct_wrong(response: str, strict: bool = True) -> bool | None:
 # ---------------------------------------------------------------------------------------
 
 
-def judge_answer(client: "LLMClient", question: Question, response: str, kind: str, seed: int = 0,
+def judge_answer(client: LLMClient, question: Question, response: str, kind: str, seed: int = 0,
                  max_tokens: int | None = None, json_mode: bool = True) -> dict:
     """Ask the official judge of `kind` about one response; a record with prompt, reply and label.
 
@@ -184,8 +185,10 @@ def check_judge(questions: Sequence[Question], kind: str) -> None:
             try:
                 longmemeval_judge_template(q.type, q.abstention)
             except ValueError as e:
-                raise ConfigError(f"judge 'longmemeval' on question {q.id!r}: {e} (use judge: locomo or none)") from None
+                raise ConfigError(f"judge 'longmemeval' on question {q.id!r}: {e} "
+                                  "(use judge: locomo or none)") from None
     elif kind == "locomo":
         bad = [q.id for q in questions if q.category is None]
         if bad:
-            raise ConfigError(f"judge 'locomo' needs LoCoMo questions; {bad[:3]} have no category (use longmemeval or none)")
+            raise ConfigError(f"judge 'locomo' needs LoCoMo questions; {bad[:3]} have no category "
+                              "(use longmemeval or none)")

@@ -13,12 +13,12 @@ inside the top-k retrieved messages augmented with their radius-w windows.
 
 >>> retrieval_metrics([3, 1, 2], {1, 2}, ks=(1, 3))
 {'recall_any@1': 0.0, 'recall_all@1': 0.0, 'ndcg_any@1': 0.0, 'recall_any@3': 1.0, 'recall_all@3': 1.0, 'ndcg_any@3': 0.8154648767857288}
-"""
+"""  # noqa: E501  (a doctest's expected output is one line)
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from lazymem.records import Dataset
 from lazymem.retrieve import Window, WindowConfig, build_windows, merge_spans, session_starts, window_stats

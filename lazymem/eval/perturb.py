@@ -22,12 +22,12 @@ answer-F1 proxy). Answers go through the run's LLM cache, so a killed study resu
 """
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lazymem.errors import ConfigError, LoadError
 from lazymem.prompts import PROMPTS, text_memory
@@ -61,8 +61,8 @@ def variants(gold: Sequence[int], nongold: Sequence[int], condition: str, draws:
     raise ValueError(f"condition {condition!r}: one of {CONDITIONS}")
 
 
-def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]], answer: "LLMClient",
-                       sampling: "Sampling", score: Callable[[Question, str], float | None],
+def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]], answer: LLMClient,
+                       sampling: Sampling, score: Callable[[Question, str], float | None],
                        conditions: Sequence[str] = CONDITIONS, draws: int = 3, seed: int = 0,
                        count_tokens: Callable[[str], int | None] | None = None, n_resamples: int = 9999,
                        progress: bool = False) -> dict:
@@ -136,11 +136,13 @@ def perturbation_markdown(study: dict) -> str:
     def pct(x):
         return "-" if x is None else f"{100 * x:.1f}"
 
-    lines = ["| memory | questions | Acc. (%) | Delta (pp) [95% CI] | C->I (%) | Tok. |", "|---|---:|---:|---|---:|---:|"]
+    lines = ["| memory | questions | Acc. (%) | Delta (pp) [95% CI] | C->I (%) | Tok. |",
+             "|---|---:|---:|---|---:|---:|"]
     for r in study["rows"]:
         ci = "-" if r["delta"] is None else f"{pct(r['delta'])} [{pct(r['low'])}, {pct(r['high'])}]"
         tok = "-" if r["tokens"] is None else f"{r['tokens']:,.0f}"
-        lines.append(f"| {r['condition']} | {r['questions']} | {pct(r['accuracy'])} | {ci} | {pct(r['c_to_i'])} | {tok} |")
+        lines.append(f"| {r['condition']} | {r['questions']} | {pct(r['accuracy'])} | {ci} | "
+                     f"{pct(r['c_to_i'])} | {tok} |")
     return "\n".join(lines) + "\n"
 
 
@@ -153,7 +155,7 @@ def local_nongold(record: dict) -> list[int]:
 
 def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: int = 3, limit: int | None = None,
                 conditions: Sequence[str] = CONDITIONS, seed: int = 0, n_resamples: int = 9999,
-                progress: bool = True, clients: Mapping[str, "LLMClient"] | None = None) -> dict:
+                progress: bool = True, clients: Mapping[str, LLMClient] | None = None) -> dict:
     """The perturbation study on the questions of a finished eval run; writes it to `out`:
     ``perturbation.json`` (numbers), ``perturbation.md`` (the table), ``answers.json`` (every answer).
 
@@ -221,14 +223,13 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
                  answer_model=config.pipeline.answer.model, method=config.pipeline.method,
                  nongold_per_question=statistics.fmean(len(ng) for _, _, ng in items))
     if out is not None:
-        from lazymem.files import write_atomic
+        from lazymem.files import write_atomic, write_json
 
         o = Path(out)
         o.mkdir(parents=True, exist_ok=True)
         # the answers quote the data (LoCoMo text stays out of git): their own file, beside the numbers
-        write_atomic(o / "perturbation.json", json.dumps({k: v for k, v in study.items() if k != "answers"},
-                                                         indent=1) + "\n")
-        write_atomic(o / "answers.json", json.dumps(study["answers"], indent=1, ensure_ascii=False) + "\n")
+        write_json(o / "perturbation.json", {k: v for k, v in study.items() if k != "answers"})
+        write_json(o / "answers.json", study["answers"], ensure_ascii=False)
         head = (f"Perturbation study on {len(items)} questions of `{run}` ({config.dataset}); answerer "
                 f"{config.pipeline.answer.model}; score {metric}; {draws} draws per random addition; local "
                 f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question)."

@@ -13,16 +13,15 @@ are, so a second call changes nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lazymem.errors import LoadError
 from lazymem.eval.memory_measures import measure_record
 from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, SUMMARY_FILE, RunLock, read_json, read_records
 from lazymem.eval.scoring import summarize
-from lazymem.files import write_atomic
+from lazymem.files import write_json, write_jsonl
 
 
 def _needs(rec: dict) -> bool:
@@ -66,12 +65,12 @@ def remeasure(run_dir: str | Path) -> dict:
             except Exception as e:  # as the runner does: recorded, never a silent 0
                 rec["memory_measures_error"] = f"{type(e).__name__}: {e}"
                 counts["errors"] += 1
-        write_atomic(d / RECORDS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        write_jsonl(d / RECORDS_FILE, records)
         summary = read_json(d / SUMMARY_FILE)
         if summary is not None:
             fresh = summarize(records, (manifest.get("config") or {}).get("judge") or "none")
             summary["memory_measures"] = fresh.get("memory_measures")
-            write_atomic(d / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+            write_json(d / SUMMARY_FILE, summary, indent=2)
     return counts
 
 

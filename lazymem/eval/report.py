@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError, LoadError
+from lazymem.eval.memory_measures import MEASURES, question_measures
 from lazymem.eval.paper import system_label
 from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_records
-from lazymem.eval.memory_measures import MEASURES, question_measures
 from lazymem.eval.scoring import check_records, json_kind, summarize
 from lazymem.stats import paired_bootstrap
 
@@ -114,7 +115,7 @@ def read_manifest(path: str | Path, required: bool = True) -> dict:
     when it is not JSON, not an object, or ``config`` / ``dataset`` (and their strings) have the wrong type.
     A missing file is a LoadError when ``required``, else ``{}``.
     """
-    from lazymem.data.jsonio import read_json
+    from lazymem.files import read_json
 
     p = Path(path)
     if not required and not p.exists():

@@ -21,8 +21,9 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from lazymem.errors import ConfigError
 from lazymem.files import fsync_dir, write_atomic  # noqa: F401  (write_atomic: the run files API)
@@ -135,7 +136,7 @@ def window_lines(records: Iterable[dict]) -> list[dict]:
 # --- writing ----------------------------------------------------------------------------------------
 
 
-def secret_masker(llm_configs: Iterable["LLMConfig | None"]) -> Masker:
+def secret_masker(llm_configs: Iterable[LLMConfig | None]) -> Masker:
     """A Masker for the API keys the models would read (belt and braces: none should be in a record).
 
     The values are those of each model's ``api_key_env`` variable, except "EMPTY" (the
@@ -220,7 +221,7 @@ class RunLock:
         self.info: dict[str, Any] | None = None
         self._fd: int | None = None
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         from lazymem.runinfo import now
 
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -250,7 +251,7 @@ class RunLock:
             finally:
                 os.close(fd)
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

@@ -19,8 +19,8 @@
   readers show as ``interrupted`` when nobody holds the lock (``lazymem.eval.report.run_status``),
   and the next run into the folder records it so.
 - ``summary.json``: accuracy per type (judge labels), LoCoMo F1 per category, Gate Fmt.,
-  rewritten rate, gold-keep recall, evidence recall, answer recall in memory, memory tokens, latency percentiles per stage, counts, and the ratios to
-  a baseline run when one is given (lazymem.eval.scoring).
+  rewritten rate, gold-keep recall, evidence recall, answer recall in memory, memory tokens,
+  latency percentiles per stage, counts, and the ratios to a baseline run when one is given (lazymem.eval.scoring).
 - ``manifest.json``: resolved config (API keys never, only the NAME of their environment
   variable), git commit, package versions, dataset sha256, prompt hashes, model ids, the
   reranker that ran, times and command line of every run into this folder (lazymem.eval.provenance).
@@ -40,15 +40,16 @@ import time
 import traceback
 import uuid
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from lazymem.errors import ModelLoadError
 from lazymem.eval.config import EvalConfig, config_fingerprint, resolve_cache, seeded, select_questions
 from lazymem.eval.f1 import contains_gold, locomo_f1, token_f1
 from lazymem.eval.judge import check_judge, judge_answer
 from lazymem.eval.memory_measures import measure_record
 from lazymem.eval.provenance import close_manifest, new_manifest
-from lazymem.runinfo import now
 from lazymem.eval.runfiles import (
     ERRORS_FILE,
     MANIFEST_FILE,
@@ -68,8 +69,8 @@ from lazymem.eval.runfiles import (
     write_atomic,
 )
 from lazymem.eval.scoring import RunningScore, compare_with_baseline, summarize
-from lazymem.errors import ModelLoadError
 from lazymem.records import Question
+from lazymem.runinfo import now
 
 if TYPE_CHECKING:
     from lazymem.llm import LLMClient
@@ -97,7 +98,7 @@ def question_meta(q: Question) -> dict:
             "abstention": q.abstention}
 
 
-def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Question, config: EvalConfig) -> dict:
+def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question, config: EvalConfig) -> dict:
     """The record of one question: the pipeline's result, scores, judge, tokens, timings.
 
     Never raises for a failed model call or an unexpected exception: the record says
@@ -156,7 +157,7 @@ def run_question(pipeline: "LazyMemPipeline", dataset: "Dataset", question: Ques
 
 
 def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = True, *,
-             clients: Mapping[str, "LLMClient"] | None = None, dataset: "Dataset | None" = None,
+             clients: Mapping[str, LLMClient] | None = None, dataset: Dataset | None = None,
              retriever: Any = None, overwrite: bool = False, command: Sequence[str] | None = None,
              force_new: bool = False) -> dict:
     """Run (or resume) an evaluation into `out_dir`; returns the summary (also in summary.json).
@@ -227,8 +228,8 @@ def mark_killed_runs(manifest: Mapping | None) -> Mapping | None:
     return dict(manifest, runs=runs)
 
 
-def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping[str, "LLMClient"] | None,
-              dataset: "Dataset | None", retriever: Any, force_new: bool, command: Sequence[str] | None,
+def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping[str, LLMClient] | None,
+              dataset: Dataset | None, retriever: Any, force_new: bool, command: Sequence[str] | None,
               lock: RunLock) -> dict:
     """evaluate() with the folder's lock held."""
     from lazymem import prompts

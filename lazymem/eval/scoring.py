@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import LoadError
 from lazymem.eval.memory_measures import MATCHES, MEASURES, rewritten_rate, summarize_measures
@@ -200,8 +201,8 @@ def _record_problem(r: Mapping) -> tuple[str, str] | None:
     if bad_measure is not None:
         return bad_measure
     w = r.get("windows")
-    if w is not None and not (isinstance(w, list) and all(isinstance(x, Mapping) and isinstance(x.get("output") or {}, Mapping)
-                                                          for x in w)):
+    if w is not None and not (isinstance(w, list) and all(
+            isinstance(x, Mapping) and isinstance(x.get("output") or {}, Mapping) for x in w)):
         return "windows", "expected a list of window objects (each output an object or null)"
     if r.get("gold_in_pool") is not None and r.get("n_gold") is None:
         return "n_gold", "null, but gold_in_pool is a number (the share needs both)"
@@ -324,7 +325,8 @@ def summary_text(s: Mapping) -> str:
         f"{st} {f(lat[st]['mean'], 2)}/{f(lat[st]['p95'], 2)}" for st in STAGES if lat[st]["n"]))
     if s.get("baseline") and "memory_tokens" in s["baseline"]:
         b = s["baseline"]
-        lines.append(f"vs baseline {b['baseline_dir']}: memory tokens reduction {f(b['memory_tokens'].get('reduction'), 1)}x, "
+        lines.append(f"vs baseline {b['baseline_dir']}: memory tokens reduction "
+                     f"{f(b['memory_tokens'].get('reduction'), 1)}x, "
                      f"accuracy delta {f(b['accuracy'].get('delta'))}")
     return "\n".join(lines)
 

@@ -28,20 +28,18 @@ finished cell costs nothing), then writes ``table.md`` / ``table.json`` with, pe
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.eval.paper import NOT_IN_PAPER, not_in_paper
+from lazymem.fields import h
 
 COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "rewritten_rate", "gold_keep_recall", "nongold_drop_rate",
            "evidence_recall", "answer_recall_in_memory", "memory_tokens", "ratio_to_ref", "locomo_f1", "answer_f1",
            "processing_s")
-
-
-def _h(text: str) -> dict:
-    return {"help": text}
 
 
 RESERVED_NAMES = ("table.md", "table.json")  # the table's own files in output_dir
@@ -57,7 +55,7 @@ def check_name(name: Any, where: str) -> str:
     Traceback (most recent call last):
     ...
     lazymem.errors.ConfigError: EvalTableConfig.rows: name '../x' must be one folder name (no '/', '\\', NUL, '.' or '..'): it names the cell's folder <output_dir>/<set>/<row>
-    """
+    """  # noqa: E501  (a doctest's expected output is one line)
     if not isinstance(name, str):
         raise ConfigError(f"{where}: name {name!r} is a {type(name).__name__}, not a string; names are folder names: "
                           f"quote it in the YAML ('{name}': ...)")
@@ -65,7 +63,8 @@ def check_name(name: Any, where: str) -> str:
             or name != name.strip()):
         raise ConfigError(f"{where}: name {name!r} must be one folder name (no '/', '\\', NUL, '.' or '..'): "
                           "it names the cell's folder <output_dir>/<set>/<row>"
-                          + (f"; {', '.join(RESERVED_NAMES)} are the table's own files" if name in RESERVED_NAMES else ""))
+                          + (f"; {', '.join(RESERVED_NAMES)} are the table's own files"
+                             if name in RESERVED_NAMES else ""))
     return name
 
 
@@ -82,12 +81,12 @@ def _overrides(value: Any, where: str) -> tuple[str, ...]:
 class EvalTableConfig:
     """Rows x sets over one base recipe; the keys of configs/*_eval_table.yaml."""
 
-    base: str = field(default="", metadata=_h("the base eval recipe (YAML) every cell starts from"))
-    sets: Mapping[str, Any] = field(default_factory=dict, metadata=_h("name -> overrides choosing the questions"))
-    rows: Mapping[str, Any] = field(default_factory=dict, metadata=_h("name -> overrides choosing the method"))
-    reference: str | None = field(default=None, metadata=_h("the row memory tokens are compared with (RAG Top50)"))
-    only: tuple[str, ...] = field(default=(), metadata=_h("run only these rows (finished cells are always shown)"))
-    output_dir: str = field(default="runs/eval_table", metadata=_h("<set>/<row>/ run folders, table.md/json"))
+    base: str = field(default="", metadata=h("the base eval recipe (YAML) every cell starts from"))
+    sets: Mapping[str, Any] = field(default_factory=dict, metadata=h("name -> overrides choosing the questions"))
+    rows: Mapping[str, Any] = field(default_factory=dict, metadata=h("name -> overrides choosing the method"))
+    reference: str | None = field(default=None, metadata=h("the row memory tokens are compared with (RAG Top50)"))
+    only: tuple[str, ...] = field(default=(), metadata=h("run only these rows (finished cells are always shown)"))
+    output_dir: str = field(default="runs/eval_table", metadata=h("<set>/<row>/ run folders, table.md/json"))
 
     def __post_init__(self):
         if not self.base or not isinstance(self.base, str):
@@ -148,8 +147,15 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
     a match; results without a readable manifest are of unknown inputs)."""
     from lazymem import prompts
     from lazymem.eval.config import config_fingerprint, resolve_cache, seeded
-    from lazymem.eval.runfiles import (MANIFEST_FILE, RECORDS_FILE, RESULT_FILES, identity_changes,
-                                       manifest_identity, read_json, run_identity)
+    from lazymem.eval.runfiles import (
+        MANIFEST_FILE,
+        RECORDS_FILE,
+        RESULT_FILES,
+        identity_changes,
+        manifest_identity,
+        read_json,
+        run_identity,
+    )
 
     manifest = read_json(cell / MANIFEST_FILE)
     if not any((cell / n).exists() for n in RESULT_FILES):
@@ -211,10 +217,10 @@ def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: 
     table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None),
                          **marks.get((s, r), {}))
                  for r, v in rows.items()} for s, rows in summaries.items()}
-    from lazymem.files import write_atomic
+    from lazymem.files import write_atomic, write_json
 
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "table.json", json.dumps(table, indent=1) + "\n")
+    write_json(out / "table.json", table)
     write_atomic(out / "table.md", table_markdown(table, config.reference))
     return table
 

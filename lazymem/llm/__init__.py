@@ -29,13 +29,13 @@ from lazymem.llm.cache import CachedClient  # noqa: F401
 from lazymem.llm.factory import make_client  # noqa: F401
 from lazymem.llm.fake import FakeBackend  # noqa: F401
 from lazymem.llm.hf import TransformersBackend  # noqa: F401
-from lazymem.llm.multi import generate_n  # noqa: F401
 from lazymem.llm.models import (  # noqa: F401
     SMOLLM2_ALIAS,
     resolve_model,
     smollm2_dir,
     tiny_test_model,
 )
+from lazymem.llm.multi import generate_n  # noqa: F401
 from lazymem.llm.server import OpenAIBackend  # noqa: F401
 from lazymem.llm.tokens import (  # noqa: F401
     DIR_ENV,

@@ -29,8 +29,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lazymem.llm.base import Completion, LLMClient, Prompt, Sampling, to_messages
 from lazymem.secrets import redact
@@ -71,7 +71,8 @@ class CachedClient:
         return self._request(prompt, sampling)
 
     def _request(self, prompt: Prompt, sampling: Sampling) -> str:
-        return json.dumps({"model": self._key_identity, "prompt": prompt if isinstance(prompt, str) else to_messages(prompt),
+        return json.dumps({"model": self._key_identity,
+                           "prompt": prompt if isinstance(prompt, str) else to_messages(prompt),
                            "sampling": sampling.as_dict()}, sort_keys=True, ensure_ascii=False)
 
     @staticmethod
@@ -87,7 +88,8 @@ class CachedClient:
         with self._lock:
             for start in range(0, len(keys), 500):  # stay under sqlite's parameter limit
                 chunk = keys[start:start + 500]
-                rows = self._db.execute(f"SELECT key, completion FROM calls WHERE key IN ({','.join('?' * len(chunk))})",
+                rows = self._db.execute("SELECT key, completion FROM calls WHERE key IN "
+                                        f"({','.join('?' * len(chunk))})",
                                         chunk).fetchall()
                 found.update((k, Completion.from_dict(json.loads(c))) for k, c in rows)
         return found

@@ -1,7 +1,8 @@
 """``make_client``: the client an ``LLMConfig`` names, behind the disk cache when ``cache_dir`` is set.
 
 Backends: ``openai`` (server.OpenAIBackend), ``transformers`` (hf.TransformersBackend),
-``llamacpp`` (llamacpp.LlamaCppBackend, GGUF on CPU), ``vllm`` (vllm_engine.VLLMBackend) and ``fake`` (fake.FakeBackend, scripted, for tests).
+``llamacpp`` (llamacpp.LlamaCppBackend, GGUF on CPU), ``vllm`` (vllm_engine.VLLMBackend) and ``fake``
+(fake.FakeBackend, scripted, for tests).
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def make_client(config: LLMConfig, responses: Script = None) -> LLMClient:
 
             inner = LlamaCppBackend(config)
         else:
-            inner = {"openai": OpenAIBackend, "transformers": TransformersBackend, "vllm": VLLMBackend}[config.backend](config)
+            backends = {"openai": OpenAIBackend, "transformers": TransformersBackend, "vllm": VLLMBackend}
+            inner = backends[config.backend](config)
     # Only identifying fields: extra_body may carry credentials a user pasted there.
     log.info("LLM client: backend=%s model=%s base_url=%s", config.backend, config.model, config.base_url)
     return CachedClient(inner, config.cache_dir) if config.cache_dir else inner

@@ -8,12 +8,12 @@ No production module imports it; ``make_client`` loads it only for ``backend="fa
 from __future__ import annotations
 
 import threading
-from typing import Callable, Mapping, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
 
 from lazymem.llm.base import Completion, Prompt, Sampling, error_completion
 
-Script = Union[Sequence[Union[str, BaseException]], Mapping[str, Union[str, BaseException]],
-               Callable[[Prompt, Sampling], Union[str, BaseException]], None]
+Script = (Sequence[str | BaseException] | Mapping[str, str | BaseException]
+          | Callable[[Prompt, Sampling], str | BaseException] | None)
 
 
 def _prompt_text(prompt: Prompt) -> str:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 CONTENT_KEY = "compressed_content"
 _WORD = re.compile(r"\S+")
@@ -90,7 +90,8 @@ def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_thi
     for i, text in enumerate(texts):
         keep = f'"\\"KEEP\\"" ws "," ws {key} "\\"" span-{i} "\\""'
         ops = f"({keep} | {drop})" if _WORD.search(text) else f"({drop})"
-        rules.append(f'item-{i} ::= "{{" ws "\\"op\\"" ws ":" ws {ops} ws "," ws "\\"reason\\"" ws ":" ws reason ws "}}"')
+        rules.append(f'item-{i} ::= '
+                     f'"{{" ws "\\"op\\"" ws ":" ws {ops} ws "," ws "\\"reason\\"" ws ":" ws reason ws "}}"')
         if _WORD.search(text):
             rules.append(spans_gbnf_rule(f"span-{i}", text))
     reps = "char*" if max_reason is None else f"char{{0,{int(max_reason)}}}"
@@ -147,7 +148,7 @@ class JsonScan:
     value_done: bool = False
     closed_content: list = field(default_factory=list)  # (item, raw content) of each closed content string
 
-    def copy(self) -> "JsonScan":
+    def copy(self) -> JsonScan:
         return JsonScan(self.pre, self.started, self.closed, list(self.stack), self.item, self.key, self.op,
                         self.expect_key, self.in_str, self.esc, self.role, list(self.buf), self.value_done,
                         list(self.closed_content))
@@ -171,7 +172,7 @@ class JsonScan:
             return self.role == "key" and CONTENT_KEY.startswith("".join(self.buf))
         return self.key == CONTENT_KEY and not self.value_done
 
-    def feed(self, text: str) -> "JsonScan":
+    def feed(self, text: str) -> JsonScan:
         for c in text:
             if self.closed:
                 break

@@ -14,17 +14,17 @@ are allowed (``lazymem.llm.grounding``).
 from __future__ import annotations
 
 import json
-import re
-
 import logging
 import os
+import re
 import threading
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError, ModelLoadError
-from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.runtime import check_device, torch_threads
 
 log = logging.getLogger("lazymem.llm")
@@ -56,7 +56,8 @@ class TransformersBackend:
             path = resolve_model(self.config.model)
             if str(path).startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(str(path))):
                 raise ConfigError(f"LLMConfig.model={self.config.model!r}: no model directory there (a local path "
-                                  "must hold config.json and weights; offline, 'smollm2-offline' ships with the package)")
+                                  "must hold config.json and weights; offline, "
+                                  "'smollm2-offline' ships with the package)")
             tok = AutoTokenizer.from_pretrained(path, padding_side="left")
             if tok.pad_token is None:
                 tok.pad_token = tok.eos_token

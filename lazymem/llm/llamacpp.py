@@ -37,9 +37,10 @@ import queue
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError, ModelLoadError
 from lazymem.files import sha256_file
@@ -49,7 +50,8 @@ from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 log = logging.getLogger("lazymem.llm")
 
 QUANTS = ("q8_0", "original")
-INSTALL = "pip install 'lazymem[llamacpp]' (llama-cpp-python==0.3.36 compiles from source: ~7 min on 2 cores, needs cmake and a C++ compiler)"
+INSTALL = ("pip install 'lazymem[llamacpp]' (llama-cpp-python==0.3.36 compiles from source: ~7 min on 2 cores, "
+           "needs cmake and a C++ compiler)")
 _FORMAT = 1  # bump when the GGUF build changes
 DEFAULT_N_CTX = 8192  # the context window without extra_body n_ctx (SmolLM2-135M's trained length)
 
@@ -108,8 +110,8 @@ def _lora_deltas(hf_dir: str, adapter: str) -> dict[str, Any]:
 def _build_gguf(src: Path, hf_dir: str, adapter: str | None, quant: str, dest: Path) -> None:
     """Write ``dest``: ``src``'s metadata and tensors, with the adapter merged and/or Q8_0 weights."""
     import numpy as np
+    from gguf import MODEL_ARCH, GGUFReader, GGUFValueType, GGUFWriter, Keys, TensorNameMap
     from gguf import GGMLQuantizationType as Q
-    from gguf import GGUFReader, GGUFValueType, GGUFWriter, Keys, MODEL_ARCH, TensorNameMap
     from gguf.quants import dequantize, quantize
 
     reader = GGUFReader(str(src))

@@ -13,7 +13,7 @@ and an in-process model still batches them), and returns ``n`` completions per p
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.llm.base import Completion, LLMClient, Prompt, Sampling

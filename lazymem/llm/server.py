@@ -17,7 +17,8 @@ import dataclasses
 import logging
 import os
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, run_sync, to_messages
@@ -134,8 +135,10 @@ class OpenAIBackend:
         choice, usage = resp.choices[0], resp.usage
         return Completion(
             text=choice.message.content or "", reasoning=reasoning_of(choice.message),
-            prompt_tokens=getattr(usage, "prompt_tokens", None), completion_tokens=getattr(usage, "completion_tokens", None),
-            latency_s=time.perf_counter() - t0, model=resp.model or self.config.model, finish_reason=choice.finish_reason)
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            latency_s=time.perf_counter() - t0, model=resp.model or self.config.model,
+            finish_reason=choice.finish_reason)
 
     async def _two_phase(self, client, prompt: Prompt, s: Sampling, t0: float) -> Completion:
         """Think with at most ``thinking_budget`` tokens, then answer after the (possibly cut)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lazymem.paths import cache_root
 

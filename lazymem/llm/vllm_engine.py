@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from lazymem.errors import ConfigError, ModelLoadError
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
@@ -20,7 +20,8 @@ class VLLMBackend:
         if not torch.cuda.is_available():
             raise ModelLoadError(
                 "backend='vllm' runs vLLM in this process and needs a CUDA GPU; none is visible. Use "
-                "backend='openai' with base_url of a vLLM server (`vllm serve MODEL`, .../v1), or backend='transformers'.")
+                "backend='openai' with base_url of a vLLM server (`vllm serve MODEL`, .../v1), "
+                "or backend='transformers'.")
         try:
             from vllm import LLM
         except ImportError as e:

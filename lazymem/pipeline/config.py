@@ -25,6 +25,7 @@ from typing import Any
 
 from lazymem.construct import BRIDGES, ExtractiveConfig
 from lazymem.errors import ConfigError, check_fields
+from lazymem.fields import h, require
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.pipeline.methods import method_class, method_names
 from lazymem.pipeline.methods.mem0 import MEM0_SERVE_HINT, Mem0Settings  # noqa: F401 (MEM0_SERVE_HINT re-exported)
@@ -50,10 +51,6 @@ SECTIONS = (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LL
             ("extractive", ExtractiveConfig), ("nanomemory", NanoMemorySettings), ("mem0", Mem0Settings))
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
 def _section(cls, values: Any, where: str):
     """Build a nested config dataclass from a YAML mapping, naming the section on errors."""
     if isinstance(values, cls):
@@ -71,71 +68,75 @@ def _section(cls, values: Any, where: str):
 class PipelineConfig:
     """Everything that decides one question's answer; the same keys as a recipe's ``pipeline:``."""
 
-    method: str = field(default="lazymem", metadata=_h(f"one of {METHODS}"))
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=_h("hybrid retrieval (Sec. 3.1)"))
-    window: WindowConfig = field(default_factory=WindowConfig, metadata=_h("history windowing w, L, s (Sec. 3.2)"))
-    mpm: LLMConfig = field(default_factory=LLMConfig, metadata=_h("the memory-processing model (method lazymem)"))
-    answer: LLMConfig = field(default_factory=LLMConfig, metadata=_h("the frozen answer model"))
-    judge: LLMConfig | None = field(default=None, metadata=_h("the LLM judge (None = no judge model)"))
+    method: str = field(default="lazymem", metadata=h(f"one of {METHODS}"))
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=h("hybrid retrieval (Sec. 3.1)"))
+    window: WindowConfig = field(default_factory=WindowConfig, metadata=h("history windowing w, L, s (Sec. 3.2)"))
+    mpm: LLMConfig = field(default_factory=LLMConfig, metadata=h("the memory-processing model (method lazymem)"))
+    answer: LLMConfig = field(default_factory=LLMConfig, metadata=h("the frozen answer model"))
+    judge: LLMConfig | None = field(default=None, metadata=h("the LLM judge (None = no judge model)"))
     structured: bool = field(
         default=False,
-        metadata=_h("constrain MPM decoding to decision_schema(n) of each window (untrained small models need it)"))
+        metadata=h("constrain MPM decoding to decision_schema(n) of each window (untrained small models need it)"))
     structured_trace: bool = field(
         default=False,
-        metadata=_h("structured: the MPM writes its n-line <think> trace before the array (models trained with "
-                    "teacher gold-trace, e.g. LazyMem-135M; transformers backend)"))
+        metadata=h("structured: the MPM writes its n-line <think> trace before the array (models trained with "
+                   "teacher gold-trace, e.g. LazyMem-135M; transformers backend)"))
     grounded: bool = field(
         default=False,
-        metadata=_h("grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
-                    "message (free or structured; backends transformers and llamacpp; LazyMem-135M's default)"))
+        metadata=h("grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
+                   "message (free or structured; backends transformers and llamacpp; LazyMem-135M's default)"))
     mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING,
-                                   metadata=_h("MPM decoding (json_schema is set per window)"))
-    answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=_h("answer decoding"))
+                                   metadata=h("MPM decoding (json_schema is set per window)"))
+    answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=h("answer decoding"))
     schema_max_content: int = field(default=512,
-                                    metadata=_h("structured: max characters of a KEEP's compressed_content"))
-    schema_max_reason: int = field(default=128, metadata=_h("structured: max characters of a decision's reason"))
+                                    metadata=h("structured: max characters of a KEEP's compressed_content"))
+    schema_max_reason: int = field(default=128, metadata=h("structured: max characters of a decision's reason"))
     strip_think: bool = field(default=True,
-                              metadata=_h("drop a leading <think>...</think> from MPM and answer outputs"))
+                              metadata=h("drop a leading <think>...</think> from MPM and answer outputs"))
     bridges: str = field(
         default="none",
-        metadata=_h("'none': every window message is a core message; 'overlap': messages a sub-window shares with "
-                    "its neighbour sub-window are shown as previous_bridge / next_bridge"))
+        metadata=h("'none': every window message is a core message; 'overlap': messages a sub-window shares with "
+                   "its neighbour sub-window are shown as previous_bridge / next_bridge"))
     extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig,
-                                         metadata=_h("method extractive: threshold, mode"))
+                                         metadata=h("method extractive: threshold, mode"))
     nanomemory: NanoMemorySettings = field(default_factory=NanoMemorySettings,
-                                           metadata=_h("method nanomemory: top_k, context"))
+                                           metadata=h("method nanomemory: top_k, context"))
     mem0: Mem0Settings = field(default_factory=Mem0Settings,
-                               metadata=_h("method mem0: top_k, chunk, observation_date"))
+                               metadata=h("method mem0: top_k, chunk, observation_date"))
 
     def __post_init__(self):
-        def need(ok: bool, name: str, allowed: str):
-            if not ok:
-                raise ConfigError(f"PipelineConfig.{name}={getattr(self, name)!r}: {allowed}")
-
-        need(self.method in method_names(), "method", f"must be one of {method_names()}")
+        require(self.method in method_names(), "PipelineConfig", "method", self.method,
+                f"must be one of {method_names()}")
         for name, cls in SECTIONS:
             if name != "judge":
-                need(isinstance(getattr(self, name), cls), name, f"must be a {cls.__name__}")
-        need(self.judge is None or isinstance(self.judge, LLMConfig), "judge", "must be an LLMConfig or None")
-        need(isinstance(self.structured, bool), "structured", "must be true or false")
-        need(isinstance(self.structured_trace, bool), "structured_trace", "must be true or false")
-        need(not self.structured_trace or self.mpm.backend in ("transformers", "fake"), "structured_trace",
-             "needs the transformers backend (its grammar takes the trace; a server's JSON schema does not)")
-        need(isinstance(self.grounded, bool), "grounded", "must be true or false")
-        need(not self.grounded or self.mpm.backend in GROUNDED_BACKENDS, "grounded",
-             f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
+                require(isinstance(getattr(self, name), cls), "PipelineConfig", name, getattr(self, name),
+                        f"must be a {cls.__name__}")
+        require(self.judge is None or isinstance(self.judge, LLMConfig), "PipelineConfig", "judge", self.judge,
+                "must be an LLMConfig or None")
+        require(isinstance(self.structured, bool), "PipelineConfig", "structured", self.structured,
+                "must be true or false")
+        require(isinstance(self.structured_trace, bool), "PipelineConfig", "structured_trace", self.structured_trace,
+                "must be true or false")
+        require(not self.structured_trace or self.mpm.backend in ("transformers", "fake"),
+                "PipelineConfig", "structured_trace", self.structured_trace,
+                "needs the transformers backend (its grammar takes the trace; a server's JSON schema does not)")
+        require(isinstance(self.grounded, bool), "PipelineConfig", "grounded", self.grounded, "must be true or false")
+        require(not self.grounded or self.mpm.backend in GROUNDED_BACKENDS, "PipelineConfig", "grounded", self.grounded,
+                f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
              f"mpm.backend {self.mpm.backend!r} (an OpenAI-compatible server, vLLM) cannot do grounded decoding: "
              "set grounded: false (the rewritten count still measures it)")
-        need(self.mpm_sampling.grounded is None, "mpm_sampling",
-             "grounded must be unset: set grounded: true and each window gets its message texts")
-        need(isinstance(self.strip_think, bool), "strip_think", "must be true or false")
-        need(self.mpm_sampling.json_schema is None, "mpm_sampling",
-             "json_schema must be unset: set structured: true and each window gets decision_schema(n)")
+        require(self.mpm_sampling.grounded is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
+                "grounded must be unset: set grounded: true and each window gets its message texts")
+        require(isinstance(self.strip_think, bool), "PipelineConfig", "strip_think", self.strip_think,
+                "must be true or false")
+        require(self.mpm_sampling.json_schema is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
+                "json_schema must be unset: set structured: true and each window gets decision_schema(n)")
         for name in ("schema_max_content", "schema_max_reason"):
             v = getattr(self, name)
-            need(isinstance(v, int) and not isinstance(v, bool) and v >= (1 if name == "schema_max_content" else 0),
-                 name, "must be an integer >= 1" if name == "schema_max_content" else "must be an integer >= 0")
-        need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
+            require(isinstance(v, int) and not isinstance(v, bool) and v >= (1 if name == "schema_max_content" else 0),
+                    "PipelineConfig", name, getattr(self, name),
+                    "must be an integer >= 1" if name == "schema_max_content" else "must be an integer >= 0")
+        require(self.bridges in BRIDGES, "PipelineConfig", "bridges", self.bridges, f"must be one of {BRIDGES}")
         method_class(self.method).check(self)  # what the method itself needs (a dense model, a server)
 
     @classmethod

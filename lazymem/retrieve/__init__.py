@@ -16,7 +16,7 @@ from lazymem.retrieve.dense import OFFLINE_MINILM, DenseEncoder, model_slug
 from lazymem.retrieve.embcache import EmbeddingCache, default_cache_dir
 from lazymem.retrieve.fusion import reciprocal_rank_fusion
 from lazymem.retrieve.rerank import Reranker
-from lazymem.retrieve.retriever import Hit, HistoryIndex, Pool, Retriever, history_fingerprint, retrieve_many
+from lazymem.retrieve.retriever import HistoryIndex, Hit, Pool, Retriever, history_fingerprint, retrieve_many
 from lazymem.retrieve.sparse import BM25Index, top_k
 from lazymem.retrieve.window import (
     Window,

@@ -21,8 +21,9 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -114,7 +115,8 @@ class EmbeddingCache:
         except (FileNotFoundError, ValueError):
             return {}
 
-    def save(self, namespace: str, key: str, hashes: Sequence[str], matrix: np.ndarray, note: dict | None = None) -> None:
+    def save(self, namespace: str, key: str, hashes: Sequence[str], matrix: np.ndarray,
+             note: dict | None = None) -> None:
         """Store a matrix and its row hashes (atomically per file; the matrix first).
 
         Rows whose hash is ``blocked`` (deleted text) are left out of what is written.

@@ -1,7 +1,7 @@
 """Reciprocal Rank Fusion (Cormack et al. 2009) of the sparse and dense ranked lists, optionally weighted."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def reciprocal_rank_fusion(

@@ -1,7 +1,7 @@
 """Cross-encoder reranking of the fused candidates (FlagEmbedding FlagReranker or sentence-transformers)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -25,7 +25,7 @@ class Reranker:
         self._model = None
         self.n_pairs_scored = 0
 
-    def load(self) -> "Reranker":
+    def load(self) -> Reranker:
         """Load the model now; a hub name that cannot be fetched raises, never falls back."""
         if self._model is not None:
             return self

@@ -15,8 +15,9 @@ import hashlib
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -161,7 +162,7 @@ class Retriever:
         # id(history) -> (weakref, fingerprint): skip rehashing a history object seen before.
         self._fp_memo: dict[int, tuple[weakref.ref, str]] = {}
 
-    def warm_up(self) -> "Retriever":
+    def warm_up(self) -> Retriever:
         """Load the reranker, and the encoder unless a disk cache may spare it, now (so a bad model
         name fails before any work). With a cache the encoder loads on the first vector not on
         disk, and ``Pool.timings["load"]`` says how long that took: a rerun over the same
@@ -351,9 +352,9 @@ class Retriever:
 
 
 def retrieve_many(
-    dataset: "Dataset",
+    dataset: Dataset,
     config: RetrievalConfig | None = None,
-    questions: Sequence["Question"] | None = None,
+    questions: Sequence[Question] | None = None,
     progress: bool = True,
     retriever: Retriever | None = None,
 ) -> dict[str, Pool]:

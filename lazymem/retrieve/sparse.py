@@ -10,7 +10,7 @@ the tokens of ``lazymem.text.tokenize`` (one stopword list for the whole project
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

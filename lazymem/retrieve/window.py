@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from lazymem.errors import ConfigError
 from lazymem.records import History

@@ -46,7 +46,7 @@ def rollout_batches_to_steps(n: int, steps_per_generation: int | None, gradient_
     Traceback (most recent call last):
     ...
     lazymem.errors.ConfigError: cadence: 3 rollout batches are 3/2 optimizer steps (steps_per_generation 2 x num_iterations 1 / gradient_accumulation_steps 4 per rollout batch): not a whole number; pick a multiple of 2 rollout batches
-    """
+    """  # noqa: E501  (a doctest's expected output is one line)
     per = steps_per_rollout_batch(steps_per_generation, gradient_accumulation_steps, num_iterations)
     steps = n * per
     if steps.denominator != 1 or steps < 1:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from lazymem.train.rewards import LAMBDA_PHASE2, TAU, completion_text, curriculum_lambda, format_gate
 

@@ -15,10 +15,11 @@ import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
-from lazymem.files import sha256_file, write_lines_atomic
+from lazymem.files import sha256_file
+from lazymem.files import write_jsonl as write_json_lines
 from lazymem.prompts import PROMPTS
 from lazymem.runinfo import git_commit, now, package_versions
 from lazymem.secrets import redact
@@ -67,7 +68,7 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Mapping]) -> dict:
     """Write rows as JSON lines (UTF-8, atomically via a temp file); returns {path, rows, sha256}."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    n = write_lines_atomic(path, (json.dumps(row, ensure_ascii=False) for row in rows))
+    n = write_json_lines(path, rows)
     return {"path": str(path), "rows": n, "sha256": sha256_file(path)}
 
 
@@ -148,7 +149,8 @@ def style_shape_md(mix: Mapping) -> str:
     for st, n in mix["by_style"].items():
         cells = [str(mix["by_style_shape"][st].get(sh, 0)) for sh in shapes]
         lines.append(f"| {st} | " + " | ".join(cells) + f" | {n} |")
-    lines.append("| all | " + " | ".join(str(mix["by_shape"][sh]) for sh in shapes) + f" | {sum(mix['by_style'].values())} |")
+    lines.append("| all | " + " | ".join(str(mix["by_shape"][sh]) for sh in shapes)
+                 + f" | {sum(mix['by_style'].values())} |")
     if "over_limit" in mix:
         o = mix["over_limit"]
         lines += ["", f"Instances over {o['limit']} {o['unit']} (input + target): {o['total']} "
@@ -156,8 +158,8 @@ def style_shape_md(mix: Mapping) -> str:
     return "\n".join(lines)
 
 
-def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: Sequence[tuple], rows: Sequence[Mapping],
-             files: Mapping, max_length: int | None = 2048) -> tuple[dict, str]:
+def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: Sequence[tuple],
+             rows: Sequence[Mapping], files: Mapping, max_length: int | None = 2048) -> tuple[dict, str]:
     """The SFT data card (dict) and its Markdown.
 
     Args:

@@ -17,9 +17,9 @@ reward among the former minus the best among the latter, averaged over those pro
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Callable, Sequence, Union
 
 from lazymem.construct.gate import Decision
 from lazymem.train.rewards import ETA, action_accuracies
@@ -37,7 +37,7 @@ class RolloutScore:
     n_n: int  # non-gold messages in the window
 
     @classmethod
-    def from_decisions(cls, decisions: Sequence[Decision | str], gold_labels: Sequence[bool]) -> "RolloutScore":
+    def from_decisions(cls, decisions: Sequence[Decision | str], gold_labels: Sequence[bool]) -> RolloutScore:
         """From a rollout's decisions (or ops) and the window's gold labels.
 
         >>> RolloutScore.from_decisions(["KEEP", "KEEP", "DROP"], [True, False, False])
@@ -48,7 +48,7 @@ class RolloutScore:
         return cls(a_g, a_n, n_g, len(gold_labels) - n_g)
 
 
-Rollout = Union[RolloutScore, tuple]  # a RolloutScore, (A_g, A_n, N_g, N_n) or (decisions, gold_labels)
+Rollout = RolloutScore | tuple  # a RolloutScore, (A_g, A_n, N_g, N_n) or (decisions, gold_labels)
 
 
 def _as_score(r: Rollout) -> RolloutScore:

@@ -39,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from lazymem.errors import ConfigError
+from lazymem.fields import h, require
 from lazymem.llm import LLMConfig
 from lazymem.train.cadence import rollout_batches_to_steps, steps_per_rollout_batch
 from lazymem.train.modeling import DTYPES, LoraSettings, has_cuda, load_policy, load_tokenizer
 from lazymem.train.objective import TRL_PAPER_SETTINGS
-from lazymem.train.recipe import OMIT_WHEN_NONE, load_recipe
+from lazymem.train.recipe import load_recipe
 from lazymem.train.rewards import ETA, LAMBDA_PHASE2, TAU
 from lazymem.train.sft import finished_result, train_and_record
 
@@ -52,71 +53,67 @@ PAPER_EVAL_EVERY, PAPER_SAVE_EVERY = 10, 30  # rollout batches (VERL training st
 CADENCE_KEYS = ("eval_every_rollout_batches", "save_every_rollout_batches", "eval_steps", "save_steps")
 
 
-def _h(text: str, omit_when_none: bool = False) -> dict:
-    return {"help": text, OMIT_WHEN_NONE: omit_when_none}
-
-
 @dataclass(frozen=True)
 class GRPORecipe:
     """One GRPO run; the same keys as ``configs/train_grpo_*.yaml`` (defaults: the paper's table)."""
 
-    base: str = field(default="smollm2-offline", metadata=_h("the SFT model dir (full FT), or the base of `adapter`"))
-    adapter: str | None = field(default=None, metadata=_h("the SFT LoRA adapter dir, trained on (reference = a frozen copy)"))
-    lora: LoraSettings | None = field(default=None, metadata=_h("a NEW LoRA on `base` when no adapter is given; null = full"))
-    data: str = field(default="", metadata=_h("RL prompts JSONL from `lazymem train rl-data`"))
-    validation_data: str | None = field(default=None, metadata=_h("RL prompts of the validation split (curriculum)"))
-    max_validation_prompts: int = field(default=256, metadata=_h("validate on at most this many prompts"))
-    output_dir: str = field(default="runs/train/grpo", metadata=_h("checkpoints, final policy, train_result.json"))
-    learning_rate: float = field(default=1e-6, metadata=_h("paper: 1e-6"))
-    lr_scheduler_type: str = field(default="constant", metadata=_h("paper: constant"))
-    warmup_ratio: float = field(default=0.0, metadata=_h("paper: 0"))
-    num_train_epochs: float = field(default=3.0, metadata=_h("paper: 3"))
-    max_steps: int = field(default=-1, metadata=_h("stop after N optimizer steps (-1 = epochs)"))
-    per_device_train_batch_size: int = field(default=16, metadata=_h("COMPLETIONS per device per micro-step"))
-    gradient_accumulation_steps: int = field(default=8, metadata=_h("micro-steps per optimizer step"))
-    steps_per_generation: int | None = field(default=None, metadata=_h("micro-steps per rollout batch (None = accumulation)"))
-    num_generations: int = field(default=8, metadata=_h("rollouts per prompt G (paper: 8)"))
-    temperature: float = field(default=0.9, metadata=_h("rollout temperature (paper: 0.9)"))
-    top_p: float = field(default=0.95, metadata=_h("rollout nucleus (paper: 0.95)"))
-    max_completion_length: int = field(default=3072, metadata=_h("max generated tokens (paper: 3072)"))
-    beta: float = field(default=0.001, metadata=_h("KL coefficient, k3 estimator (paper: 0.001 low_var_kl)"))
-    epsilon: float = field(default=0.2, metadata=_h("symmetric clip ratio (paper: 0.2)"))
-    delta: float | None = field(default=None, metadata=_h("dual clip for negative advantages: None = the paper's Eq. "
+    base: str = field(default="smollm2-offline", metadata=h("the SFT model dir (full FT), or the base of `adapter`"))
+    adapter: str | None = field(default=None, metadata=h(
+        "the SFT LoRA adapter dir, trained on (reference = a frozen copy)"))
+    lora: LoraSettings | None = field(default=None, metadata=h(
+        "a NEW LoRA on `base` when no adapter is given; null = full"))
+    data: str = field(default="", metadata=h("RL prompts JSONL from `lazymem train rl-data`"))
+    validation_data: str | None = field(default=None, metadata=h("RL prompts of the validation split (curriculum)"))
+    max_validation_prompts: int = field(default=256, metadata=h("validate on at most this many prompts"))
+    output_dir: str = field(default="runs/train/grpo", metadata=h("checkpoints, final policy, train_result.json"))
+    learning_rate: float = field(default=1e-6, metadata=h("paper: 1e-6"))
+    lr_scheduler_type: str = field(default="constant", metadata=h("paper: constant"))
+    warmup_ratio: float = field(default=0.0, metadata=h("paper: 0"))
+    num_train_epochs: float = field(default=3.0, metadata=h("paper: 3"))
+    max_steps: int = field(default=-1, metadata=h("stop after N optimizer steps (-1 = epochs)"))
+    per_device_train_batch_size: int = field(default=16, metadata=h("COMPLETIONS per device per micro-step"))
+    gradient_accumulation_steps: int = field(default=8, metadata=h("micro-steps per optimizer step"))
+    steps_per_generation: int | None = field(default=None, metadata=h(
+        "micro-steps per rollout batch (None = accumulation)"))
+    num_generations: int = field(default=8, metadata=h("rollouts per prompt G (paper: 8)"))
+    temperature: float = field(default=0.9, metadata=h("rollout temperature (paper: 0.9)"))
+    top_p: float = field(default=0.95, metadata=h("rollout nucleus (paper: 0.95)"))
+    max_completion_length: int = field(default=3072, metadata=h("max generated tokens (paper: 3072)"))
+    beta: float = field(default=0.001, metadata=h("KL coefficient, k3 estimator (paper: 0.001 low_var_kl)"))
+    epsilon: float = field(default=0.2, metadata=h("symmetric clip ratio (paper: 0.2)"))
+    delta: float | None = field(default=None, metadata=h("dual clip for negative advantages: None = the paper's Eq. "
                                                          "clip; 3.0 = what VERL 0.7.1 ran by default (clip_ratio_c)"))
-    loss_type: str = field(default="dapo", metadata=_h("token normalisation (paper: DAPO-style)"))
-    scale_rewards: str = field(default="group", metadata=_h("advantage std normalisation per group"))
-    weight_decay: float = field(default=0.01, metadata=_h("paper: 0.01"))
-    max_grad_norm: float = field(default=1.0, metadata=_h("paper: 1.0"))
-    bf16: bool = field(default=False, metadata=_h("bf16 mixed precision (paper: true)"))
-    gradient_checkpointing: bool = field(default=False, metadata=_h(
+    loss_type: str = field(default="dapo", metadata=h("token normalisation (paper: DAPO-style)"))
+    scale_rewards: str = field(default="group", metadata=h("advantage std normalisation per group"))
+    weight_decay: float = field(default=0.01, metadata=h("paper: 0.01"))
+    max_grad_norm: float = field(default=1.0, metadata=h("paper: 1.0"))
+    bf16: bool = field(default=False, metadata=h("bf16 mixed precision (paper: true)"))
+    gradient_checkpointing: bool = field(default=False, metadata=h(
         "recompute activations in the backward pass: less memory, more time"))
-    dtype: str = field(default="float32", metadata=_h(f"weights dtype, one of {DTYPES}"))
-    dataloader_drop_last: bool = field(default=True, metadata=_h("paper: drop the last incomplete batch"))
-    eta: float = field(default=ETA, metadata=_h("gold-retention weight of R_act (paper: 0.915)"))
-    tau: float = field(default=TAU, metadata=_h("format-validity threshold of the curriculum (paper: 0.99)"))
-    lam_phase2: float = field(default=LAMBDA_PHASE2, metadata=_h("quality weight after the switch (paper: 0.5)"))
-    judge: LLMConfig | None = field(default=None, metadata=_h("reward judge (paper: Qwen3-32B); null = phase 1 only"))
-    eval_every_rollout_batches: int | None = field(default=None, metadata=_h(
-        "validate format validity every N rollout batches (paper: 10; None = 10 unless eval_steps is set)", True))
-    save_every_rollout_batches: int | None = field(default=None, metadata=_h(
-        "checkpoint every N rollout batches (paper: 30; None = 30 unless save_steps is set)", True))
-    eval_steps: int | None = field(default=None, metadata=_h(
+    dtype: str = field(default="float32", metadata=h(f"weights dtype, one of {DTYPES}"))
+    dataloader_drop_last: bool = field(default=True, metadata=h("paper: drop the last incomplete batch"))
+    eta: float = field(default=ETA, metadata=h("gold-retention weight of R_act (paper: 0.915)"))
+    tau: float = field(default=TAU, metadata=h("format-validity threshold of the curriculum (paper: 0.99)"))
+    lam_phase2: float = field(default=LAMBDA_PHASE2, metadata=h("quality weight after the switch (paper: 0.5)"))
+    judge: LLMConfig | None = field(default=None, metadata=h("reward judge (paper: Qwen3-32B); null = phase 1 only"))
+    eval_every_rollout_batches: int | None = field(default=None, metadata=h(
+        "validate format validity every N rollout batches (paper: 10; None = 10 unless eval_steps is set)",
+        omit_when_none=True))
+    save_every_rollout_batches: int | None = field(default=None, metadata=h(
+        "checkpoint every N rollout batches (paper: 30; None = 30 unless save_steps is set)", omit_when_none=True))
+    eval_steps: int | None = field(default=None, metadata=h(
         "old recipes: validate every N TRL optimizer steps (not with eval_every_rollout_batches)"))
-    save_steps: int | None = field(default=None, metadata=_h(
+    save_steps: int | None = field(default=None, metadata=h(
         "old recipes: checkpoint every N TRL optimizer steps (not with save_every_rollout_batches)"))
-    save_total_limit: int = field(default=5, metadata=_h("checkpoints kept (paper: 5)"))
-    logging_steps: int = field(default=1, metadata=_h("log every N steps"))
-    use_vllm: bool = field(default=False, metadata=_h("generate rollouts with vLLM (GPU nodes)"))
-    vllm_mode: str = field(default="colocate", metadata=_h("'colocate' or 'server' (`trl vllm-serve`)"))
-    seed: int = field(default=42, metadata=_h("paper: 42"))
-    resume: bool = field(default=True, metadata=_h("continue from the last checkpoint in output_dir"))
-    report_to: str = field(default="none", metadata=_h("'none', 'tensorboard', 'wandb', ..."))
+    save_total_limit: int = field(default=5, metadata=h("checkpoints kept (paper: 5)"))
+    logging_steps: int = field(default=1, metadata=h("log every N steps"))
+    use_vllm: bool = field(default=False, metadata=h("generate rollouts with vLLM (GPU nodes)"))
+    vllm_mode: str = field(default="colocate", metadata=h("'colocate' or 'server' (`trl vllm-serve`)"))
+    seed: int = field(default=42, metadata=h("paper: 42"))
+    resume: bool = field(default=True, metadata=h("continue from the last checkpoint in output_dir"))
+    report_to: str = field(default="none", metadata=h("'none', 'tensorboard', 'wandb', ..."))
 
     def __post_init__(self):
-        def need(ok: bool, name: str, allowed: str):
-            if not ok:
-                raise ConfigError(f"GRPORecipe.{name}={getattr(self, name)!r}: {allowed}")
-
         for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_generations",
                      "max_completion_length", "eval_steps", "save_steps", "save_total_limit", "logging_steps",
                      "max_validation_prompts", "eval_every_rollout_batches", "save_every_rollout_batches",
@@ -124,21 +121,26 @@ class GRPORecipe:
             v = getattr(self, name)
             if v is None and name in CADENCE_KEYS + ("steps_per_generation",):
                 continue
-            need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, "must be an integer >= 1")
+            require(isinstance(v, int) and not isinstance(v, bool) and v >= 1, "GRPORecipe", name, getattr(self, name),
+                    "must be an integer >= 1")
         for old, new in (("eval_steps", "eval_every_rollout_batches"), ("save_steps", "save_every_rollout_batches")):
-            need(getattr(self, old) is None or getattr(self, new) is None, old,
-                 f"give {new} (rollout batches, the paper's unit) or {old} (TRL optimizer steps), not both")
+            require(getattr(self, old) is None or getattr(self, new) is None, "GRPORecipe", old, getattr(self, old),
+                    f"give {new} (rollout batches, the paper's unit) or {old} (TRL optimizer steps), not both")
         for prop in ("trl_eval_steps", "trl_save_steps"):  # a cadence that is no whole number of steps fails here
             getattr(self, prop)
-        need(self.num_generations >= 2, "num_generations", "must be >= 2 (a group needs a baseline)")
-        need(self.dtype in DTYPES, "dtype", f"must be one of {DTYPES}")
-        need(self.adapter is None or self.lora is None, "lora", "a new LoRA and an SFT adapter cannot both be set")
-        need(self.judge is None or isinstance(self.judge, LLMConfig), "judge", "must be an LLMConfig mapping or null")
-        need(0 <= self.warmup_ratio < 1, "warmup_ratio", "must be in [0, 1)")
-        need(self.vllm_mode in ("colocate", "server"), "vllm_mode", "must be 'colocate' or 'server'")
+        require(self.num_generations >= 2, "GRPORecipe", "num_generations", self.num_generations,
+                "must be >= 2 (a group needs a baseline)")
+        require(self.dtype in DTYPES, "GRPORecipe", "dtype", self.dtype, f"must be one of {DTYPES}")
+        require(self.adapter is None or self.lora is None, "GRPORecipe", "lora", self.lora,
+                "a new LoRA and an SFT adapter cannot both be set")
+        require(self.judge is None or isinstance(self.judge, LLMConfig), "GRPORecipe", "judge", self.judge,
+                "must be an LLMConfig mapping or null")
+        require(0 <= self.warmup_ratio < 1, "GRPORecipe", "warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
+        require(self.vllm_mode in ("colocate", "server"), "GRPORecipe", "vllm_mode", self.vllm_mode,
+                "must be 'colocate' or 'server'")
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "GRPORecipe":
+    def from_yaml(cls, path: str | Path) -> GRPORecipe:
         return load_recipe(cls, path, {"lora": LoraSettings, "judge": LLMConfig})
 
     def _steps(self, batches: int | None, steps: int | None, default: int, what: str) -> int:
@@ -273,6 +275,7 @@ def tiny_demo_run(out_dir: str | Path, steps: int = 2, spec: str = DEMO_SPEC, pr
                                                  "output_dir": str(data_dir), "progress": False}))
     recipe = GRPORecipe(base=str(model), lora=LoraSettings(r=4, alpha=8), data=str(data_dir / "rl_prompts.jsonl"),
                         max_validation_prompts=2, output_dir=str(out / f"grpo-{steps}steps"), learning_rate=1e-4,
-                        max_steps=steps, per_device_train_batch_size=2 * prompts_per_step, gradient_accumulation_steps=1,
+                        max_steps=steps, per_device_train_batch_size=2 * prompts_per_step,
+                        gradient_accumulation_steps=1,
                         num_generations=2, max_completion_length=16, eval_steps=1, save_steps=steps, judge=None)
     return run_grpo(recipe)

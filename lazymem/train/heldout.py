@@ -23,7 +23,8 @@ up to where it stopped. Rows keep their order; ``limit`` takes a balanced, seede
 (half gold-bearing windows, half all-DROP, as many as there are).
 
 >>> rows = [{"decision_positions": [3, 4], "gold_labels": [True, False]}]
->>> out = '[{"op": "KEEP", "compressed_content": "x", "reason": ""}, {"op": "DROP", "compressed_content": "", "reason": ""}]'
+>>> out = ('[{"op": "KEEP", "compressed_content": "x", "reason": ""}, '
+...        '{"op": "DROP", "compressed_content": "", "reason": ""}]')
 >>> s = summarize(score_rows(rows, [out]))
 >>> s["gate_fmt"], s["gold_keep_recall"], s["nongold_drop_rate"], s["reward"]
 (1.0, 1.0, 1.0, 1.0)
@@ -34,13 +35,15 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lazymem.errors import ConfigError, LoadError
+from lazymem.fields import h
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.train.rewards import ETA, action_reward, format_gate
 
@@ -52,28 +55,26 @@ SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "windows.jsonl"
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
 @dataclass(frozen=True)
 class WindowEvalConfig:
     """One window-level evaluation: which pairs, which model, how it decodes."""
 
-    data: str = field(default="", metadata=_h("JSONL of query-window pairs with gold labels (an sft.jsonl)"))
-    mpm: LLMConfig = field(default_factory=LLMConfig, metadata=_h("the model: base plus optional LoRA adapter"))
+    data: str = field(default="", metadata=h("JSONL of query-window pairs with gold labels (an sft.jsonl)"))
+    mpm: LLMConfig = field(default_factory=LLMConfig, metadata=h("the model: base plus optional LoRA adapter"))
     sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, max_tokens=640),
-                               metadata=_h("decoding (greedy; 640 tokens: trace + JSON + kept text of 8 messages; bounds a runaway)"))
-    structured: bool = field(default=False, metadata=_h("count-constrained decoding (decision_schema(n) per window)"))
-    structured_trace: bool = field(default=False, metadata=_h("structured: an n-line <think> trace first (gold-trace models)"))
-    grounded: bool = field(default=False, metadata=_h(
+                               metadata=h("decoding (greedy; 640 tokens: trace + JSON + kept text of 8 "
+                                          "messages; bounds a runaway)"))
+    structured: bool = field(default=False, metadata=h("count-constrained decoding (decision_schema(n) per window)"))
+    structured_trace: bool = field(default=False, metadata=h(
+        "structured: an n-line <think> trace first (gold-trace models)"))
+    grounded: bool = field(default=False, metadata=h(
         "grounded decoding: a KEEP's content only a verbatim span of its message (transformers, llamacpp)"))
-    schema_max_content: int = field(default=512, metadata=_h("structured: max characters of a KEEP's content"))
-    schema_max_reason: int = field(default=64, metadata=_h("structured: max characters of a reason"))
-    limit: int | None = field(default=None, metadata=_h("a balanced seeded subset of this many windows; None = all"))
-    seed: int = field(default=0, metadata=_h("seed of the subset"))
-    eta: float = field(default=ETA, metadata=_h("gold-retention weight of R_act (paper 0.915)"))
-    batch_windows: int = field(default=8, metadata=_h("windows per generate call"))
+    schema_max_content: int = field(default=512, metadata=h("structured: max characters of a KEEP's content"))
+    schema_max_reason: int = field(default=64, metadata=h("structured: max characters of a reason"))
+    limit: int | None = field(default=None, metadata=h("a balanced seeded subset of this many windows; None = all"))
+    seed: int = field(default=0, metadata=h("seed of the subset"))
+    eta: float = field(default=ETA, metadata=h("gold-retention weight of R_act (paper 0.915)"))
+    batch_windows: int = field(default=8, metadata=h("windows per generate call"))
 
     def __post_init__(self):
         if not isinstance(self.data, str) or not self.data:
@@ -222,7 +223,7 @@ def _texts(row: Mapping) -> tuple[str, ...]:
 
 
 def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None, *,
-                     client: "LLMClient | None" = None, progress: bool = True) -> dict:
+                     client: LLMClient | None = None, progress: bool = True) -> dict:
     """Generate, score and (with ``out_dir``) write ``windows.jsonl`` and ``summary.json``; returns the summary."""
     from tqdm.auto import tqdm
 
@@ -244,7 +245,7 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
         for i in idx:  # grounded: one call per window (its own texts)
             by_n.setdefault(i if config.grounded else len(chosen[i]["decision_positions"]) if config.structured
                             else 0, []).append(i)
-        for key, group in by_n.items():
+        for group in by_n.values():
             n = len(chosen[group[0]]["decision_positions"])
             res = client.generate([chosen[i]["prompt"] for i in group],
                                   _sampling(config, n, _texts(chosen[group[0]]) if config.grounded else None))
@@ -263,12 +264,12 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
                "grounded": config.grounded,
                "data": config.data, "limit": config.limit, "seed": config.seed}
     if out_dir is not None:
-        from lazymem.files import write_atomic, write_lines_atomic
+        from lazymem.files import write_json, write_jsonl
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        write_lines_atomic(out / RECORDS_FILE, (json.dumps(r, ensure_ascii=False) for r in records))
-        write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
+        write_jsonl(out / RECORDS_FILE, records)
+        write_json(out / SUMMARY_FILE, summary)
     return summary
 
 
@@ -291,15 +292,15 @@ def _chosen(value, known: Mapping, field_name: str, what: str) -> tuple[str, ...
 class WindowTableConfig:
     """Rows (models) x sets (held-out pair files); the keys of configs/lazymem135m_eval_windows.yaml."""
 
-    sets: Mapping[str, str] = field(default_factory=dict, metadata=_h("name -> JSONL of held-out query-window pairs"))
-    rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=_h(
+    sets: Mapping[str, str] = field(default_factory=dict, metadata=h("name -> JSONL of held-out query-window pairs"))
+    rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=h(
         "name -> {mpm: LLMConfig keys, structured: bool, sampling: Sampling keys}"))
-    only: tuple[str, ...] = field(default=(), metadata=_h("run only these rows (empty = all)"))
-    only_sets: tuple[str, ...] = field(default=(), metadata=_h(
+    only: tuple[str, ...] = field(default=(), metadata=h("run only these rows (empty = all)"))
+    only_sets: tuple[str, ...] = field(default=(), metadata=h(
         "run only on these sets (empty = all); finished cells of every set stay in the table"))
-    limit: int | None = field(default=40, metadata=_h("balanced windows per set (None = all)"))
-    seed: int = field(default=0, metadata=_h("seed of the subset: every row sees the same windows"))
-    output_dir: str = field(default="runs/eval_windows", metadata=_h("<set>/<row>/summary.json and table.md"))
+    limit: int | None = field(default=40, metadata=h("balanced windows per set (None = all)"))
+    seed: int = field(default=0, metadata=h("seed of the subset: every row sees the same windows"))
+    output_dir: str = field(default="runs/eval_windows", metadata=h("<set>/<row>/summary.json and table.md"))
 
     def __post_init__(self):
         for name in ("sets", "rows"):
@@ -331,7 +332,7 @@ class WindowTableConfig:
 def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
     """Evaluate every (row, set) not yet done (a finished cell with the same settings is read back),
     then write ``table.md`` and ``table.json``; returns {set: {row: summary}}."""
-    from lazymem.files import write_atomic
+    from lazymem.files import write_atomic, write_json
 
     out = Path(config.output_dir)
     table: dict[str, dict[str, dict]] = {}
@@ -350,10 +351,10 @@ def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
                 print(f"[eval-windows] {set_name} / {row}", flush=True)
             summary = evaluate_windows(cfg, cell, progress=progress)
             summary["identity"] = key
-            write_atomic(cell / SUMMARY_FILE, json.dumps(summary, indent=1) + "\n")
+            write_json(cell / SUMMARY_FILE, summary)
             table.setdefault(set_name, {})[row] = summary
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "table.json", json.dumps(table, indent=1) + "\n")
+    write_json(out / "table.json", table)
     write_atomic(out / "table.md", table_markdown(table))
     return table
 

@@ -14,7 +14,8 @@ curriculum's ``curriculum/*`` entries) into one row per step, numeric values onl
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def log_rows(log_history: Sequence[Mapping[str, Any]]) -> list[dict]:

@@ -37,7 +37,8 @@ class LoraSettings:
         if self.layers is not None:
             if not (isinstance(self.layers, (list, tuple)) and self.layers
                     and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.layers)):
-                raise ConfigError(f"LoraSettings.layers must be a non-empty list of layer indices >= 0, got {self.layers!r}")
+                raise ConfigError("LoraSettings.layers must be a non-empty list of layer indices "
+                                  f">= 0, got {self.layers!r}")
             if isinstance(self.target_modules, str):
                 raise ConfigError("LoraSettings.layers needs target_modules as a list of module names "
                                   "(e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]), "

@@ -24,12 +24,12 @@ import math
 import random
 import statistics
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from lazymem.errors import ConfigError
-
 from lazymem.train.rewards import action_reward
 from lazymem.train.teacher import trace_head
 
@@ -180,7 +180,7 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     bias that keeps that share of the gold lines; writes and returns the record, whose
     ``keep_bias`` goes into ``Sampling.logit_bias`` as {" KEEP": keep_bias}. A finished record for the
     same settings is read back."""
-    from lazymem.files import write_atomic
+    from lazymem.files import write_json
     from lazymem.train.heldout import load_pairs
     from lazymem.train.modeling import load_policy, load_tokenizer
 
@@ -204,7 +204,7 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
         by = f"the smallest bias with gold-line recall >= {config.target_recall} on the development windows"
     record = {"settings": settings, "chosen": {"by": by, **best}, "keep_bias": best["keep_bias"], **res}
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps(record, indent=1) + "\n")
+    write_json(out, record)
     return record
 
 

@@ -20,8 +20,9 @@ import json
 import logging
 import re
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from lazymem.construct.gate import strip_think
 from lazymem.llm.base import LLMClient, LLMConfig, Sampling

@@ -6,8 +6,9 @@ types are ConfigErrors naming the file and the field; ``lora: null`` means full 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from lazymem.errors import ConfigError, check_fields
 

@@ -14,43 +14,41 @@ import json
 import platform
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from lazymem.errors import ConfigError
+from lazymem.fields import h
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
-
-
-def _h(text: str) -> dict:
-    return {"help": text}
 
 
 @dataclass(frozen=True)
 class ReleaseConfig:
     """Where the run's files are; the keys of configs/lazymem135m_release.yaml."""
 
-    adapter: str = field(default="models/lazymem-135m/train/grpo/final", metadata=_h("the adapter to ship"))
-    stage: str = field(default="sft+grpo", metadata=_h("what the shipped adapter went through: sft or sft+grpo"))
-    sft_data: str = field(default="models/lazymem-135m/train/sft_data_card.json", metadata=_h("SFT data card"))
-    rl_data: str | None = field(default="models/lazymem-135m/train/rl_data_card.json", metadata=_h("RL prompt card"))
-    sft_run: str = field(default="models/lazymem-135m/train/sft", metadata=_h("SFT output_dir"))
-    grpo_run: str | None = field(default="models/lazymem-135m/train/grpo", metadata=_h("GRPO output_dir"))
-    sft2_data: str | None = field(default=None, metadata=_h("data card of a second SFT stage (None: one stage)"))
-    sft2_run: str | None = field(default=None, metadata=_h("output_dir of a second SFT stage (None: one stage)"))
-    keep_bias: str | None = field(default=None, metadata=_h(
+    adapter: str = field(default="models/lazymem-135m/train/grpo/final", metadata=h("the adapter to ship"))
+    stage: str = field(default="sft+grpo", metadata=h("what the shipped adapter went through: sft or sft+grpo"))
+    sft_data: str = field(default="models/lazymem-135m/train/sft_data_card.json", metadata=h("SFT data card"))
+    rl_data: str | None = field(default="models/lazymem-135m/train/rl_data_card.json", metadata=h("RL prompt card"))
+    sft_run: str = field(default="models/lazymem-135m/train/sft", metadata=h("SFT output_dir"))
+    grpo_run: str | None = field(default="models/lazymem-135m/train/grpo", metadata=h("GRPO output_dir"))
+    sft2_data: str | None = field(default=None, metadata=h("data card of a second SFT stage (None: one stage)"))
+    sft2_run: str | None = field(default=None, metadata=h("output_dir of a second SFT stage (None: one stage)"))
+    keep_bias: str | None = field(default=None, metadata=h(
         "the keep-bias record (lazymem.train.probe): the KEEP logit bias to decode with, and how it was chosen"))
-    window_table: str | None = field(default="models/lazymem-135m/eval/windows/table.json", metadata=_h(
+    window_table: str | None = field(default="models/lazymem-135m/eval/windows/table.json", metadata=h(
         "lazymem train eval-windows table.json"))
-    pipeline_table: str | None = field(default="models/lazymem-135m/eval/table/table.json", metadata=_h(
+    pipeline_table: str | None = field(default="models/lazymem-135m/eval/table/table.json", metadata=h(
         "lazymem eval-table table.json"))
-    trained_on: str | None = field(default=None, metadata=_h(
+    trained_on: str | None = field(default=None, metadata=h(
         "where the stages ran when not on this machine (e.g. a leased GPU); None = this CPU"))
-    device_run: str | None = field(default=None, metadata=_h(
+    device_run: str | None = field(default=None, metadata=h(
         "scripts/device_train.py's record of a GPU run (commands, budgets, timings), quoted in the card"))
-    dest: str | None = field(default=None, metadata=_h("target directory; None = the package's lazymem-135m asset"))
-    measure_load: bool = field(default=True, metadata=_h("time base + adapter loading offline for the card"))
+    dest: str | None = field(default=None, metadata=h("target directory; None = the package's lazymem-135m asset"))
+    measure_load: bool = field(default=True, metadata=h("time base + adapter loading offline for the card"))
 
     def __post_init__(self):
         if self.stage not in ("sft", "sft+grpo"):
@@ -184,12 +182,14 @@ def model_card(card: Mapping) -> str:
              "A LoRA adapter that makes SmolLM2-135M-Instruct a LazyMem memory-processing model: given a query and "
              "one window of chat history, it writes one KEEP/DROP decision per message (JSON, after a short think "
              "trace that walks the window). Trained by this project's recipe on its synthetic generator only, "
-             f"offline, on {card.get('trained_on') or 'CPU'}; LoCoMo and LongMemEval were never trained on. Use: `adapter: lazymem-135m` with "
+             f"offline, on {card.get('trained_on') or 'CPU'}; LoCoMo and LongMemEval were never trained on. Use: "
+             "`adapter: lazymem-135m` with "
              "`model: smollm2-offline` (transformers backend).", "",
              "## Adapter", "",
              f"- LoRA r={a.get('r')}, alpha={a.get('lora_alpha')}, modules {sorted(a.get('target_modules') or [])}, "
              f"layers {a.get('layers_to_transform')}",
-             f"- {card['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 {card['adapter_sha256'][:16]}...), "
+             f"- {card['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 "
+             f"{card['adapter_sha256'][:16]}...), "
              f"base + adapter load offline in {card['load_s']} s" if card.get("load_s") is not None else
              f"- {card['adapter_bytes'] / 1e6:.1f} MB", "",
              "## Training", ""]
@@ -202,7 +202,8 @@ def model_card(card: Mapping) -> str:
             lines.append(f"- {name.upper()}: not run" + (" (this adapter is the SFT stage)" if name == "grpo" else ""))
             continue
         state = "finished" if run["finished"] else f"in progress, checkpoint {run.get('checkpoint')}"
-        lines.append(f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), {_fmt_s(run.get('wall_s_total'))} "
+        lines.append(f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), "
+                     f"{_fmt_s(run.get('wall_s_total'))} "
                      f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}")
     if card.get("trained_on"):
         lines += [f"- trained on: {card['trained_on']}; commands and budgets in card.json `device_run`",
@@ -228,7 +229,8 @@ def model_card(card: Mapping) -> str:
         t = card.get(name)
         lines += [f"## {title}", ""]
         lines += [_table_md(t), ""] if t else ["Not measured yet.", ""]
-    lines += ["## Reproduce", "", "```", "make lazymem-135m   # the recipe, every step resumable (README: LazyMem-135M)"]
+    lines += ["## Reproduce", "", "```", "make lazymem-135m   # the recipe, every step "
+                                         "resumable (README: LazyMem-135M)"]
     if card.get("device_run"):
         lines += ["# the stages that ran on a GPU (the recipe's CPU steps build their data; README: on one GPU):",
                   *(f"#   {c}" for c in card["device_run"].get("commands") or [])]

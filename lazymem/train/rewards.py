@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lazymem.construct.gate import Decision, GateVerdict, parse_decisions, strip_think
 from lazymem.errors import ConfigError

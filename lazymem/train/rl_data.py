@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from lazymem.errors import ConfigError, LoadError
+from lazymem.fields import h
 from lazymem.train.sft_data import (
     PairsConfig,
     QueryWindow,
@@ -40,25 +41,23 @@ from lazymem.train.sft_data import (
 from lazymem.train.teacher import OK, think_text
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
 @dataclass(frozen=True)
 class RLDataConfig(PairsConfig):
     """RL prompts: PairsConfig (questions default: the whole train split) plus the balanced size."""
 
     size: int | None = field(
-        default=10000, metadata=_h("prompts to draw (the paper: 10,000); None = twice the prompts without gold"))
-    gold_fraction: float = field(default=0.5, metadata=_h("share of gold-bearing prompts in the drawn set (the paper: 0.5)"))
-    output_dir: str = field(default="runs/train_data/rl", metadata=_h("where rl_prompts.jsonl and the pool card go"))
-    reasoning_chains: str | None = field(default=None, metadata=_h(
+        default=10000, metadata=h("prompts to draw (the paper: 10,000); None = twice the prompts without gold"))
+    gold_fraction: float = field(default=0.5, metadata=h(
+        "share of gold-bearing prompts in the drawn set (the paper: 0.5)"))
+    output_dir: str = field(default="runs/train_data/rl", metadata=h("where rl_prompts.jsonl and the pool card go"))
+    reasoning_chains: str | None = field(default=None, metadata=h(
         "an SFT data folder (or its annotations.jsonl): each question's teacher trace becomes the judge's referenced "
         "reasoning chain; None = only chains the data has"))
 
     def __post_init__(self):
         super().__post_init__()
-        self._need(self.size is None or (isinstance(self.size, int) and not isinstance(self.size, bool) and self.size >= 1),
+        self._need(self.size is None
+                   or (isinstance(self.size, int) and not isinstance(self.size, bool) and self.size >= 1),
                    "size", "must be None or an integer >= 1")
         self._need(isinstance(self.gold_fraction, (int, float)) and not isinstance(self.gold_fraction, bool)
                    and 0 <= self.gold_fraction <= 1, "gold_fraction", "must be in [0, 1]")
@@ -115,7 +114,8 @@ def teacher_chains(path: str | Path) -> dict[tuple[str, str], str]:
     """
     p = annotations_path(path)
     if not p.is_file():
-        raise LoadError(str(p), None, None, "no such file (reasoning_chains: an SFT data folder or its annotations.jsonl)")
+        raise LoadError(str(p), None, None, "no such file (reasoning_chains: an SFT data folder "
+                                            "or its annotations.jsonl)")
     best: dict[tuple[str, str], tuple[tuple, str]] = {}
     with open(p, encoding="utf-8") as f:
         for i, line in enumerate(f):
@@ -153,10 +153,19 @@ def rl_row(pair: QueryWindow, chains: dict[tuple[str, str], str] | None = None) 
 
 def build_rl_prompts(config: RLDataConfig) -> dict:
     """Build the balanced GRPO prompt set into ``config.output_dir``; returns the pool card."""
-    from lazymem.train.datacard import PAPER_RL, chain_counts, length_stats, prompt_text, provenance, ratio, sources_md
-    from lazymem.train.datacard import table, write_card, write_jsonl
-
     from lazymem.files import sha256_file
+    from lazymem.train.datacard import (
+        PAPER_RL,
+        chain_counts,
+        length_stats,
+        prompt_text,
+        provenance,
+        ratio,
+        sources_md,
+        table,
+        write_card,
+        write_jsonl,
+    )
 
     teacher = teacher_chains(config.reasoning_chains) if config.reasoning_chains else {}  # bad file: fail first
     datasets, sources = load_sources(config)
@@ -191,7 +200,8 @@ def build_rl_prompts(config: RLDataConfig) -> dict:
         table([("questions", counts["questions"], None), ("pool (query-window prompts)", len(pool), PAPER_RL["pool"]),
                ("gold-bearing share of the pool", counts["gold_bearing_share"], PAPER_RL["gold_bearing_share"]),
                ("drawn prompts", len(rows), PAPER_RL["size"]),
-               ("gold-bearing drawn (with replacement)", counts["gold_bearing_sampled"], PAPER_RL["gold_bearing_sampled"]),
+               ("gold-bearing drawn (with replacement)", counts["gold_bearing_sampled"],
+                PAPER_RL["gold_bearing_sampled"]),
                ("distinct gold-bearing prompts drawn", counts["gold_bearing_unique"], None),
                ("others drawn (without replacement)", counts["other_sampled"], PAPER_RL["other_sampled"]),
                (f"prompt length, mean ({lengths['unit']})", lengths["mean"], None)]), "",

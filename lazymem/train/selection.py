@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lazymem.data import allocate, stratified_split
 from lazymem.errors import ConfigError
@@ -62,7 +63,7 @@ def sample_by_type(items: Sequence[tuple[str, str]], n: int | None = None,
     return [k for k, _ in items if k in chosen]
 
 
-def select_questions(datasets: Sequence["Dataset"], config) -> tuple[list[tuple[int, "Question"]], dict]:
+def select_questions(datasets: Sequence[Dataset], config) -> tuple[list[tuple[int, Question]], dict]:
     """The training questions as (dataset index, question), and the selection's counts.
 
     ``config`` is a ``sft_data.PairsConfig`` (datasets, split, split_seed, histories, types,
@@ -80,7 +81,7 @@ def select_questions(datasets: Sequence["Dataset"], config) -> tuple[list[tuple[
     unknown = [t for t in config.types if t not in names]
     if unknown:
         raise ConfigError(f"types: {unknown} match no question; types here: {sorted(names)}")
-    eligible: list[tuple[int, "Question"]] = []
+    eligible: list[tuple[int, Question]] = []
     counts = []
     for k, d in enumerate(datasets):
         qs = list(d.questions)

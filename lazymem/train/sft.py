@@ -17,44 +17,42 @@ from pathlib import Path
 from typing import Any
 
 from lazymem.errors import ConfigError
+from lazymem.fields import h
 from lazymem.train.modeling import DTYPES, LoraSettings, has_cuda, load_policy, load_tokenizer
 from lazymem.train.recipe import load_recipe, recipe_dict
 
 RESULT_FILE = "train_result.json"
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
 @dataclass(frozen=True)
 class SFTRecipe:
     """One SFT run; the same keys as ``configs/train_sft_*.yaml``."""
 
-    base: str = field(default="smollm2-offline", metadata=_h("base model: alias, local dir or hub id (paper: Qwen3-4B)"))
-    data: str = field(default="", metadata=_h("SFT JSONL (prompt/completion) from `lazymem train sft-data`"))
-    output_dir: str = field(default="runs/train/sft", metadata=_h("checkpoints, the final model/adapter, train_result.json"))
-    lora: LoraSettings | None = field(default_factory=LoraSettings, metadata=_h("LoRA adapter; null = full fine-tuning"))
-    adapter: str | None = field(default=None, metadata=_h(
+    base: str = field(default="smollm2-offline", metadata=h("base model: alias, local dir or hub id (paper: Qwen3-4B)"))
+    data: str = field(default="", metadata=h("SFT JSONL (prompt/completion) from `lazymem train sft-data`"))
+    output_dir: str = field(default="runs/train/sft", metadata=h(
+        "checkpoints, the final model/adapter, train_result.json"))
+    lora: LoraSettings | None = field(default_factory=LoraSettings, metadata=h("LoRA adapter; null = full fine-tuning"))
+    adapter: str | None = field(default=None, metadata=h(
         "continue training this PEFT adapter (a second SFT stage; `lora` is then ignored); None = a new adapter"))
-    learning_rate: float = field(default=5e-6, metadata=_h("paper: 5e-6"))
-    lr_scheduler_type: str = field(default="cosine", metadata=_h("paper: cosine"))
-    warmup_ratio: float = field(default=0.03, metadata=_h("paper: 0.03"))
-    num_train_epochs: float = field(default=2.0, metadata=_h("paper: 2"))
-    per_device_train_batch_size: int = field(default=1, metadata=_h("paper: 1 (x 8 accumulation x 2 GPUs = 16)"))
-    gradient_accumulation_steps: int = field(default=8, metadata=_h("paper: 8"))
-    max_length: int = field(default=8192, metadata=_h("max tokens of prompt + completion (paper: 8192 input)"))
-    bf16: bool = field(default=False, metadata=_h("bf16 mixed precision (paper: true; on CPU autocast)"))
-    gradient_checkpointing: bool = field(default=False, metadata=_h(
+    learning_rate: float = field(default=5e-6, metadata=h("paper: 5e-6"))
+    lr_scheduler_type: str = field(default="cosine", metadata=h("paper: cosine"))
+    warmup_ratio: float = field(default=0.03, metadata=h("paper: 0.03"))
+    num_train_epochs: float = field(default=2.0, metadata=h("paper: 2"))
+    per_device_train_batch_size: int = field(default=1, metadata=h("paper: 1 (x 8 accumulation x 2 GPUs = 16)"))
+    gradient_accumulation_steps: int = field(default=8, metadata=h("paper: 8"))
+    max_length: int = field(default=8192, metadata=h("max tokens of prompt + completion (paper: 8192 input)"))
+    bf16: bool = field(default=False, metadata=h("bf16 mixed precision (paper: true; on CPU autocast)"))
+    gradient_checkpointing: bool = field(default=False, metadata=h(
         "recompute activations in the backward pass: less memory, ~1.5x the time (TRL's SFT default is true)"))
-    dtype: str = field(default="float32", metadata=_h(f"weights dtype, one of {DTYPES}"))
-    max_steps: int = field(default=-1, metadata=_h("stop after this many optimizer steps (-1 = the epochs)"))
-    logging_steps: int = field(default=1, metadata=_h("log every N steps"))
-    save_steps: int = field(default=50, metadata=_h("checkpoint every N steps (resume point)"))
-    save_total_limit: int = field(default=3, metadata=_h("checkpoints kept"))
-    seed: int = field(default=42, metadata=_h("training seed"))
-    resume: bool = field(default=True, metadata=_h("continue from the last checkpoint in output_dir"))
-    report_to: str = field(default="none", metadata=_h("'none', 'tensorboard', 'wandb', ..."))
+    dtype: str = field(default="float32", metadata=h(f"weights dtype, one of {DTYPES}"))
+    max_steps: int = field(default=-1, metadata=h("stop after this many optimizer steps (-1 = the epochs)"))
+    logging_steps: int = field(default=1, metadata=h("log every N steps"))
+    save_steps: int = field(default=50, metadata=h("checkpoint every N steps (resume point)"))
+    save_total_limit: int = field(default=3, metadata=h("checkpoints kept"))
+    seed: int = field(default=42, metadata=h("training seed"))
+    resume: bool = field(default=True, metadata=h("continue from the last checkpoint in output_dir"))
+    report_to: str = field(default="none", metadata=h("'none', 'tensorboard', 'wandb', ..."))
 
     def __post_init__(self):
         if self.lora is not None and not isinstance(self.lora, LoraSettings):
@@ -72,7 +70,7 @@ class SFTRecipe:
             raise ConfigError(f"SFTRecipe.dtype must be one of {DTYPES}, got {self.dtype!r}")
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "SFTRecipe":
+    def from_yaml(cls, path: str | Path) -> SFTRecipe:
         return load_recipe(cls, path, {"lora": LoraSettings})
 
 
@@ -82,7 +80,8 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
     d = Path(output_dir)
     if not d.is_dir():
         return None
-    done = [p for p in d.glob("checkpoint-*") if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()]
+    done = [p for p in d.glob("checkpoint-*")
+            if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()]
     return str(max(done, key=lambda p: int(p.name.split("-")[-1]))) if done else None
 
 

@@ -21,13 +21,15 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lazymem.construct import BRIDGES, WindowPrompt, window_prompts
 from lazymem.data import DEFAULT_SPEC, load_dataset
 from lazymem.data.datasets import spec_style
 from lazymem.errors import ConfigError, check_fields
+from lazymem.fields import h, require
 from lazymem.llm import LLMConfig, Sampling
 from lazymem.pipeline import question_windows
 from lazymem.retrieve import RetrievalConfig, WindowConfig
@@ -42,10 +44,6 @@ if TYPE_CHECKING:
 DEFAULT_TEACHER_SAMPLING = Sampling(temperature=0.0, max_tokens=8192)
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -54,21 +52,26 @@ def _is_int(v) -> bool:
 class PairsConfig:
     """Which questions, and how their query-window pairs are built (shared by SFT data and RL prompts)."""
 
-    datasets: tuple[str, ...] = field(default=(DEFAULT_SPEC,), metadata=_h("dataset SPECs (lazymem.data.load_dataset)"))
-    split: str | None = field(default="train", metadata=_h("split of the paper's stratified split; None = all questions"))
-    split_seed: int = field(default=42, metadata=_h("seed of the stratified split (the paper's: 42)"))
-    histories: tuple[str, ...] = field(default=(), metadata=_h("only these history ids, e.g. LoCoMo conv-26..conv-48 (empty = all)"))
-    types: tuple[str, ...] = field(default=(), metadata=_h("only these question types, names or abbreviations (empty = all)"))
-    questions: int | None = field(default=None, metadata=_h("at most this many questions, sampled in proportion to type; None = all"))
-    per_type: Mapping[str, int] | None = field(default=None, metadata=_h("exact questions per type instead of `questions`"))
-    seed: int = field(default=0, metadata=_h("seed of question sampling and balancing"))
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=_h("as the pipeline's retrieval:"))
-    window: WindowConfig = field(default_factory=WindowConfig, metadata=_h("as the pipeline's window: (w, L, s)"))
-    extra_windows: tuple[WindowConfig, ...] = field(default=(), metadata=_h(
+    datasets: tuple[str, ...] = field(default=(DEFAULT_SPEC,), metadata=h("dataset SPECs (lazymem.data.load_dataset)"))
+    split: str | None = field(default="train", metadata=h(
+        "split of the paper's stratified split; None = all questions"))
+    split_seed: int = field(default=42, metadata=h("seed of the stratified split (the paper's: 42)"))
+    histories: tuple[str, ...] = field(default=(), metadata=h(
+        "only these history ids, e.g. LoCoMo conv-26..conv-48 (empty = all)"))
+    types: tuple[str, ...] = field(default=(), metadata=h(
+        "only these question types, names or abbreviations (empty = all)"))
+    questions: int | None = field(default=None, metadata=h(
+        "at most this many questions, sampled in proportion to type; None = all"))
+    per_type: Mapping[str, int] | None = field(default=None, metadata=h(
+        "exact questions per type instead of `questions`"))
+    seed: int = field(default=0, metadata=h("seed of question sampling and balancing"))
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=h("as the pipeline's retrieval:"))
+    window: WindowConfig = field(default_factory=WindowConfig, metadata=h("as the pipeline's window: (w, L, s)"))
+    extra_windows: tuple[WindowConfig, ...] = field(default=(), metadata=h(
         "more windowings of the same questions (e.g. {w: 1, L: 4, s: 3}): windows of every size in training"))
-    bridges: str = field(default="none", metadata=_h(f"as the pipeline's bridges: one of {BRIDGES}"))
-    output_dir: str = field(default="runs/train_data", metadata=_h("where the JSONL files and the data card go"))
-    progress: bool = field(default=True, metadata=_h("tqdm bar over questions"))
+    bridges: str = field(default="none", metadata=h(f"as the pipeline's bridges: one of {BRIDGES}"))
+    output_dir: str = field(default="runs/train_data", metadata=h("where the JSONL files and the data card go"))
+    progress: bool = field(default=True, metadata=h("tqdm bar over questions"))
 
     def __post_init__(self):
         for name in ("datasets", "histories", "types"):
@@ -78,7 +81,8 @@ class PairsConfig:
                        "must be a list of non-empty strings")
             object.__setattr__(self, name, tuple(v))
         self._need(len(self.datasets) >= 1, "datasets", "needs at least one dataset SPEC")
-        self._need(self.split in (None, "train", "validation", "test"), "split", "must be train, validation, test or None")
+        self._need(self.split in (None, "train", "validation", "test"), "split", "must be train, "
+                                                                                 "validation, test or None")
         self._need(self.split != "test", "split", "the test split is never training data")
         self._need(_is_int(self.split_seed), "split_seed", "must be an integer")
         self._need(_is_int(self.seed), "seed", "must be an integer")
@@ -100,9 +104,9 @@ class PairsConfig:
         self._need(isinstance(self.output_dir, str) and self.output_dir != "", "output_dir", "must be a directory path")
         self._need(isinstance(self.progress, bool), "progress", "must be true or false")
 
-    def _need(self, ok: bool, name: str, allowed: str):
-        if not ok:
-            raise ConfigError(f"{type(self).__name__}.{name}={getattr(self, name)!r}: {allowed}")
+    def _need(self, ok: bool, name: str, allowed: str) -> None:
+        """``require`` naming this class (a subclass, e.g. RLDataConfig, names itself) and the field's value."""
+        require(ok, type(self).__name__, name, getattr(self, name), allowed)
 
     _SECTIONS = {"retrieval": RetrievalConfig, "window": WindowConfig}
 
@@ -144,20 +148,21 @@ class QueryWindow:
     """One query-window pair: a question and one of its windows as the MPM sees it."""
 
     dataset: str  # the SPEC it came from
-    history: "History"
-    question: "Question"
+    history: History
+    question: Question
     prompt: WindowPrompt  # messages, decision positions, gold labels, window
     index: int  # the window's index among its question's windows
     shape: tuple[int, int, int] = (2, 8, 7)  # (w, L, s) of the windowing that made it
 
 
-def load_sources(config: PairsConfig) -> tuple[list["Dataset"], list[dict]]:
+def load_sources(config: PairsConfig) -> tuple[list[Dataset], list[dict]]:
     """The datasets and their card entries (spec, name, source, sha256)."""
     ds = [load_dataset(spec) for spec in config.datasets]
-    return ds, [{"spec": s, "name": d.name, "source": d.source, "sha256": d.sha256} for s, d in zip(config.datasets, ds)]
+    return ds, [{"spec": s, "name": d.name, "source": d.source, "sha256": d.sha256}
+                for s, d in zip(config.datasets, ds)]
 
 
-def query_window_pairs(datasets: Sequence["Dataset"], selected: Sequence[tuple[int, "Question"]],
+def query_window_pairs(datasets: Sequence[Dataset], selected: Sequence[tuple[int, Question]],
                        config: PairsConfig, desc: str = "questions") -> Iterator[list[QueryWindow]]:
     """Each selected question's query-window pairs (one list per question), questions grouped
     by history so each history is indexed once; a tqdm bar counts questions. With
@@ -189,7 +194,8 @@ def pair_columns(pair: QueryWindow) -> dict:
     """Metadata columns every training row carries (JSON-ready)."""
     p, q = pair.prompt, pair.question
     return {"dataset": pair.dataset, "style": spec_style(pair.dataset), "question_id": q.id, "question_type": q.type,
-            "history_id": q.history_id, "window_index": pair.index, "window_shape": list(pair.shape), "window_positions": list(p.window.positions),
+            "history_id": q.history_id, "window_index": pair.index, "window_shape": list(pair.shape),
+            "window_positions": list(p.window.positions),
             "decision_positions": list(p.decision_positions), "gold_labels": list(p.gold_labels),
             "n_gold": sum(p.gold_labels)}
 
@@ -201,17 +207,19 @@ def pair_columns(pair: QueryWindow) -> dict:
 class SFTDataConfig(PairsConfig):
     """SFT data: PairsConfig plus the teacher and balancing; the keys of configs/train_data_*.yaml."""
 
-    questions: int | None = field(default=100, metadata=_h("at most this many, by type (the paper: 100 of 360)"))
+    questions: int | None = field(default=100, metadata=h("at most this many, by type (the paper: 100 of 360)"))
     teacher: LLMConfig | str | None = field(
-        default=None, metadata=_h("required: an LLM config, 'gold' (the offline gold-label teacher), 'gold-trace' "
-                                  "(the same with a think trace walking the window message by message) or "
-                                  "'gold-trace-numbered' (that, each item's reason naming its message number)"))
-    teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=_h("teacher decoding"))
-    teacher_reasoning: bool = field(default=True, metadata=_h("a model teacher's separate reasoning (reasoning_content / "
-                                                              "reasoning) goes in the target as <think>...</think>"))
-    batch_questions: int = field(default=16, metadata=_h("questions whose windows go in one generate call"))
-    balance: bool = field(default=True, metadata=_h("pair the windows with a KEEP with as many sampled all-DROP windows"))
-    output_dir: str = field(default="runs/train_data/sft", metadata=_h("where sft.jsonl and the data card go"))
+        default=None, metadata=h("required: an LLM config, 'gold' (the offline gold-label teacher), 'gold-trace' "
+                                 "(the same with a think trace walking the window message by message) or "
+                                 "'gold-trace-numbered' (that, each item's reason naming its message number)"))
+    teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=h("teacher decoding"))
+    teacher_reasoning: bool = field(default=True, metadata=h(
+        "a model teacher's separate reasoning (reasoning_content / "
+                                                             "reasoning) goes in the target as <think>...</think>"))
+    batch_questions: int = field(default=16, metadata=h("questions whose windows go in one generate call"))
+    balance: bool = field(default=True, metadata=h(
+        "pair the windows with a KEEP with as many sampled all-DROP windows"))
+    output_dir: str = field(default="runs/train_data/sft", metadata=h("where sft.jsonl and the data card go"))
 
     _SECTIONS = {**PairsConfig._SECTIONS, "teacher": LLMConfig, "teacher_sampling": Sampling}
 
@@ -256,7 +264,7 @@ def balance_windows(n_keep: Sequence[int], seed: int = 0) -> list[int]:
     return sorted(keep + random.Random(seed).sample(drop, min(len(keep), len(drop))))
 
 
-def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> dict:
+def build_sft_data(config: SFTDataConfig, client: LLMClient | None = None) -> dict:
     """Build SFT data into ``config.output_dir`` (see the module docstring); returns the data card.
 
     ``client`` is a ready teacher client (e.g. a scripted fake); None makes one from
@@ -298,14 +306,16 @@ def build_sft_data(config: SFTDataConfig, client: "LLMClient | None" = None) -> 
         "w={},L={},s={}".format(*pair.shape) for pair, _, _ in done).items()))
     ok = [(pair, ann) for pair, _, ann in done if ann.ok]
     chosen = balance_windows([a.n_keep for _, a in ok], config.seed) if config.balance else list(range(len(ok)))
-    rows = [{"prompt": list(ok[i][0].prompt.messages), "completion": [{"role": "assistant", "content": ok[i][1].target}],
+    rows = [{"prompt": list(ok[i][0].prompt.messages),
+             "completion": [{"role": "assistant", "content": ok[i][1].target}],
              **pair_columns(ok[i][0]), "n_keep": ok[i][1].n_keep, "has_think": ok[i][1].has_think} for i in chosen]
     out = config.output_dir
     files = {"sft": write_jsonl(f"{out}/sft.jsonl", rows),
              "annotations": write_jsonl(f"{out}/annotations.jsonl", (
                  {**pair_columns(pair), "status": ann.status, "detail": ann.detail, "n_keep": ann.n_keep,
                   "n_decisions": ann.n_decisions, "has_think": ann.has_think, "model": c.model, "error": c.error,
-                  "finish_reason": c.finish_reason, "output": c.text, "reasoning": c.reasoning} for pair, c, ann in done))}
+                  "finish_reason": c.finish_reason, "output": c.text, "reasoning": c.reasoning}
+                 for pair, c, ann in done))}
     card, markdown = sft_card(config, sources, selection, [(pair.prompt, ann) for pair, _, ann in done], rows, files)
     write_card(out, card, markdown)
     return card

@@ -28,13 +28,14 @@ decisions: the gate's failure kind is the reason), or a gold message is dropped.
 >>> json.loads(gold_target(p, h, numbered=True))[1]["reason"]
 'message 2: not evidence for the query'
 
-"""
+"""  # noqa: E501  (a doctest's expected output is one line)
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from lazymem.construct import FAILURE_KINDS, STRUCTURAL_FAILURES, WindowPrompt, strip_think
 from lazymem.llm import Completion
@@ -84,7 +85,8 @@ class Annotation:
     """The teacher's output for one window and whether it becomes an SFT instance."""
 
     status: str  # OK or one of DISCARD_REASONS
-    target: str  # the SFT target: the teacher's text (with keep_reasoning, a separate trace in front); "" if the call failed
+    # the SFT target: the teacher's text (with keep_reasoning, a separate trace in front); "" if the call failed
+    target: str
     n_keep: int  # KEEP decisions (0 unless the gate passed)
     n_decisions: int  # decisions parsed (0 unless the gate passed)
     has_think: bool  # the text opens with a <think>...</think> trace
@@ -101,7 +103,7 @@ def completion(text: str, model: str = GOLD_TEACHER) -> Completion:
                       finish_reason="stop")
 
 
-def gold_target(prompt: WindowPrompt, history: "History", numbered: bool = False) -> str:
+def gold_target(prompt: WindowPrompt, history: History, numbered: bool = False) -> str:
     """The gold-label teacher's output: KEEP each gold message verbatim, DROP the rest (one JSON line).
 
     ``numbered``: each reason starts with its message's number (``"message 3: not evidence for
@@ -118,7 +120,7 @@ def gold_target(prompt: WindowPrompt, history: "History", numbered: bool = False
     return json.dumps(items, ensure_ascii=False)
 
 
-def gold_trace(prompt: WindowPrompt, history: "History") -> str:
+def gold_trace(prompt: WindowPrompt, history: History) -> str:
     """A think trace for the gold target: each message numbered, its first words quoted, its op.
 
     The paper's SFT targets hold the teacher's reasoning before the decisions; a small model
@@ -152,7 +154,7 @@ def trace_head(i: int, role: str, text: str) -> str:
     return f'{i}. {role}: "{quote}" ->'
 
 
-def gold_completion(prompt: WindowPrompt, history: "History", trace: bool = False,
+def gold_completion(prompt: WindowPrompt, history: History, trace: bool = False,
                     numbered: bool = False) -> Completion:
     target = gold_target(prompt, history, numbered=numbered)
     return completion(gold_trace(prompt, history) + "\n" + target if trace else target)
@@ -203,8 +205,8 @@ def judge(prompt: WindowPrompt, out: Completion, keep_reasoning: bool = False) -
     return Annotation(OK, text, n_keep, len(verdict.decisions), has_think)
 
 
-def annotate(prompts: Sequence[WindowPrompt], histories: Sequence["History"], client: "LLMClient | None",
-             sampling: "Sampling", trace: bool = False, numbered: bool = False,
+def annotate(prompts: Sequence[WindowPrompt], histories: Sequence[History], client: LLMClient | None,
+             sampling: Sampling, trace: bool = False, numbered: bool = False,
              keep_reasoning: bool = False) -> list[tuple[Completion, Annotation]]:
     """Teacher outputs for many windows and their verdicts, in order.
 

@@ -38,7 +38,8 @@ from lazymem.viz.save import PNG_FIX, save_figure, save_figures
 from lazymem.viz.training import keep_drop_balance, length_histograms, training_curves
 
 __all__ = [
-    "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "attribution_bars", "history_stats", "method_comparison",
+    "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "attribution_bars", "history_stats",
+    "method_comparison",
     "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
     "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",
     "keep_drop_balance", "length_histograms", "training_curves", "pareto_figure", "pareto_front",

@@ -85,8 +85,8 @@ def window_explorer_html(history: Any, records: Sequence[Any], question: Any = N
                      "<th>compressed</th></tr>")
         for p, (state, content) in states.items():
             m = history[p]
-            badges = ("".join([f'<span class="badge hit">HIT</span>' if p in rec["hits"] else "",
-                               f'<span class="badge gold">GOLD</span>' if p in gold else ""]))
+            badges = ("".join(['<span class="badge hit">HIT</span>' if p in rec["hits"] else "",
+                               '<span class="badge gold">GOLD</span>' if p in gold else ""]))
             parts.append(f'<tr class="{state}"><td>{badges}<b>{p}</b> {_esc(m.role)}<br><small>'
                          f"{_esc(m.timestamp)}</small></td><td>{_esc(m.text)}</td>"
                          f'<td class="op">{_esc(STATE_LABELS[state])}</td><td>{_esc(content)}</td></tr>')

@@ -273,7 +273,7 @@ def attribution_bars(attributions: Mapping[str, Mapping], title: str = "Wrong an
         raise ValueError("attribution_bars: no systems given")
     fig = make_subplots(rows=1, cols=len(systems), shared_yaxes=True,
                         subplot_titles=[f"{s} ({a['wrong']}/{a['questions']} wrong)" for s, a in attributions.items()])
-    for col, (system, a) in enumerate(attributions.items(), start=1):
+    for col, a in enumerate(attributions.values(), start=1):
         types = list(a["by_type"]) or ["(none wrong)"]
         for stage, color in STAGE_COLORS.items():
             y = [a["by_type"].get(t, {}).get(stage, 0) for t in types]

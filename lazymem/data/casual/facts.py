@@ -16,9 +16,9 @@ two statements), 4 single-hop, 5 adversarial (asks about the speaker who did NOT
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable
 
 from lazymem.data.casual import pools as P
 

@@ -274,7 +274,7 @@ def parse_casual_spec(spec: str) -> dict:
     Traceback (most recent call last):
     ...
     lazymem.errors.ConfigError: synthetic-casual spec: unknown key 'turns' (expected conversations, sessions, seed, questions)
-    """
+    """  # noqa: E501  (a doctest's expected output is one line)
     head, _, body = str(spec).strip().partition(":")
     if head.strip() != PREFIX:
         raise ConfigError(f"synthetic-casual spec must start with {PREFIX!r}, got {spec!r}")

@@ -6,7 +6,6 @@ states a fact about the user, so no distractor contradicts a planted fact.
 """
 from __future__ import annotations
 
-
 # (user, assistant) exchanges per theme, with {slot} fillers; none states a fact about the user.
 THEMES: dict[str, tuple[tuple[str, str], ...]] = {
     "travel": (

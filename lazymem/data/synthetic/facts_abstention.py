@@ -6,12 +6,11 @@ records); the answer starts with ``_NOT_ENOUGH``.
 """
 from __future__ import annotations
 
-from lazymem.data.synthetic.facts_temporal import _event_stmt, EVENTS
+from lazymem.data.synthetic.facts_temporal import EVENTS, _event_stmt
 from lazymem.data.synthetic.facts_update import _KU_MAKERS
 from lazymem.data.synthetic.facts_user import _names_for, _price, _price_stmt, _relation_stmt
 from lazymem.data.synthetic.model import _a, _Draw, _Fact, _Stmt, _your
 from lazymem.data.synthetic.pools import PRODUCTS, RELATIONS
-
 
 _NOT_ENOUGH = "The information provided is not enough."
 

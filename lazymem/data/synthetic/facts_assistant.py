@@ -19,7 +19,6 @@ from lazymem.data.synthetic.pools import (
     SURNAMES,
 )
 
-
 BOOK_TOPICS = ("personal finance", "habit building", "the history of maps", "urban gardening", "negotiation",
                "sleep science", "public speaking", "the deep ocean", "ancient Rome", "minimalism")
 VENTURES = ("bakery", "podcast", "book club", "bike repair shop", "coffee cart", "dog-walking business",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from lazymem.data.synthetic.model import _day_phrase, _Draw, _Fact, _md, _Stmt, _your
 
-
 # --- temporal-reasoning: (base, past, gerund, key, theme, follow-up, reply)
 EVENTS = (
     ("go to my first pottery class", "went to my first pottery class", "going to my first pottery class",

@@ -12,11 +12,11 @@ import hashlib
 import json
 import random
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from lazymem.data.synthetic.history import _history
 from lazymem.data.synthetic.long import lengthen
-from lazymem.data.synthetic.model import _stamp, Evidence
+from lazymem.data.synthetic.model import Evidence, _stamp
 from lazymem.data.synthetic.vary import vary
 from lazymem.errors import ConfigError
 
@@ -151,7 +151,7 @@ def spec_string(n_messages: int = 400, seed: int = 0, n_histories: int = 1, ques
 
     >>> spec_string(1000, 3), spec_string(400, 1, 8, 12, varied=1)
     ('synthetic:messages=1000,seed=3,histories=1,questions=12', 'synthetic:messages=400,seed=1,histories=8,questions=12,varied=1')
-    """
+    """  # noqa: E501  (a doctest's expected output is one line)
     spec = f"synthetic:messages={n_messages},seed={seed},histories={n_histories},questions={questions_per_history}"
     return spec + (f",varied={varied}" if varied else "") + (f",long={long}" if long else "")
 
@@ -210,7 +210,7 @@ def parse_spec(spec: str) -> dict:
     Traceback (most recent call last):
     ...
     lazymem.errors.ConfigError: synthetic spec: unknown key 'size' (expected messages, seed, histories, questions, varied, long)
-    """
+    """  # noqa: E501  (a doctest's expected output is one line)
     head, _, body = str(spec).strip().partition(":")
     if head.strip() != "synthetic":
         raise ConfigError(f"synthetic spec must start with 'synthetic', got {spec!r}")

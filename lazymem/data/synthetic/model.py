@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from lazymem.data.synthetic.pools import MONTHS, WEEKDAYS
 

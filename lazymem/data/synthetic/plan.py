@@ -5,7 +5,7 @@ is an abstention. A slot whose type has run out of distinct facts takes the next
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from lazymem.data.synthetic.facts_abstention import _abs
 from lazymem.data.synthetic.facts_assistant import _SSA_FAMILIES
@@ -16,7 +16,6 @@ from lazymem.data.synthetic.facts_update import _ku
 from lazymem.data.synthetic.facts_user import _SSU_FAMILIES
 from lazymem.data.synthetic.model import _Draw, _Exhausted, _Fact
 from lazymem.errors import ConfigError
-
 
 _FAMILIES: dict[str, tuple[Callable[[_Draw], _Fact | None], ...]] = {
     "single-session-user": _SSU_FAMILIES,

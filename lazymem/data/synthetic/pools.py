@@ -6,7 +6,6 @@ Facts draw their values from these pools (each value at most once per history, s
 """
 from __future__ import annotations
 
-
 FEMALE_NAMES = ("Maya", "Priya", "Aisha", "Elena", "Sofia", "Hannah", "Chloe", "Nora", "Leila", "Grace", "Zoe",
                 "Emma", "Ines", "Keiko", "Amara", "Rosa", "Yara", "Mia", "Clara", "Nadia", "Lena", "Ivy", "Anya",
                 "Fatima", "Julia", "Sara", "Ada", "Tess", "June", "Iris")

@@ -81,14 +81,14 @@ def vary(rng: random.Random, sessions: list[list[dict]], questions: list[str],
     """
     gold = {(s, t) for ev in evidence for s, t, _ in ev}
     gold_sessions = {s for ev in evidence for s, _, _ in ev}
-    for s, turns in enumerate(sessions):
-        for t, turn in enumerate(turns):
+    for turns in sessions:
+        for turn in turns:
             if turn["role"] == "user" and rng.random() < 1 / 3:
                 turn["content"] = rng.choice(OPENERS) + turn["content"]
     free = [(s, t) for s, turns in enumerate(sessions) if s not in gold_sessions
             for t, turn in enumerate(turns) if turn["role"] == "user" and (s, t) not in gold]
     out = []
-    for question, ev in zip(questions, evidence):
+    for question, _ev in zip(questions, evidence):
         out.append(frame_question(question, rng.randrange(len(QUESTION_FRAMES))))
         topic = question_topic(question)
         if topic is None or not free:

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from lazymem.construct import ConstructionStats, Decision
-    from lazymem.pipeline.config import PipelineConfig
-    from lazymem.pipeline.query import LazyMemPipeline
     from lazymem.pipeline.results import WindowResult
     from lazymem.records import History, Question
     from lazymem.retrieve import Pool
@@ -66,11 +64,12 @@ class Method:
     processing_stage: ClassVar[bool] = False
     section: ClassVar[str | None] = None
 
-    def __init__(self, pipeline: LazyMemPipeline):
-        self.pipeline = pipeline
+    def __init__(self, pipeline: Any):
+        self.pipeline = pipeline  # the LazyMemPipeline (its clients, retriever, locks and config)
 
     @property
-    def config(self) -> PipelineConfig:
+    def config(self) -> Any:
+        """The pipeline's PipelineConfig."""
         return self.pipeline.config
 
     @property
@@ -92,7 +91,7 @@ class Method:
     # what records, measures and dry runs ask
 
     @classmethod
-    def check(cls, config: PipelineConfig) -> None:
+    def check(cls, config: Any) -> None:
         """Raise ConfigError when ``config`` cannot run this method (called by PipelineConfig)."""
 
     @classmethod
@@ -106,7 +105,7 @@ class Method:
         return None
 
     @classmethod
-    def calls(cls, config: PipelineConfig, dataset: Any, questions: list | None, histories: list) -> dict:
+    def calls(cls, config: Any, dataset: Any, questions: list | None, histories: list) -> dict:
         """Dry run: this method's model calls beyond answer and judge (``lazymem.eval.dryrun``)."""
         return {"mpm": 0}
 
@@ -116,7 +115,7 @@ class Method:
         return sum(len(h) for h in histories)
 
     @classmethod
-    def settings(cls, config: PipelineConfig) -> dict:
+    def settings(cls, config: Any) -> dict:
         """This method's own settings as plain values (dry runs and provenance show them)."""
         if cls.section is None:
             return {}

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lazymem.errors import ConfigError
+from lazymem.fields import h
 from lazymem.pipeline.methods.base import Method, MethodOutput
 
 MEM0_SERVE_HINT = ("`python -m llama_cpp.server --model X.gguf --port 8000` "
@@ -17,18 +18,14 @@ MEM0_SERVE_HINT = ("`python -m llama_cpp.server --model X.gguf --port 8000` "
                    "it serves) or `vllm serve MODEL --port 8000`")
 
 
-def _h(text: str) -> dict:
-    return {"help": text}
-
-
 @dataclass(frozen=True)
 class Mem0Settings:
     """``pipeline.mem0``: Mem0's search depth, add-call size and dating."""
 
-    top_k: int = field(default=30, metadata=_h("memories Memory.search returns (Mem0's LoCoMo evaluation: --top_k 30)"))
-    chunk: int = field(default=2, metadata=_h(
+    top_k: int = field(default=30, metadata=h("memories Memory.search returns (Mem0's LoCoMo evaluation: --top_k 30)"))
+    chunk: int = field(default=2, metadata=h(
         "consecutive messages of one session per Memory.add call (Mem0's LoCoMo evaluation: 2)"))
-    observation_date: bool = field(default=True, metadata=_h(
+    observation_date: bool = field(default=True, metadata=h(
         "give each add call its session's date as the Observation Date (custom instructions); "
         "false = stock OSS Mem0, whose extraction prompt dates every message today"))
 

@@ -11,19 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lazymem.errors import ConfigError
+from lazymem.fields import h
 from lazymem.pipeline.methods.base import Method, MethodOutput
-
-
-def _h(text: str) -> dict:
-    return {"help": text}
 
 
 @dataclass(frozen=True)
 class NanoMemorySettings:
     """``pipeline.nanomemory``: how many sessions its pruning call sees, in how large a window."""
 
-    top_k: int = field(default=10, metadata=_h("sessions shown to its pruning call (paper: 10)"))
-    context: int | None = field(default=None, metadata=_h(
+    top_k: int = field(default=10, metadata=h("sessions shown to its pruning call (paper: 10)"))
+    context: int | None = field(default=None, metadata=h(
         "the pruning call's context window in tokens; its prompt keeps the top sessions that fit in it less "
         "mpm_sampling.max_tokens (lazymem.pipeline.baselines.fit_sessions). None: the mpm model's own "
         "(llamacpp: extra_body.n_ctx, 8192 by default; transformers: max_position_embeddings; a server: not fitted)"))
