@@ -12,6 +12,10 @@
     lazymem eval-table --config FILE [--set only=[row]] [--dry-run]
     lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
     lazymem train sft-data|rl-data|sft|grpo|eval-windows|release --config FILE [--set k=v]
+    lazymem train recipe [--only STEP ...] [--until STEP] [--list]
+    lazymem train probe PAIRS [--adapter DIR]
+    lazymem remeasure RUN_DIR [RUN_DIR ...]
+    lazymem fusion-tuning SPEC [--verify] [--out FILE]
     lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v]
     lazymem notebooks build [NAMES] [--no-execute]
     lazymem demo [--mpm lazymem-135m|base|extractive]
@@ -222,6 +226,36 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_train_recipe(args) -> int:
+    from lazymem.notebooks.recipe import RECIPE, run_recipe
+
+    if args.list:
+        for step in RECIPE:
+            print(f"{step.name:<32} {step.kind:<13} {step.config}")
+        return 0
+    seconds = run_recipe(until=args.until, only=tuple(args.only))
+    print(json.dumps(seconds, indent=1))
+    return 0
+
+
+def cmd_train_probe(args) -> int:
+    from lazymem.train.probe import run_from_args
+
+    return run_from_args(args)
+
+
+def cmd_remeasure(args) -> int:
+    from lazymem.eval.remeasure import run_from_args
+
+    return run_from_args(args)
+
+
+def cmd_fusion_tuning(args) -> int:
+    from lazymem.eval.fusion_tuning import run_from_args
+
+    return run_from_args(args, sys.argv[2:])
+
+
 def cmd_eval_table(args) -> int:
     from lazymem.eval.table import EvalTableConfig, run_eval_table, table_markdown
     from lazymem.train.recipe import build_recipe
@@ -362,6 +396,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="override a recipe key (dotted for nested keys, e.g. lora.r=8)")
         s.add_argument("--json", action="store_true", help="print the card / result as JSON")
         s.set_defaults(func=cmd_train)
+    s = train.add_parser("recipe", help="LazyMem-135M's training recipe, step by step (every step resumes)")
+    s.add_argument("--only", nargs="+", default=[], metavar="STEP", help="run just these steps")
+    s.add_argument("--until", metavar="STEP", help="run every step up to and including this one")
+    s.add_argument("--list", action="store_true", help="print the steps (name, kind, config) and stop")
+    s.set_defaults(func=cmd_train_recipe)
+    from lazymem.train.probe import add_arguments as probe_arguments
+
+    s = probe_arguments(train.add_parser("probe", help="teacher-forced P(KEEP) on held-out windows (no generation)"))
+    s.set_defaults(func=cmd_train_probe)
+    from lazymem.eval.remeasure import add_arguments as remeasure_arguments
+
+    s = remeasure_arguments(sub.add_parser("remeasure", help="add the memory measures to eval runs made before them"))
+    s.set_defaults(func=cmd_remeasure)
+    from lazymem.eval.fusion_tuning import add_arguments as fusion_arguments
+
+    s = fusion_arguments(sub.add_parser("fusion-tuning", help="choose RRF k, weights and depths on development "
+                                                              "histories, report on the report set"))
+    s.set_defaults(func=cmd_fusion_tuning)
 
     s = sub.add_parser("eval-table", help="several methods on the same questions: one eval run per cell, one table")
     s.add_argument("--config", required=True, help="YAML: base recipe, sets, rows (configs/*_eval_table.yaml)")

@@ -39,7 +39,7 @@ def test_notebook_cells_equal_its_source(name):
     committed = nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
     built = nbbuild.read_source(SRC_DIR / f"{name}.py")
     assert cells(committed) == cells(built), (
-        f"notebooks/{name}.ipynb differs from notebooks/src/{name}.py: run `python -m lazymem.notebooks.build {name}`")
+        f"notebooks/{name}.ipynb differs from notebooks/src/{name}.py: run `lazymem notebooks build {name}`")
     assert committed.metadata == built.metadata
     raw = jupytext.reads((SRC_DIR / f"{name}.py").read_text(encoding="utf-8"), fmt="py:percent")
     assert [c.source for c in raw.cells] == [c.source for c in committed.cells]

@@ -348,7 +348,7 @@ def test_committed_notebooks_follow_the_template(name):
             assert not cell.outputs, "only the checked cells keep outputs in the committed notebook"
     last = [c for c in notebook.cells if c.cell_type == "code"][-1]
     assert last.source.startswith("# NBVAL_CHECK_OUTPUT") and "record_metrics(metrics, metrics_path)" in last.source
-    assert last.outputs and last.execution_count, "run `python -m lazymem.notebooks.build` to store the checked outputs"
+    assert last.outputs and last.execution_count, "run `lazymem notebooks build` to store the checked outputs"
 
 
 @pytest.mark.notebooks

@@ -42,6 +42,15 @@ def test_remeasure_equals_the_runners_measures_and_a_second_call_changes_nothing
     assert (run / "records.jsonl").read_bytes() == before
 
 
+def test_the_command_line_remeasures_through_lazymem(old_run, capsys):
+    from lazymem.cli import main as cli_main
+
+    run, fresh, _ = old_run
+    assert cli_main(["remeasure", str(run)]) == 0
+    assert f"{run}: measured 4, already measured 0, errors 0" in capsys.readouterr().out
+    assert [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()] == fresh
+
+
 def test_remeasure_refuses_other_data_a_torn_line_and_an_unknown_question(old_run, capsys):
     run, _, _ = old_run
     manifest = json.loads((run / "manifest.json").read_text())

@@ -15,7 +15,7 @@ Modules, from the ground up:
   not depend on the answer model (per record; in summaries, eval-table and report).
 - ``metrics``: retrieval metrics and All@k window coverage (paper Table 2).
 - ``fusion_tuning``: RRF k, list weights and depths chosen by All@k on development questions,
-  scored on the report set (``python -m lazymem.eval.fusion_tuning``; not imported here).
+  scored on the report set (``lazymem fusion-tuning``; not imported here).
 """
 
 from lazymem.eval.command import build_parser, main, run_from_args  # noqa: F401

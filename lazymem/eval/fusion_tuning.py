@@ -13,7 +13,7 @@ the old fusion (``RetrievalConfig``'s defaults) and the chosen one.
 LoCoMo: the spec's ``#paper`` subset (conv-49 and conv-50, categories 1-4) is the report set and
 the other eight conversations, same categories, are the development set::
 
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 nice -n 10 .venv/bin/python -m lazymem.eval.fusion_tuning \\
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 nice -n 10 .venv/bin/lazymem fusion-tuning \\
         ../shared/data/locomo/locomo10.json#paper --sparse rank_bm25 --verify --out runs/fusion_tuning/locomo.json
 
 (docs/results/fusion_tuning_locomo.json is that run, made when rank_bm25 was the default sparse
@@ -287,7 +287,12 @@ def _values(text: str, cast) -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lazymem.eval.fusion_tuning", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="lazymem fusion-tuning", description=__doc__.split("\n\n")[0])
+    return run_from_args(add_arguments(ap).parse_args(argv), argv)
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``lazymem fusion-tuning``'s arguments."""
     ap.add_argument("spec", help="dataset SPEC; SPEC#subset makes the subset the report set")
     ap.add_argument("--report-histories", default="", help="comma-separated history ids of the report set")
     ap.add_argument("--sparse", default=RetrievalConfig.sparse, help="BM25 backend (rank_bm25, bm25s)")
@@ -303,14 +308,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                           "chosen fusion on the report set")
     ap.add_argument("--out", help="write the JSON record here")
     ap.add_argument("--json", action="store_true", help="print the JSON instead of the table")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
+    """Tune on the development histories, report on the report set (module docstring)."""
     dev, report = load_split(args.spec, [h for h in args.report_histories.split(",") if h])
     settings = grid(_values(args.rrf_k, _num), [tuple(_num(x) for x in w.split(":")) for w in args.weights.split(",")],
                     _values(args.depths, int))
     config = RetrievalConfig(n=args.k, sparse=args.sparse, dense_model=args.dense_model)
     out = tune(dev, report, config, settings, k=args.k, radii=_values(args.w, int),
                window=WindowConfig(L=args.L, s=args.s), verify=args.verify, progress=not args.json)
-    out["command"] = ["python", "-m", "lazymem.eval.fusion_tuning", *(argv if argv is not None else sys.argv[1:])]
+    out["command"] = ["lazymem", "fusion-tuning", *(argv if argv is not None else sys.argv[1:])]
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -1,6 +1,6 @@
 """The memory's own measures for runs made before they existed, without rerunning a model.
 
-``python -m lazymem.eval.remeasure RUN_DIR [RUN_DIR ...]`` reads each run folder's manifest
+``lazymem remeasure RUN_DIR [RUN_DIR ...]`` reads each run folder's manifest
 (its dataset spec and sha256), loads that dataset, and computes ``memory_measures``
 (``lazymem.eval.memory_measures.measure_record``: evidence recall, answer recall in memory)
 for every record that has a memory but no measures; ``records.jsonl`` is rewritten atomically
@@ -74,10 +74,19 @@ def remeasure(run_dir: str | Path) -> dict:
     return counts
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lazymem.eval.remeasure", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``lazymem remeasure``'s arguments."""
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="lazymem eval run folders")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lazymem remeasure", description=__doc__.split("\n\n")[0])
+    return run_from_args(add_arguments(parser).parse_args(argv))
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Remeasure every run folder ``args.run_dirs`` names; 2 at the first bad one."""
     for run_dir in args.run_dirs:
         try:
             c = remeasure(run_dir)

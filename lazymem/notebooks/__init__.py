@@ -6,7 +6,7 @@ in the stages, never in the notebook.
 
 Modules:
 
-- ``build``: ``python -m lazymem.notebooks.build [names] [--no-execute]`` writes each
+- ``build``: ``lazymem notebooks build [names] [--no-execute]`` writes each
   ``.ipynb`` from its source, executes it and keeps only the ``# NBVAL_CHECK_OUTPUT`` cells'
   outputs (``build``, ``read_source``, ``source_names``);
 - ``params``: notebook paths (``project_root``, ``resolve_notebook``), the ``parameters``

@@ -1,8 +1,8 @@
 """Build notebooks/NN_*.ipynb from their sources, notebooks/src/NN_*.py (jupytext percent format).
 
-    python -m lazymem.notebooks.build                 # every notebook: write, execute, keep checked outputs
-    python -m lazymem.notebooks.build 02 09_ablations  # some (a name or a unique prefix)
-    python -m lazymem.notebooks.build --no-execute    # write the cells only (outputs cleared)
+    lazymem notebooks build                 # every notebook: write, execute, keep checked outputs
+    lazymem notebooks build 02 09_ablations  # some (a name or a unique prefix)
+    lazymem notebooks build --no-execute    # write the cells only (outputs cleared)
 
 A source is an ordinary Python file: ``# %% [markdown]`` cells are comments, a code cell's tags
 go on its marker (``# %% tags=["parameters"]``), and it is linted like the package. The
@@ -158,7 +158,7 @@ def build(names: Sequence[str] | None = None, execute: bool = True, timeout: int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The builder's command-line arguments (``python -m lazymem.notebooks.build``, ``lazymem notebooks build``)."""
+    """The builder's command-line arguments (``lazymem notebooks build``, ``lazymem notebooks build``)."""
     parser.add_argument("names", nargs="*", help="notebooks to build: name or unique prefix (default: all)")
     parser.add_argument("--no-execute", action="store_true", help="write the cells only, no stored outputs")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell when executing")
@@ -172,7 +172,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = add_arguments(argparse.ArgumentParser(prog="python -m lazymem.notebooks.build",
+    parser = add_arguments(argparse.ArgumentParser(prog="lazymem notebooks build",
                                                    description=__doc__.split("\n")[0]))
     args = parser.parse_args(argv)
     try:

@@ -10,7 +10,7 @@ buy (gold recall, non-gold keep rate and the mean action reward R_act per thresh
 ``keep_bias`` logit bias that applies that threshold at generation). Choose a threshold on a
 development set (never on the set you report).
 
-    python -m lazymem.train.probe PAIRS.jsonl [--adapter DIR|none] [--limit 40]
+    lazymem train probe PAIRS.jsonl [--adapter DIR|none] [--limit 40]
 
 >>> trace_lines([{"role": "user", "content": "one two three four five six seven eight nine"}])
 ['1. user: "one two three four five six seven eight ..." ->']
@@ -209,13 +209,22 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lazymem.train.probe", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="lazymem train probe", description=__doc__.split("\n\n")[0])
+    return run_from_args(add_arguments(ap).parse_args(argv))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``lazymem train probe``'s arguments."""
     ap.add_argument("pairs", help="held-out query-window pairs (lazymem train sft-data output)")
     ap.add_argument("--base", default="smollm2-offline")
     ap.add_argument("--adapter", default="none", help="a PEFT adapter dir or alias; none = the base model")
     ap.add_argument("--limit", type=int, default=40, help="balanced windows (half with gold)")
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Probe P(KEEP) on balanced held-out windows and print the JSON."""
     from lazymem.train.modeling import load_policy, load_tokenizer
 
     model = load_policy(args.base, None if args.adapter == "none" else args.adapter, trainable=False)
