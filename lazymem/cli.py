@@ -189,12 +189,6 @@ def cmd_notebooks_run(args) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def cmd_notebooks_build(args) -> int:
-    from lazymem.notebooks.build import run_from_args
-
-    return run_from_args(args)
-
-
 def cmd_eval(args) -> int:
     from lazymem.eval import run_from_args
 
@@ -236,18 +230,6 @@ def cmd_train_recipe(args) -> int:
     seconds = run_recipe(until=args.until, only=tuple(args.only))
     print(json.dumps(seconds, indent=1))
     return 0
-
-
-def cmd_train_probe(args) -> int:
-    from lazymem.train.probe import run_from_args
-
-    return run_from_args(args)
-
-
-def cmd_remeasure(args) -> int:
-    from lazymem.eval.remeasure import run_from_args
-
-    return run_from_args(args)
 
 
 def cmd_fusion_tuning(args) -> int:
@@ -375,12 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", default="python3")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(func=cmd_notebooks_run)
-    from lazymem.notebooks.build import add_arguments
+    from lazymem.notebooks.build import add_arguments, run_from_args
 
     s = nb.add_parser("build", help="write notebooks/NN_*.ipynb from notebooks/src/NN_*.py, execute, keep the "
                                     "checked outputs")
     add_arguments(s)
-    s.set_defaults(func=cmd_notebooks_build)
+    s.set_defaults(func=run_from_args)
 
     train = sub.add_parser("train", help="train the memory-processing model (paper Sec. 3.3)").add_subparsers(
         dest="train_command", required=True)
@@ -401,14 +383,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--until", metavar="STEP", help="run every step up to and including this one")
     s.add_argument("--list", action="store_true", help="print the steps (name, kind, config) and stop")
     s.set_defaults(func=cmd_train_recipe)
-    from lazymem.train.probe import add_arguments as probe_arguments
+    from lazymem.train import probe
 
-    s = probe_arguments(train.add_parser("probe", help="teacher-forced P(KEEP) on held-out windows (no generation)"))
-    s.set_defaults(func=cmd_train_probe)
-    from lazymem.eval.remeasure import add_arguments as remeasure_arguments
+    s = probe.add_arguments(train.add_parser("probe",
+                                             help="teacher-forced P(KEEP) on held-out windows (no generation)"))
+    s.set_defaults(func=probe.run_from_args)
+    from lazymem.eval import remeasure
 
-    s = remeasure_arguments(sub.add_parser("remeasure", help="add the memory measures to eval runs made before them"))
-    s.set_defaults(func=cmd_remeasure)
+    s = remeasure.add_arguments(sub.add_parser("remeasure",
+                                               help="add the memory measures to eval runs made before them"))
+    s.set_defaults(func=remeasure.run_from_args)
     from lazymem.eval.fusion_tuning import add_arguments as fusion_arguments
 
     s = fusion_arguments(sub.add_parser("fusion-tuning", help="choose RRF k, weights and depths on development "

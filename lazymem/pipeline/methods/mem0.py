@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lazymem.errors import ConfigError
-from lazymem.fields import h
+from lazymem.fields import h, require
 from lazymem.pipeline.methods.base import Method, MethodOutput
 
 MEM0_SERVE_HINT = ("`python -m llama_cpp.server --model X.gguf --port 8000` "
@@ -32,10 +32,10 @@ class Mem0Settings:
     def __post_init__(self):
         for name in ("top_k", "chunk"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
-                raise ConfigError(f"mem0.{name}={v!r}: must be an integer >= 1")
-        if not isinstance(self.observation_date, bool):
-            raise ConfigError(f"mem0.observation_date={self.observation_date!r}: must be true or false")
+            require(isinstance(v, int) and not isinstance(v, bool) and v >= 1, "mem0", name, v,
+                    "must be an integer >= 1")
+        require(isinstance(self.observation_date, bool), "mem0", "observation_date", self.observation_date,
+                "must be true or false")
 
 
 class Mem0Method(Method):

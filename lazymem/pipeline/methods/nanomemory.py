@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lazymem.errors import ConfigError
-from lazymem.fields import h
+from lazymem.fields import h, require
 from lazymem.pipeline.methods.base import Method, MethodOutput
 
 
@@ -26,12 +26,12 @@ class NanoMemorySettings:
         "(llamacpp: extra_body.n_ctx, 8192 by default; transformers: max_position_embeddings; a server: not fitted)"))
 
     def __post_init__(self):
-        if not (isinstance(self.top_k, int) and not isinstance(self.top_k, bool) and self.top_k >= 1):
-            raise ConfigError(f"nanomemory.top_k={self.top_k!r}: must be an integer >= 1")
-        if not (self.context is None or (isinstance(self.context, int) and not isinstance(self.context, bool)
-                                         and self.context >= 1)):
-            raise ConfigError(f"nanomemory.context={self.context!r}: must be None (the mpm model's window) or an "
-                              "integer >= 1 (tokens)")
+        require(isinstance(self.top_k, int) and not isinstance(self.top_k, bool) and self.top_k >= 1,
+                "nanomemory", "top_k", self.top_k, "must be an integer >= 1")
+        require(self.context is None or (isinstance(self.context, int) and not isinstance(self.context, bool)
+                                         and self.context >= 1),
+                "nanomemory", "context", self.context, "must be None (the mpm model's window) or an integer >= 1 "
+                "(tokens)")
 
 
 class NanoMemoryMethod(Method):
