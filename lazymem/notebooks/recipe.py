@@ -47,7 +47,6 @@ RECIPE = (
     Step("rl-data-gpu", "configs/lazymem135m_rl_data_gpu.yaml", "rl-data"),
     Step("keep-bias-sft-gpu", "configs/lazymem135m_keep_bias_sft_gpu.yaml", "keep-bias"),
     Step("keep-bias-grpo-sft-gpu", "configs/lazymem135m_keep_bias_grpo_sft_gpu.yaml", "keep-bias"),
-    Step("keep-bias-grpo-sft-gpu-step7", "configs/lazymem135m_keep_bias_grpo_sft_gpu_step7.yaml", "keep-bias"),
     Step("keep-bias-grpo-sft-gpu-recall", "configs/lazymem135m_keep_bias_grpo_sft_gpu_recall.yaml", "keep-bias"),
     Step("eval-windows", "configs/lazymem135m_eval_windows.yaml", "eval-windows"),
     Step("eval-table", "configs/lazymem135m_eval_table.yaml", "eval-table"),
