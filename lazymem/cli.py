@@ -66,6 +66,21 @@ def cmd_data_split(args) -> int:
     return 0
 
 
+def cmd_data_lengths(args) -> int:
+    from lazymem.data import load_dataset
+    from lazymem.data.lengths import lengths_table, message_lengths
+
+    results = {spec: message_lengths(load_dataset(spec)) for spec in args.specs}
+    for unit in (("words", "chars") if args.unit == "both" else (args.unit,)):
+        print(f"\nMessage length in {'characters' if unit == 'chars' else 'words'}:\n")
+        print(lengths_table(results, unit))
+    if args.json_out:
+        from lazymem.files import write_json
+
+        write_json(args.json_out, results, indent=2)
+    return 0
+
+
 def _retrieval_config(args):
     from lazymem.retrieve import RetrievalConfig
 
@@ -294,6 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ids", action="store_true", help="include the question ids of each split")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_data_split)
+    s = data.add_parser("lengths", help="message lengths by role kind (user / assistant / named speaker), "
+                                        "in words and characters")
+    s.add_argument("specs", nargs="+", help=spec_help + "; several side by side")
+    s.add_argument("--unit", choices=("words", "chars", "both"), default="both")
+    s.add_argument("--json", dest="json_out", metavar="FILE", help="also write the statistics as JSON here")
+    s.set_defaults(func=cmd_data_lengths)
 
     def retrieval_opts(s):
         g = s.add_argument_group("retrieval (paper: n=50, RRF k=60, Qwen3-Embedding-8B + BM25 + bge-reranker-v2-m3)")

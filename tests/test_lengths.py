@@ -1,8 +1,7 @@
-"""Message-length report (lazymem.data.lengths, scripts/message_lengths.py) on tiny generated specs."""
+"""Message-length report (lazymem.data.lengths, `lazymem data lengths`) on tiny generated specs."""
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 from pathlib import Path
 
 from lazymem.data import load_dataset
@@ -35,7 +34,10 @@ def test_role_kinds_and_counts_match_the_messages():
     assert "| synthetic" in lengths_table({PLAIN: p}) and lengths_table({PLAIN: p}).count("\n") == 3
 
 
-def test_script_prints_both_units():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "message_lengths.py"), PLAIN, CASUAL],
-                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+def test_command_prints_both_units_and_writes_json(tmp_path, capsys):
+    from lazymem.cli import main
+
+    assert main(["data", "lengths", PLAIN, CASUAL, "--json", str(tmp_path / "l.json")]) == 0
+    out = capsys.readouterr().out
     assert "words" in out and "characters" in out and out.count("| named speaker |") == 2
+    assert set(json.loads((tmp_path / "l.json").read_text())) == {PLAIN, CASUAL}

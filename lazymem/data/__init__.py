@@ -13,7 +13,7 @@ Modules:
   ``long=1``: LongMemEval_S-like long assistant turns).
 - ``casual/``: casual two-person conversations between named speakers across dated sessions, in
   the LoCoMo schema (``synthetic-casual:...`` specs; training data of LazyMem-135M v2).
-- ``lengths``: message-length distributions by role kind (``scripts/message_lengths.py``).
+- ``lengths``: message-length distributions by role kind (``lazymem data lengths``).
 - ``split``: the paper's stratified train/validation/test split (``SPLITS``, ``allocate``,
   ``stratified_split``).
 - ``deletions``: the Deletion record, ``DeletionIncomplete``, and the atomic audit-log/tombstone files;

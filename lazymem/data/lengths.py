@@ -3,7 +3,7 @@
 ``message_lengths(dataset)`` gives, for each role kind (``user``, ``assistant``, ``named speaker``
 for LoCoMo-style names), n / mean / median / p10 / p90 / p99 / max of the messages' lengths in
 words and in characters; ``lengths_table`` lays several datasets side by side as Markdown
-(``scripts/message_lengths.py`` prints it for any dataset SPECs).
+(``lazymem data lengths`` prints it for any dataset SPECs).
 
 >>> from lazymem.records import Dataset, History, Message
 >>> msgs = tuple(Message(i, f"m{i}", "s", i, r, t, "", None) for i, (r, t) in
