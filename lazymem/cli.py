@@ -11,7 +11,7 @@
     lazymem eval [CONFIG] [--out DIR] [...]
     lazymem eval-table --config FILE [--set only=[row]] [--dry-run]
     lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
-    lazymem train sft-data|rl-data|sft|grpo|eval-windows|release --config FILE [--set k=v]
+    lazymem train sft-data|rl-data|sft|grpo|eval-windows|keep-bias|release --config FILE [--set k=v]
     lazymem train recipe [--only STEP ...] [--until STEP] [--list]
     lazymem train probe PAIRS [--adapter DIR]
     lazymem remeasure RUN_DIR [RUN_DIR ...]
@@ -240,7 +240,7 @@ def cmd_train_recipe(args) -> int:
 
     if args.list:
         for step in RECIPE:
-            print(f"{step.name:<32} {step.kind:<13} {step.config}")
+            print(f"{step.name:<32} {step.command}")
         return 0
     seconds = run_recipe(until=args.until, only=tuple(args.only))
     print(json.dumps(seconds, indent=1))
@@ -392,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("sft", "supervised fine-tuning with TRL's SFTTrainer (full or LoRA), resumable"),
                        ("grpo", "GRPO with TRL's GRPOTrainer: gated reward, curriculum, resumable"),
                        ("eval-windows", "models x held-out query-window sets: Gate Fmt., gold-keep recall, reward"),
+                       ("keep-bias", "choose the KEEP logit bias on development windows (teacher-forced P(KEEP))"),
                        ("release", "ship a trained adapter as lazymem-135m with its model card")):
         s = train.add_parser(name, help=text)
         s.add_argument("--config", required=True, help="YAML recipe (configs/train_*.yaml)")

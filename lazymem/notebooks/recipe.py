@@ -23,6 +23,22 @@ class Step:
     name: str
     config: str  # relative to the project root
     kind: str  # which runner reads the config
+    sets: tuple[str, ...] = ()  # KEY=VALUE overrides on the config (as --set takes them): one file, several steps
+
+    @property
+    def command(self) -> str:
+        """The step as one ``lazymem train`` command.
+
+        >>> Step("keep-bias-sft2", "configs/k.yaml", "keep-bias", ("adapter=a",)).command
+        'lazymem train keep-bias --config configs/k.yaml --set adapter=a'
+        """
+        head = ["lazymem", "eval-table"] if self.kind == "eval-table" else ["lazymem", "train", self.kind]
+        return " ".join([*head, "--config", self.config, *(f"--set {s}" for s in self.sets)])
+
+
+def _stage_bias(stage: str, adapter: str, *extra: str) -> tuple[str, ...]:
+    """The keep-bias step's overrides for one training stage: its adapter and its own output file."""
+    return (f"adapter={adapter}", f"output=models/lazymem-135m/eval/keep_bias_{stage}.json", *extra)
 
 
 RECIPE = (
@@ -39,15 +55,20 @@ RECIPE = (
     Step("grpo", "configs/lazymem135m_grpo.yaml", "grpo"),
     Step("dev-data", "configs/lazymem135m_dev_synthetic.yaml", "sft-data"),
     Step("keep-bias", "configs/lazymem135m_keep_bias.yaml", "keep-bias"),
-    Step("keep-bias-sft2", "configs/lazymem135m_keep_bias_sft2.yaml", "keep-bias"),
-    Step("keep-bias-sft3", "configs/lazymem135m_keep_bias_sft3.yaml", "keep-bias"),
+    Step("keep-bias-sft2", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+         _stage_bias("sft2", "models/lazymem-135m/train/sft2/final")),
+    Step("keep-bias-sft3", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+         _stage_bias("sft3", "models/lazymem-135m/train/sft3/final")),
     # the GPU path (scripts/device_train.sh trains sft_gpu and grpo_sft_gpu on a leased GPU; the data and
     # the choices on development windows run here)
     Step("sft-gpu-data", "configs/lazymem135m_sft_gpu_data.yaml", "sft-data"),
     Step("rl-data-gpu", "configs/lazymem135m_rl_data_gpu.yaml", "rl-data"),
-    Step("keep-bias-sft-gpu", "configs/lazymem135m_keep_bias_sft_gpu.yaml", "keep-bias"),
-    Step("keep-bias-grpo-sft-gpu", "configs/lazymem135m_keep_bias_grpo_sft_gpu.yaml", "keep-bias"),
-    Step("keep-bias-grpo-sft-gpu-recall", "configs/lazymem135m_keep_bias_grpo_sft_gpu_recall.yaml", "keep-bias"),
+    Step("keep-bias-sft-gpu", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+         _stage_bias("sft_gpu", "models/lazymem-135m/train/sft_gpu/final")),
+    Step("keep-bias-grpo-sft-gpu", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+         _stage_bias("grpo_sft_gpu", "models/lazymem-135m/train/grpo_sft_gpu/step3")),
+    Step("keep-bias-grpo-sft-gpu-recall", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+         _stage_bias("grpo_sft_gpu_recall", "models/lazymem-135m/train/grpo_sft_gpu/step3", "target_recall=0.8")),
     Step("eval-windows", "configs/lazymem135m_eval_windows.yaml", "eval-windows"),
     Step("eval-table", "configs/lazymem135m_eval_table.yaml", "eval-table"),
     Step("release", "configs/lazymem135m_release_gpu.yaml", "release"),  # CPU-only: lazymem135m_release.yaml
@@ -82,7 +103,7 @@ def run_step(kind: str, data: Mapping, where: str) -> Any:
 
         return choose_keep_bias(build_recipe(KeepBiasConfig, data, where))
     if kind == "eval-windows":
-        from lazymem.train.heldout import WindowTableConfig, run_window_table
+        from lazymem.train.window_table import WindowTableConfig, run_window_table
 
         return run_window_table(build_recipe(WindowTableConfig, data, where))
     if kind == "eval-table":
@@ -105,11 +126,12 @@ def run_recipe(until: str | None = None, only: tuple[str, ...] = ()) -> dict[str
     seconds = {}
     for step in RECIPE:
         if not only or step.name in only:
-            print(f"== {step.name}: {step.config} ==", flush=True)
+            print(f"== {step.name}: {step.command} ==", flush=True)
             t0 = time.perf_counter()
+            from lazymem.eval.config import apply_overrides
             from lazymem.yamlio import read_mapping
 
-            run_step(step.kind, read_mapping(step.config), step.config)
+            run_step(step.kind, apply_overrides(read_mapping(step.config), step.sets), step.config)
             seconds[step.name] = round(time.perf_counter() - t0, 1)
         if step.name == until:
             break
