@@ -1,5 +1,5 @@
 """LazyMem-135M's recipe pieces: varied training data, several windowings, upper-layer LoRA, the
-held-out window table (lazymem.train.heldout), the shipped-adapter alias and its configs."""
+held-out window table (lazymem.train.heldout, window_table), the shipped-adapter alias and its configs."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,14 +14,13 @@ from lazymem.llm import LLMConfig
 from lazymem.retrieve import RetrievalConfig, WindowConfig
 from lazymem.train.heldout import (
     WindowEvalConfig,
-    WindowTableConfig,
     balanced_subset,
     evaluate_windows,
     load_pairs,
-    run_window_table,
     score_rows,
     summarize,
 )
+from lazymem.train.window_table import WindowTableConfig, run_window_table
 
 ROOT = Path(__file__).resolve().parents[1]
 KEEP = '{"op": "KEEP", "compressed_content": "%s", "reason": "evidence"}'

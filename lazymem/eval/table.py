@@ -42,7 +42,11 @@ COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "rewritten_rate", "gold_ke
            "processing_s")
 
 
-RESERVED_NAMES = ("table.md", "table.json")  # the table's own files in output_dir
+RESERVED_NAMES = ("table.md", "table.json")  # the table's own files in output_dir (lazymem.sweep.TABLE_FILES)
+MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other inputs (set aside in its folder's "
+                            "previous-<time>/)",
+              "stale": "stale, not shown: its results are of other inputs and `only` left it out (rerun it, e.g. "
+                       "--set only=[row])"}  # the notes under a table, per mark
 
 
 def check_name(name: Any, where: str) -> str:
@@ -170,64 +174,74 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
 def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: Any = None) -> dict:
     """Run every unfinished cell, then write and return {set: {row: columns}}.
 
-    A finished cell is reused only when its manifest matches the cell's config, the set's dataset
-    bytes and the prompts (``cell_changes``). A stale cell is recomputed (its old results set aside
+    The cells go through the sweep engine (``lazymem.sweep.run_cells``). A finished cell is reused
+    only when its manifest matches the cell's config, the set's dataset bytes and the prompts
+    (``cell_changes``); a selected cell is handed to the resumable runner, which finishes what is
+    missing and costs nothing when all is done. A stale cell is recomputed (its old results set aside
     into ``<cell>/previous-<time>/``, never deleted) and its row says ``recomputed: <changes>``; a
     stale cell that ``only`` leaves out is not shown as a result: its columns are empty and it says
     ``stale: <changes>``. ``clients_for(set, row)`` may return ready clients by role for a cell
     (tests: scripted fakes).
     """
-    from lazymem.data import load_dataset
-    from lazymem.eval.config import EvalConfig
     from lazymem.eval.runfiles import SUMMARY_FILE, read_json
     from lazymem.eval.runner import evaluate
+    from lazymem.sweep import Cell, run_cells, write_table
 
     out = Path(config.output_dir)
-    summaries: dict[str, dict[str, dict]] = {}
-    marks: dict[tuple[str, str], dict] = {}
-    datasets: dict[tuple, Any] = {}  # loaded once per (spec, subset), shared by the set's rows
-    for set_name in config.sets:
-        for row in config.rows:
-            cell = out / set_name / row
-            done = read_json(cell / SUMMARY_FILE)
-            skip = bool(config.only) and row not in config.only
-            if skip and done is None:
-                continue
-            cfg = EvalConfig.from_yaml(config.base, config.cell_overrides(set_name, row))
-            key = (cfg.dataset, cfg.subset)
-            if key not in datasets:
-                datasets[key] = load_dataset(cfg.dataset, subset=cfg.subset)
-            changes = cell_changes(cell, cfg, datasets[key])
-            if skip:
-                if changes:
-                    marks[(set_name, row)] = {"stale": "; ".join(changes)}
-                    summaries.setdefault(set_name, {})[row] = {}
-                else:
-                    summaries.setdefault(set_name, {})[row] = done
-                continue
-            if progress:
-                print(f"[eval-table] {set_name} / {row}" + (f" (recomputed: {'; '.join(changes)})" if changes else ""),
-                      flush=True)
-            clients = clients_for(set_name, row) if clients_for else None
-            summaries.setdefault(set_name, {})[row] = evaluate(
-                cfg, cell, progress=progress, clients=clients, dataset=datasets[key], force_new=bool(changes),
-                command=["lazymem", "eval-table", set_name, row])
-            if changes:
-                marks[(set_name, row)] = {"recomputed": "; ".join(changes)}
-    table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None),
-                         **marks.get((s, r), {}))
-                 for r, v in rows.items()} for s, rows in summaries.items()}
-    from lazymem.files import write_atomic, write_json
+    cells = [Cell((s, r), out / s / r, selected=not config.only or r in config.only)
+             for s in config.sets for r in config.rows]
+    prepared = CellInputs(config)
 
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "table.json", table)
-    write_atomic(out / "table.md", table_markdown(table, config.reference))
+    def check(cell: Cell) -> list[str] | None:
+        if not cell.selected and read_json(cell.folder / SUMMARY_FILE) is None:
+            return None  # left out, nothing to show: its config is not even built
+        return cell_changes(cell.folder, *prepared(cell))
+
+    def run(cell: Cell, changes: tuple[str, ...]) -> dict:
+        cfg, dataset = prepared(cell)
+        return evaluate(cfg, cell.folder, progress=progress, clients=clients_for(*cell.key) if clients_for else None,
+                        dataset=dataset, force_new=bool(changes), command=["lazymem", "eval-table", *cell.key])
+
+    outcomes = run_cells(cells, check=check, run=run, load=lambda cell: read_json(cell.folder / SUMMARY_FILE),
+                         resume=True, progress="lines" if progress else None, label="eval-table")
+    summaries: dict[str, dict[str, dict]] = {}
+    for o in outcomes:
+        if o.shown or o.status == "stale":  # a stale cell shows no numbers, only its mark
+            summaries.setdefault(o.cell.key[0], {})[o.cell.key[1]] = o.result if o.shown else {}
+    marks = {o.cell.key: o.mark() for o in outcomes}
+    table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None), **marks[(s, r)])
+                 for r, v in rows.items()} for s, rows in summaries.items()}
+    write_table(out, table, table_markdown(table, config.reference))
     return table
+
+
+class CellInputs:
+    """A cell's EvalConfig and dataset, built when first asked for; a dataset is loaded once per
+    (spec, subset) and shared by the set's rows."""
+
+    def __init__(self, config: EvalTableConfig):
+        self.config = config
+        self.configs: dict[tuple[str, ...], Any] = {}
+        self.datasets: dict[tuple, Any] = {}
+
+    def __call__(self, cell: Any) -> tuple[Any, Any]:
+        from lazymem.data import load_dataset
+        from lazymem.eval.config import EvalConfig
+
+        if cell.key not in self.configs:
+            self.configs[cell.key] = EvalConfig.from_yaml(self.config.base, self.config.cell_overrides(*cell.key))
+        cfg = self.configs[cell.key]
+        key = (cfg.dataset, cfg.subset)
+        if key not in self.datasets:
+            self.datasets[key] = load_dataset(cfg.dataset, subset=cfg.subset)
+        return cfg, self.datasets[key]
 
 
 def table_markdown(table: Mapping[str, Mapping[str, Mapping]], reference: str | None = None,
                    columns: Sequence[str] = COLUMNS) -> str:
     """One markdown table per question set, a row per method; empty columns left out."""
+    from lazymem.sweep import mark_notes
+
     lines = []
     for set_name, rows in table.items():
         cols = [c for c in columns if any(r.get(c) is not None for r in rows.values())]
@@ -237,13 +251,8 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]], reference: str | 
             shown = f"{name} ({r['note']})" if r.get("note") else name
             lines.append(f"| {shown} | " + " | ".join(_fmt(c, r.get(c)) for c in cols) + " |")
         lines.append("")
-        for mark, text in (("recomputed", "recomputed: its earlier results were of other inputs (set aside in "
-                                          "its folder's previous-<time>/)"),
-                           ("stale", "stale, not shown: its results are of other inputs and `only` left it out "
-                                     "(rerun it, e.g. --set only=[row])")):
-            lines += [f"- {name} {text}: {r[mark]}" for name, r in rows.items() if r.get(mark)]
-        if any(r.get("recomputed") or r.get("stale") for r in rows.values()):
-            lines.append("")
+        notes = mark_notes(rows, MARK_TEXTS)
+        lines += [*notes, ""] if notes else []
     return "\n".join(lines)
 
 

@@ -13,11 +13,12 @@ Modules:
   cell (``notebook_parameters``), ``-p name=value`` (``parse_param``), grid files
   (``load_grid``, ``expand_grid``) and readable run ids (``run_id``);
 - ``runner``: ``run_grid`` executes a notebook per grid point into
-  ``papermill_runs/<stem>/<run_id>/`` with a provenance manifest; ``RunResult``, ``results_table``;
+  ``papermill_runs/<stem>/<run_id>/`` with a provenance manifest (the points go through the sweep
+  engine, ``lazymem.sweep``); ``RunResult``, ``results_table``;
 - ``tables``: notebook-side ``record_metrics``/``metrics_table`` and ``eval_overview``;
 - ``explorer``: the window explorer's data (``explore_question``, ``explorer_metrics``, ...);
-- ``ablations``: notebook 09's sweep points (``ablation_config``, ``ablation_point``,
-  ``run_all_at_k``);
+- ``ablations``: notebook 09's sweep points (``ablation_config``, ``ablation_sweep`` through
+  ``lazymem.sweep``, ``ablation_point``, ``run_all_at_k``);
 - ``compare``: the report with its Pareto figure and notebooks 08/10's run folders
   (``report_with_figures``, ``method_runs``);
 - ``recipe``: the LazyMem-135M training recipe notebook 07 runs (``RECIPE``, ``run_recipe``).
@@ -25,7 +26,7 @@ Modules:
 Credentials are named and redacted by ``lazymem.secrets`` (``is_secret``, ``redact`` and
 ``REDACTED`` are re-exported here).
 """
-from lazymem.notebooks.ablations import UNCHANGED, ablation_config, ablation_point, run_all_at_k
+from lazymem.notebooks.ablations import UNCHANGED, ablation_config, ablation_point, ablation_sweep, run_all_at_k
 from lazymem.notebooks.explorer import (
     EXTRACTIVE_METHODS,
     WINDOW_RECORDS_FILE,
@@ -57,7 +58,7 @@ from lazymem.notebooks.tables import eval_overview, metrics_table, record_metric
 from lazymem.secrets import REDACTED, is_secret, redact
 
 __all__ = [
-    "UNCHANGED", "ablation_config", "ablation_point", "run_all_at_k",
+    "UNCHANGED", "ablation_config", "ablation_point", "ablation_sweep", "run_all_at_k",
     "EXTRACTIVE_METHODS", "WINDOW_RECORDS_FILE", "explore_question", "explorer_methods", "explorer_metrics",
     "load_window_records", "question_options", "expand_grid", "load_grid", "notebook_parameters", "parse_param",
     "project_root", "resolve_notebook", "run_id", "MANIFEST_PACKAGES", "METRICS_PARAM", "RunResult", "git_state",

@@ -1,8 +1,9 @@
 """Notebook 09's sweep points: one eval config per radius or training stage, its run, its table row.
 
-A point is an ordinary resumable eval run (``lazymem.eval.evaluate``) in its own folder; its row
-is the report's (``lazymem.eval.report.build_report``) plus All@k over the run's own records
-(every gold message of a question among the positions its memory step saw).
+A point is an ordinary resumable eval run (``lazymem.eval.evaluate``) in its own folder, run through
+the sweep engine (``lazymem.sweep``: a point of other inputs is recomputed, its old results set
+aside); its row is the report's (``lazymem.eval.report.build_report``) plus All@k over the run's own
+records (every gold message of a question among the positions its memory step saw).
 """
 from __future__ import annotations
 
@@ -72,15 +73,45 @@ def run_all_at_k(records: Iterable[Mapping[str, Any]]) -> float | None:
     return sum(covered) / len(covered) if covered else None
 
 
-def ablation_point(run_dir: str | Path, config: EvalConfig, n_resamples: int = 100) -> dict[str, Any]:
-    """Run (or resume) one point into ``run_dir`` and return its row: score and metric, All@k,
-    Gate Fmt., the strict gate, gold-keep recall, memory tokens, questions and errors."""
+def ablation_sweep(points: Mapping[Any, tuple[str | Path, EvalConfig]], n_resamples: int = 100) -> dict[Any, dict]:
+    """Run (or resume) every point into its folder through the sweep engine (``lazymem.sweep``) and
+    return {name: row} (``ablation_point``'s row), in the points' order.
+
+    A point whose earlier results were made from other inputs (config, dataset bytes, prompts:
+    ``lazymem.eval.table.cell_changes``) is recomputed, its old results set aside into
+    ``<folder>/previous-<time>/``, as eval-table does; a finished point costs nothing.
+    """
     from lazymem.eval import evaluate
     from lazymem.eval.report import build_report
     from lazymem.eval.runfiles import latest_records, read_records
+    from lazymem.eval.table import cell_changes
+    from lazymem.sweep import Cell, run_cells
 
-    evaluate(config, run_dir, progress=False)
-    row = build_report([run_dir], n_resamples=n_resamples)["rows"][0]
-    records = latest_records(read_records(Path(run_dir) / "records.jsonl")[0]).values()
-    return {"score": row["score"], "metric": row["metric"], "All@k": run_all_at_k(records),
-            **{k: row[v] for k, v in ROW_KEYS.items()}}
+    datasets: dict[tuple, Any] = {}
+
+    def dataset(cfg: EvalConfig) -> Any:
+        from lazymem.data import load_dataset
+
+        key = (cfg.dataset, cfg.subset)
+        if key not in datasets:
+            datasets[key] = load_dataset(cfg.dataset, subset=cfg.subset)
+        return datasets[key]
+
+    def run(cell: Cell, changes: tuple[str, ...]) -> dict[str, Any]:
+        evaluate(cell.spec, cell.folder, progress=False, dataset=dataset(cell.spec), force_new=bool(changes))
+        row = build_report([cell.folder], n_resamples=n_resamples)["rows"][0]
+        records = latest_records(read_records(cell.folder / "records.jsonl")[0]).values()
+        return {"score": row["score"], "metric": row["metric"], "All@k": run_all_at_k(records),
+                **{k: row[v] for k, v in ROW_KEYS.items()}}
+
+    names = list(points)
+    cells = [Cell((str(name),), Path(folder), cfg) for name, (folder, cfg) in points.items()]
+    outcomes = run_cells(cells, check=lambda cell: cell_changes(cell.folder, cell.spec, dataset(cell.spec)), run=run,
+                         resume=True, progress=None, label="ablations")
+    return {name: o.result for name, o in zip(names, outcomes, strict=True)}
+
+
+def ablation_point(run_dir: str | Path, config: EvalConfig, n_resamples: int = 100) -> dict[str, Any]:
+    """Run (or resume) one point into ``run_dir`` and return its row: score and metric, All@k,
+    Gate Fmt., the strict gate, gold-keep recall, memory tokens, questions and errors."""
+    return ablation_sweep({"point": (run_dir, config)}, n_resamples)["point"]

@@ -7,8 +7,11 @@ Each point runs into ``papermill_runs/<notebook stem>/<run_id>/`` with
 - ``manifest.json``: parameters (secrets redacted), notebook sha256, git commit, versions,
   times, status, error.
 
-A point whose manifest says ``"ok"`` for the same notebook content is skipped unless
-``force``. Grid files, parameters and run ids: ``lazymem.notebooks.params``.
+The points go through the sweep engine (``lazymem.sweep``): a point whose manifest says ``"ok"``
+for the same notebook content is skipped unless ``force``; any other point with earlier files (a
+changed notebook, ``force``, a failed or cut-short run) has them set aside into
+``<run_id>/previous-<time>/`` first, never deleted; a failing point is recorded and the others still
+run. Grid files, parameters and run ids: ``lazymem.notebooks.params``.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lazymem.errors import ConfigError
-from lazymem.files import sha256_file  # noqa: F401  (re-exported: notebook content hashes)
+from lazymem.files import sha256_file, write_json
 from lazymem.notebooks.params import expand_grid, load_grid, notebook_parameters, project_root, resolve_notebook, run_id
 from lazymem.runinfo import now
 from lazymem.secrets import REDACTED, is_secret, looks_secret, redact
@@ -34,6 +37,7 @@ from lazymem.secrets import REDACTED, is_secret, looks_secret, redact
 MANIFEST_PACKAGES = ("lazymem", "papermill", "nbformat", "nbclient", "ipykernel", "numpy", "pandas", "plotly",
                      "kaleido", "torch", "transformers", "sentence-transformers", "rank-bm25", "bm25s", "trl")
 METRICS_PARAM = "metrics_path"
+MANIFEST_FILE, METRICS_FILE = "manifest.json", "metrics.json"  # a run folder's files (and the notebook)
 
 
 @dataclass(frozen=True)
@@ -162,9 +166,8 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     Failures of single points do not raise: they are recorded in the manifest and the
     result (``status == "failed"``), and the remaining points still run.
     """
-    from tqdm.auto import tqdm
-
     import lazymem
+    from lazymem.sweep import Cell, run_cells
 
     spec = load_grid(grid) if isinstance(grid, (str, Path)) else dict(grid or {})
     if notebook is None and not spec.get("notebook"):
@@ -184,55 +187,85 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     varying = [k for k in (spec.get("grid") or {}) if k not in (params or {})]
     nb_sha = sha256_file(nb_path)
     root = project_root(nb_path.parent)
-    git = git_state(root)
     from lazymem.eval import package_versions
 
-    versions = package_versions(MANIFEST_PACKAGES)
+    common = {"notebook": str(nb_path), "notebook_sha256": nb_sha, "kernel": kernel, "git": git_state(root),
+              "lazymem_version": lazymem.__version__, "python": sys.version.split()[0],
+              "packages": package_versions(MANIFEST_PACKAGES)}  # every point's manifest holds these
     out_base = Path(out_root) / nb_path.stem
-    results: list[RunResult] = []
-    bar = tqdm(points, desc=f"{nb_path.stem}", unit="run", disable=not progress)
-    for point in bar:
+    cells = []
+    for point in points:
         rid = run_id(point, varying)
-        bar.set_postfix_str(rid)
-        run_dir = out_base / rid
-        manifest_path = run_dir / "manifest.json"
-        metrics_path = (run_dir / "metrics.json").resolve()
-        shown = redact(point)
-        notes: list[str] = []
-        old = _read_json(manifest_path)
-        if old and old.get("status") == "ok" and not force:
-            if old.get("notebook_sha256") == nb_sha:
-                results.append(RunResult(rid, shown, "skipped", str(run_dir), _read_json(metrics_path),
-                                         notes=("ok run exists; force=True reruns",)))
-                continue
-            notes.append("rerun: the notebook changed since the ok run")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        metrics_path.unlink(missing_ok=True)  # a stale file must not pass for this run's metrics
-        manifest = {
-            "run_id": rid, "notebook": str(nb_path), "notebook_sha256": nb_sha, "params": shown,
-            "kernel": kernel, "git": git, "lazymem_version": lazymem.__version__, "python": sys.version.split()[0],
-            "packages": versions, "start": now(), "end": None, "duration_s": None, "status": "running",
-            "error": None, "output_notebook": str(run_dir / nb_path.name), "metrics_path": str(metrics_path),
-        }
-        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        t0 = time.perf_counter()
-        error = None
-        try:
-            _execute(nb_path, run_dir / nb_path.name, {**point, METRICS_PARAM: str(metrics_path)}, kernel,
-                     nb_path.parent)
-        except Exception as e:  # a failing point must not stop the grid; it is recorded below
-            error = _error_text(e)
-            manifest["traceback"] = traceback.format_exc(limit=3)[-4000:]
-        duration = round(time.perf_counter() - t0, 3)
-        metrics = _read_json(metrics_path)
-        if error is None and metrics is None:
-            error = f"the notebook wrote no metrics to {METRICS_PARAM}"
-        status = "failed" if error else "ok"
-        manifest.update(end=now(), duration_s=duration, status=status, error=error)
-        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        results.append(RunResult(rid, shown, status, str(run_dir), metrics, error, duration, tuple(notes)))
-    bar.close()
+        cells.append(Cell((rid,), out_base / rid, point, results=(MANIFEST_FILE, METRICS_FILE, nb_path.name)))
+
+    def check(cell: Cell) -> list[str] | None:
+        old = _read_json(cell.folder / MANIFEST_FILE)
+        if not old:  # files without their manifest are of unknown inputs: set aside, never taken for this run's
+            return ["no readable manifest"] if any((cell.folder / n).exists() for n in cell.results) else None
+        if old.get("status") != "ok":
+            return [f"its last run is {old.get('status')}"]  # failures are retried
+        if force:
+            return ["force=True"]
+        return [] if old.get("notebook_sha256") == nb_sha else ["the notebook changed since the ok run"]
+
+    def run(cell: Cell, changes: tuple[str, ...]) -> dict:
+        return _run_point(nb_path, cell.folder, cell.key[0], cell.spec, kernel, common)
+
+    outcomes = run_cells(cells, check=check, run=run, load=lambda cell: _read_json(cell.folder / METRICS_FILE) or {},
+                         catch=True, describe=_point_error, progress="bar" if progress else None, label=nb_path.stem)
+    results = []
+    for o in outcomes:
+        cell = o.cell
+        shown, run_dir = redact(cell.spec), str(cell.folder)
+        if o.status == "reused":
+            results.append(RunResult(cell.key[0], shown, "skipped", run_dir, _read_json(cell.folder / METRICS_FILE),
+                                     notes=("ok run exists; force=True reruns",)))
+            continue
+        notes = (f"rerun: {'; '.join(o.changes)}",) if o.changes and o.changes[0] != "force=True" else ()
+        manifest = _read_json(cell.folder / MANIFEST_FILE) or {}
+        results.append(RunResult(cell.key[0], shown, "failed" if o.status == "failed" else "ok", run_dir,
+                                 o.result if o.status != "failed" else _read_json(cell.folder / METRICS_FILE),
+                                 o.error, manifest.get("duration_s") or o.duration_s, notes))
     return results
+
+
+class PointFailed(Exception):
+    """A grid point's notebook failed or wrote no metrics (its manifest says why)."""
+
+
+def _point_error(e: BaseException) -> str:
+    from lazymem.sweep import error_text
+
+    return str(e) if isinstance(e, PointFailed) else error_text(e)
+
+
+def _run_point(nb_path: Path, run_dir: Path, rid: str, point: dict, kernel: str, common: Mapping) -> dict:
+    """Execute one point into ``run_dir`` with its manifest; returns its metrics, PointFailed when it fails."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    metrics_path = (run_dir / METRICS_FILE).resolve()
+    manifest = {
+        "run_id": rid, "notebook": common["notebook"], "notebook_sha256": common["notebook_sha256"],
+        "params": redact(point), **{k: common[k] for k in ("kernel", "git", "lazymem_version", "python", "packages")},
+        "start": now(), "end": None, "duration_s": None, "status": "running", "error": None,
+        "output_notebook": str(run_dir / nb_path.name), "metrics_path": str(metrics_path),
+    }
+    write_json(run_dir / MANIFEST_FILE, manifest, indent=2)
+    t0 = time.perf_counter()
+    error = None
+    try:
+        _execute(nb_path, run_dir / nb_path.name, {**point, METRICS_PARAM: str(metrics_path)}, kernel, nb_path.parent)
+    except Exception as e:  # a failing point must not stop the grid; it is recorded below
+        error = _error_text(e)
+        manifest["traceback"] = traceback.format_exc(limit=3)[-4000:]
+    duration = round(time.perf_counter() - t0, 3)
+    metrics = _read_json(metrics_path)
+    if error is None and metrics is None:
+        error = f"the notebook wrote no metrics to {METRICS_PARAM}"
+    manifest.update(end=now(), duration_s=duration, status="failed" if error else "ok", error=error)
+    write_json(run_dir / MANIFEST_FILE, manifest, indent=2)
+    if error:
+        raise PointFailed(error)
+    return metrics
 
 
 def results_table(results: Sequence[RunResult]) -> str:

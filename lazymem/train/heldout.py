@@ -273,110 +273,14 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
     return summary
 
 
-# --- several models on several held-out sets: the training table -----------------------------------
+# --- the training table's markdown (the table itself: lazymem.train.window_table) ------------------
 
 TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_rate", "reward", "keep_share",
                  "rewritten_rate", "s_per_window")
-
-
-def _chosen(value, known: Mapping, field_name: str, what: str) -> tuple[str, ...]:
-    """A name or names from ``known`` as a tuple (empty = all); an unknown name is a ConfigError."""
-    names = (value,) if isinstance(value, str) else tuple(value or ())
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(f"WindowTableConfig.{field_name}: unknown {what} {unknown} ({what}: {', '.join(known)})")
-    return names
-
-
-@dataclass(frozen=True)
-class WindowTableConfig:
-    """Rows (models) x sets (held-out pair files); the keys of configs/lazymem135m_eval_windows.yaml."""
-
-    sets: Mapping[str, str] = field(default_factory=dict, metadata=h("name -> JSONL of held-out query-window pairs"))
-    rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=h(
-        "name -> {mpm: LLMConfig keys, structured: bool, sampling: Sampling keys}"))
-    only: tuple[str, ...] = field(default=(), metadata=h("run only these rows (empty = all)"))
-    only_sets: tuple[str, ...] = field(default=(), metadata=h(
-        "run only on these sets (empty = all); finished cells of every set stay in the table"))
-    limit: int | None = field(default=40, metadata=h("balanced windows per set (None = all)"))
-    seed: int = field(default=0, metadata=h("seed of the subset: every row sees the same windows"))
-    output_dir: str = field(default="runs/eval_windows", metadata=h("<set>/<row>/summary.json and table.md"))
-
-    def __post_init__(self):
-        for name in ("sets", "rows"):
-            v = getattr(self, name)
-            if not (isinstance(v, Mapping) and v and all(isinstance(k, str) for k in v)):
-                raise ConfigError(f"WindowTableConfig.{name} must be a non-empty mapping of names")
-        object.__setattr__(self, "only", _chosen(self.only, self.rows, "only", "rows"))
-        object.__setattr__(self, "only_sets", _chosen(self.only_sets, self.sets, "only_sets", "sets"))
-
-    def row_config(self, row: str, data: str) -> WindowEvalConfig:
-        spec = dict(self.rows[row])
-        where = f"rows.{row}"
-        from lazymem.errors import check_fields
-
-        check_fields(WindowEvalConfig, spec, where)
-        mpm = spec.pop("mpm", {})
-        sampling = spec.pop("sampling", None)
-        try:
-            check_fields(LLMConfig, mpm, f"{where}.mpm")
-            kw = {"mpm": LLMConfig(**mpm)}
-            if sampling is not None:
-                check_fields(Sampling, sampling, f"{where}.sampling")
-                kw["sampling"] = Sampling(**sampling)
-            return WindowEvalConfig(data=data, limit=self.limit, seed=self.seed, **kw, **spec)
-        except (ConfigError, TypeError) as e:
-            raise ConfigError(f"{where}: {e}") from None
-
-
-def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
-    """Evaluate every (row, set) not yet done (a finished cell with the same settings is read back),
-    then write ``table.md`` and ``table.json``; returns {set: {row: summary}}."""
-    from lazymem.files import write_atomic, write_json
-
-    out = Path(config.output_dir)
-    table: dict[str, dict[str, dict]] = {}
-    for set_name, data in config.sets.items():
-        for row in config.rows:
-            cell = out / set_name / row
-            cfg = config.row_config(row, data)
-            key = json.dumps(_identity(cfg), sort_keys=True, default=str)
-            done = _read_summary(cell)
-            if done is not None and done.get("identity") == key:
-                table.setdefault(set_name, {})[row] = done
-                continue
-            if (config.only and row not in config.only) or (config.only_sets and set_name not in config.only_sets):
-                continue
-            if progress:
-                print(f"[eval-windows] {set_name} / {row}", flush=True)
-            summary = evaluate_windows(cfg, cell, progress=progress)
-            summary["identity"] = key
-            write_json(cell / SUMMARY_FILE, summary)
-            table.setdefault(set_name, {})[row] = summary
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "table.json", table)
-    write_atomic(out / "table.md", table_markdown(table))
-    return table
-
-
-def _identity(cfg: WindowEvalConfig) -> dict:
-    from dataclasses import asdict
-
-    d = asdict(cfg)
-    d["sampling"] = cfg.sampling.as_dict()  # an unset logit_bias leaves older cells' identity unchanged
-    for k in ("batch_size", "num_threads", "concurrency", "timeout", "max_retries", "retry_wait", "cache_dir"):
-        d["mpm"].pop(k, None)
-    d.pop("batch_windows", None)
-    if not cfg.grounded:  # cells finished before the option existed stay valid
-        d.pop("grounded", None)
-    return d
-
-
-def _read_summary(cell: Path) -> dict | None:
-    try:
-        return json.loads((cell / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other settings (set aside in its folder's "
+                            "previous-<time>/)",
+              "stale": "stale, not shown: its results are of other settings and `only` / `only_sets` left it "
+                       "out"}  # the notes under a table, per mark (lazymem.sweep.Outcome.mark)
 
 
 def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
@@ -385,6 +289,8 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
     >>> print(table_markdown({"s": {"base": {"windows": 2, "gate_fmt": 0.5, "reward": None}}}).splitlines()[4])
     | base | 2 | 0.500 | - | - | - | - | - | - | - |
     """
+    from lazymem.sweep import mark_notes
+
     lines = []
     for set_name, rows in table.items():
         lines += [f"## {set_name}", "", "| row | windows | " + " | ".join(TABLE_COLUMNS) + " |",
@@ -393,5 +299,6 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
             cells = [("-" if s.get(c) is None else f"{s[c]:.2f}" if c == "s_per_window" else f"{s[c]:.3f}")
                      for c in TABLE_COLUMNS]
             lines.append(f"| {row} | {s.get('windows', '-')} | " + " | ".join(cells) + " |")
-        lines.append("")
+        notes = mark_notes(rows, MARK_TEXTS)
+        lines += ["", *notes, ""] if notes else [""]
     return "\n".join(lines)

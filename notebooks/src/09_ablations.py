@@ -5,7 +5,9 @@
 # of a question inside its windows) per radius (paper Table 2), and the training-stage sweep (base /
 # SFT / RL adapters of the memory-processing model) reports Gate Fmt., the strict gate, gold-keep
 # recall and the score (paper Table 3). Every point is an ordinary resumable eval run
-# (`<out_root>/<sweep>/<point>`), so a sweep fills in over several sessions and a rerun costs nothing.
+# (`<out_root>/<sweep>/<point>`) through the package's one sweep engine (`lazymem.sweep`, as `lazymem
+# eval-table`), so a sweep fills in over several sessions, a rerun costs nothing, and a point whose
+# inputs changed is recomputed with its old results set aside.
 #
 # As a papermill grid, one point per run: `lazymem notebooks run 09_ablations --grid
 # configs/grid_09_radius.yaml` (or `grid_09_stages.yaml`); each run records its table in
@@ -24,7 +26,7 @@ os.chdir(nb.project_root())  # relative paths mean the repository root in Jupyte
 
 import pandas as pd
 
-from lazymem.notebooks.ablations import ablation_config, ablation_point
+from lazymem.notebooks.ablations import ablation_config, ablation_sweep
 
 # %% tags=["parameters"]
 dataset = "synthetic:messages=200,seed=0,histories=1,questions=6"  # dataset SPEC (paper: locomo10.json#paper)
@@ -49,17 +51,17 @@ common = {"limit": limit, "model": model, "base_url": base_url, "n": n, "recipe"
 # ## 1. History-window radius (paper Table 2)
 
 # %%
-radius = {w: ablation_point(f"{out_root}/radius/w={w}", ablation_config(dataset, method, w, **common))
-          for w in radii}
+radius = ablation_sweep({w: (f"{out_root}/radius/w={w}", ablation_config(dataset, method, w, **common))
+                         for w in radii})
 pd.DataFrame(radius).T.rename_axis("w")
 
 # %% [markdown]
 # ## 2. Training stage (paper Table 3)
 
 # %%
-stage_rows = {name: ablation_point(f"{out_root}/stage/{name}",
-                                   ablation_config(dataset, "lazymem", stage_w, adapter=adapter, **common))
-              for name, adapter in stages.items()}
+stage_rows = ablation_sweep({name: (f"{out_root}/stage/{name}",
+                                     ablation_config(dataset, "lazymem", stage_w, adapter=adapter, **common))
+                             for name, adapter in stages.items()})
 pd.DataFrame(stage_rows).T.rename_axis("stage") if stage_rows else "no stages given (set `stages`)"
 
 # %% [markdown]
