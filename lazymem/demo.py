@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lazymem.eval import EvalConfig
+    from lazymem.eval.records import RunRecord
     from lazymem.records import Dataset
 
 DEMO_MPMS = ("lazymem-135m", "base", "extractive")
@@ -42,24 +43,24 @@ def demo_eval_config(mpm: str = "lazymem-135m") -> EvalConfig:
     return EvalConfig.from_yaml(recipe, _MPM_OVERRIDES[mpm])
 
 
-def show_memories(records: dict[str, dict], ds: Dataset, width: int = 104) -> None:
+def show_memories(records: dict[str, RunRecord], ds: Dataset, width: int = 104) -> None:
     """Per question: the answers, then the gold evidence (kept or not) and the kept memory lines."""
     for qid, r in records.items():
         q = ds.question(qid)
         history = ds.history(q)
-        kept = {d["pos"]: d for d in r.get("decisions") or () if d["op"] == "KEEP"}
-        c = r.get("construction") or {}
-        print(f"- [{q.abbrev}] {q.text}\n    gold answer: {q.answer!r}   model answer: {r.get('answer', '')[:80]!r}")
+        kept = {d.pos: d for d in r.decisions or () if d.op == "KEEP"}
+        c = r.construction
+        print(f"- [{q.abbrev}] {q.text}\n    gold answer: {q.answer!r}   model answer: {(r.answer or '')[:80]!r}")
         if c:
-            print(f"    {c['n_windows']} windows, gate ok {c['n_valid']}/{c['n_windows']}, kept {c['n_kept']}/"
-                  f"{c['n_messages']} messages, gold kept {c['n_gold_kept']}/{c['n_gold']} (gold in windows)")
+            print(f"    {c.n_windows} windows, gate ok {c.n_valid}/{c.n_windows}, kept {c.n_kept}/"
+                  f"{c.n_messages} messages, gold kept {c.n_gold_kept}/{c.n_gold} (gold in windows)")
         for pos in q.evidence:
             m = history.messages[pos]
             mark = "KEPT   " if pos in kept else "dropped" if c else "       "
             print(f"    gold  [{mark}] {m.role}: {m.text[:width]}")
         for pos, d in sorted(kept.items()):
             tag = "gold" if pos in q.evidence else "    "
-            print(f"    kept  [{tag}]    {d['content'][:width]}")
+            print(f"    kept  [{tag}]    {(d.content or '')[:width]}")
         if not kept:
             print("    kept  (nothing)")
 
@@ -131,7 +132,7 @@ def _eval_stage(mpm: str, eval_out: str | None) -> dict:
     from lazymem.errors import ConfigError
     from lazymem.eval import evaluate
     from lazymem.eval import summary_text as eval_summary_text
-    from lazymem.eval.runfiles import latest_records, read_records
+    from lazymem.eval.runfiles import latest_records, load_records
 
     if mpm == "lazymem-135m":
         from lazymem.llm.models import resolve_adapter
@@ -156,7 +157,7 @@ def _eval_stage(mpm: str, eval_out: str | None) -> dict:
     t = time.perf_counter()
     summary = evaluate(config, out, command=["lazymem", "demo", "--mpm", mpm])
     print(eval_summary_text(summary))
-    records, _ = read_records(f"{out}/records.jsonl")
+    records, _ = load_records(f"{out}/records.jsonl")
     show_memories(latest_records(records), load_dataset(config.dataset))
     print(f"[eval stage {time.perf_counter() - t:.1f} s]  More: lazymem eval configs/eval_demo.yaml --limit 0 "
           "--out runs/eval/demo-all (every question), configs/eval_locomo_paper.yaml (LoCoMo), "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> dict:
     from lazymem.data import load_dataset
-    from lazymem.eval import read_records
+    from lazymem.eval import load_records
     from lazymem.eval.attribution import attribute_run, drill_down
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -28,16 +28,16 @@ def main(argv: list[str] | None = None) -> dict:
     texts = {h.id: {m.pos: m.text for m in h.messages} for h in ds.histories.values()}
     out = {}
     for d in args.runs:
-        recs = [r for r in read_records(Path(d) / "records.jsonl")[0] if r.get("status") == "ok"]
-        a = attribute_run(recs, lambda r: texts.get(r["question"]["history_id"]))
+        recs = [r for r in load_records(Path(d) / "records.jsonl")[0] if r.ok]
+        a = attribute_run(recs, lambda r: texts.get(r.question.history_id))
         out[Path(d).name] = {k: a[k] for k in ("questions", "wrong", "counts", "by_type")}
         print(f"{Path(d).name}: {a['questions']} questions, {a['wrong']} wrong: {a['counts']}")
         shown = 0
         for item in a["items"]:
             if shown >= args.drill or item["stage"] not in ("retrieval miss", "editing loss", "QA error"):
                 continue
-            rec = next(r for r in recs if r["question_id"] == item["question_id"])
-            print(json.dumps(drill_down(rec, texts.get(rec["question"]["history_id"])), indent=1)[:3000])
+            rec = next(r for r in recs if r.question_id == item["question_id"])
+            print(json.dumps(drill_down(rec, texts.get(rec.question.history_id)), indent=1)[:3000])
             shown += 1
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from lazymem.eval.attribution import attribute, attribute_run, drill_down, is_wrong
+from lazymem.eval.records import RunRecord
 
 TEXTS = {0: "Hi", 1: "I moved to Lisbon in May 2023.", 2: "Nice!", 3: "My dog is Biscuit.", 4: "Cute."}
 
@@ -45,8 +46,11 @@ def test_methods_without_editing_and_nanomemory():
 
 
 def test_wrong_answer_rule_and_run_counts():
-    assert is_wrong({"judge": {"label": True}}) is False and is_wrong({"locomo_f1": 0.2}) is True
-    assert is_wrong({"answer_f1": 0.8}) is False and is_wrong({}) is None
+    def r(**kw):
+        return RunRecord.from_json({"question_id": "q", "method": "rag", "status": "ok", **kw})
+
+    assert is_wrong(r(judge={"label": True})) is False and is_wrong(r(locomo_f1=0.2)) is True
+    assert is_wrong(r(answer_f1=0.8)) is False and is_wrong(r()) is None
     records = [rec(), rec(kept=()), rec(evidence=(1, 3)), rec(label=True), dict(rec(), question_id="q2")]
     run = attribute_run(records, texts_of=lambda r: TEXTS)
     assert run["wrong"] == 4 and run["counts"] == {"QA error": 2, "editing loss": 1, "retrieval miss": 1}

@@ -825,7 +825,14 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
     for k in _OPERATIONAL["retrieval"]:
         d["pipeline"]["retrieval"].pop(k, None)
     old = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
-    assert config_fingerprint(c) == old
+    for role in ("mpm", "answer"):  # the thinking budget came later still: version 1 hashed it unset
+        del d["pipeline"][role]["thinking_budget"], d["pipeline"][role]["thinking_budget_mode"]
+    before_thinking = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+    from lazymem.eval.config import config_fingerprints
+
+    assert config_fingerprints(c) == (before_thinking, old)  # version 2's hash, then version 1's
+    assert config_fingerprint(c) == before_thinking
+    old = before_thinking
     adapted = dataclasses.replace(c, pipeline=dataclasses.replace(
         c.pipeline, mpm=dataclasses.replace(c.pipeline.mpm, adapter="runs/train/sft/final")))
     assert config_fingerprint(adapted) != old  # a set adapter is part of what decides the records

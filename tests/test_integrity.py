@@ -238,7 +238,7 @@ def _run_folder(tmp_path, record: dict, manifest: object = None) -> Path:
 @pytest.mark.parametrize("record, manifest, message", [
     ({"answer_f1": "high"}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field "
                                   r"answer_f1: 'high' is not a number"),
-    ({"status": ...}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field status: null"),
+    ({"status": ...}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field status: missing"),
     ({"question": ["t"]}, None, r"records\.jsonl: .*question_id 'q1'.*field question: a list, expected an object"),
     ({"timings": {"total": "1s"}}, None, r"records\.jsonl: .*field timings\.total: '1s' is not a number"),
     ({}, {"config": ["judge", "none"]}, r"manifest\.json: field config: a list, expected an object"),

@@ -351,12 +351,15 @@ def test_demo_shows_kept_memory_next_to_gold_and_falls_back_without_the_adapter(
     ds = load_dataset("synthetic:messages=150,seed=0,histories=1,questions=6")
     q = next(q for q in ds.questions if q.evidence)
     gold = q.evidence[0]
-    rec = {"answer": "an answer", "construction": {"n_windows": 2, "n_valid": 2, "n_kept": 2, "n_messages": 8,
-                                                   "n_gold_kept": 1, "n_gold": len(q.evidence)},
-           "decisions": [{"pos": gold, "op": "KEEP", "content": "THE GOLD LINE"},
-                         {"pos": gold + 1, "op": "KEEP", "content": "another line"},
-                         {"pos": gold + 2, "op": "DROP", "content": ""}]}
-    show_memories({q.id: rec}, ds)
+    rec = {"answer": "an answer", "construction": {"n_windows": 2, "n_valid": 2, "n_fmt": 2, "n_kept": 2,
+                                                   "n_messages": 8, "n_decided": 8, "n_gold_kept": 1,
+                                                   "n_gold": len(q.evidence), "failures": {}},
+           "decisions": [{"pos": gold, "op": "KEEP", "content": "THE GOLD LINE", "reason": None},
+                         {"pos": gold + 1, "op": "KEEP", "content": "another line", "reason": None},
+                         {"pos": gold + 2, "op": "DROP", "content": "", "reason": None}]}
+    from lazymem.eval.records import RunRecord
+
+    show_memories({q.id: RunRecord.from_json({"question_id": q.id, "method": "lazymem", "status": "ok", **rec})}, ds)
     out = capsys.readouterr().out
     assert f"gold  [KEPT   ] {ds.history(q).messages[gold].role}:" in out
     assert "kept  [gold]    THE GOLD LINE" in out and "kept  [    ]    another line" in out

@@ -26,6 +26,7 @@ from lazymem.eval.memory_measures import (
     rewritten_rate,
     summarize_measures,
 )
+from lazymem.eval.records import ConstructionRecord, RunRecord
 from lazymem.eval.scoring import check_records, summarize
 from lazymem.prompts import text_memory
 from lazymem.records import History, Message, Question
@@ -54,8 +55,8 @@ def record(method: str, memory: str | None = None, keep=(), pool=()) -> dict:
                 [{"pos": 3, "op": "DROP", "content": ""}]
     if memory is None:
         memory = text_memory([HISTORY[p] for p in sorted(set(keep) | set(pool))])
-    return {"method": method, "memory": memory, "decisions": decisions,
-            "pool": {"positions": list(pool)} if pool else None}
+    return RunRecord.from_json({"question_id": "q", "method": method, "status": "ok", "memory": memory,
+                                "decisions": decisions, "pool": {"positions": list(pool)} if pool else None})
 
 
 @pytest.mark.parametrize("method,kw,positions,recall", [
@@ -76,15 +77,15 @@ def test_identity_methods_count_gold_positions_in_memory(method, kw, positions, 
 
 def test_a_kept_message_counts_by_identity_even_when_rewritten():
     rec = record("lazymem", memory="[2023/05/08] user: has a pet", keep=(2,))
-    rec["decisions"][0]["content"] = "has a pet"  # no word of the message left
+    rec = rec.with_(decisions=(rec.decisions[0].with_(content="has a pet"), *rec.decisions[1:]))  # no word left
     assert measure_record(rec, question(), HISTORY).evidence_recall == 0.5
 
 
 def test_empty_memory_is_zero_and_a_question_without_gold_is_none():
-    for rec in (record("lazymem", memory=""), {"method": "mem0", "memory": ""}):
+    for rec in (record("lazymem", memory=""), record("mem0", memory="")):
         m = measure_record(rec, question(), HISTORY)
         assert (m.evidence_recall, m.n_gold_in_memory, m.answer_recall_in_memory) == (0.0, 0, 0.0)
-    assert measure_record({"method": "mem0", "memory": ""}, question(), HISTORY).evidence_match == "text"
+    assert measure_record(record("mem0", memory=""), question(), HISTORY).evidence_match == "text"
     m = measure_record(record("rag", pool=(2,)), question(evidence=(), abstention=True), HISTORY).to_dict()
     assert m == {"evidence_recall": None, "n_gold": 0, "n_gold_in_memory": None, "answer_recall_in_memory": None,
                  "evidence_match": "identity"}
@@ -118,7 +119,8 @@ def test_writing_methods_are_matched_by_text():
     facts = "[8 May 2023] Went to an LGBTQ support group\n[8 May 2023] Adopted a corgi called Biscuit last week"
     q = question(evidence=(2, 6, 8), answer="Biscuit")
     for method in ("mem0", "nanomemory", "some_future_method"):
-        m = measure_record({"method": method, "memory": facts, "baseline": {"gold_shown": 3}}, q, HISTORY)
+        m = measure_record({"question_id": "q", "method": method, "status": "ok", "memory": facts,
+                            "baseline": {"gold_shown": 3}}, q, HISTORY)
         # 2: adopted corgi biscuit last week (5 of 6 stems: "named" missing); 8: lgbtq support group (+went: 4 of 6);
         # 6 "Biscuit loves the beach": biscuit only, 1 of 3 stems
         assert (m.evidence_match, m.n_gold_in_memory, m.evidence_recall) == ("text", 2, pytest.approx(2 / 3))
@@ -180,7 +182,8 @@ def test_rewritten_rate_from_construction_and_missing_for_old_records():
     assert (c["n_rewritten"], c["rewritten_rate"]) == (3, 3 / 8)
     c = summarize(new + [ok_record("q3", None, construction=cons)])["construction"]
     assert (c["n_rewritten"], c["rewritten_rate"]) == (None, None) and c["gate_fmt"] == 1.0
-    assert rewritten_rate([dict(cons, n_rewritten=3)]) == (3, 1.0)  # without n_keep_decisions: of n_kept
+    # without n_keep_decisions: of n_kept
+    assert rewritten_rate([ConstructionRecord.from_json(dict(cons, n_rewritten=3))]) == (3, 1.0)
 
 
 @pytest.mark.parametrize("measures,field", [
@@ -197,7 +200,7 @@ def test_check_records_names_a_bad_measure(measures, field):
     with pytest.raises(LoadError, match="field memory_measures: a list, expected an object"):
         check_records([bad], "run/records.jsonl")
     cons = {k: 1 for k in ("n_windows", "n_valid", "n_fmt", "n_messages", "n_kept", "n_gold", "n_gold_kept")}
-    with pytest.raises(LoadError, match="field construction.n_rewritten: '1' is not a count"):
+    with pytest.raises(LoadError, match="field construction.n_rewritten: '1' is not an integer"):
         check_records([ok_record("q1", None, construction=dict(cons, n_rewritten="1"))], "r")
 
 

@@ -3,6 +3,7 @@ report, table and Pareto label of such a run says "(ours, not in the paper)"; no
 from __future__ import annotations
 
 from lazymem.eval.paper import REPORTED, not_in_paper, system_label
+from lazymem.eval.records import RunRecord
 from lazymem.eval.report import report_markdown, system_row
 from lazymem.eval.table import table_markdown, table_row
 
@@ -17,7 +18,8 @@ def _summary(method: str, dataset: str = "locomo10-paper") -> dict:
 
 
 def _run(name: str, method: str, dataset: str = LOCOMO) -> dict:
-    latest = {"q1": {"status": "ok", "question": {"type": "single-hop"}, "locomo_f1": 0.5}}
+    latest = {"q1": RunRecord.from_json({"question_id": "q1", "method": method, "status": "ok",
+                                         "question": {"type": "single-hop"}, "locomo_f1": 0.5})}
     return {"name": name, "summary": _summary(method), "latest": latest, "dataset": dataset}
 
 

@@ -66,7 +66,7 @@ def test_remeasure_refuses_other_data_a_torn_line_and_an_unknown_question(old_ru
     assert (run / "records.jsonl").read_text() == records + '{"question_id": "syn1-h0-q9", "sta'  # nothing lost
     manifest["dataset"]["sha256"] = None
     (run / "manifest.json").write_text(json.dumps(manifest))
-    extra = json.dumps({"question_id": "nope", "status": "ok", "memory": ""})
+    extra = json.dumps({"question_id": "nope", "method": "extractive", "status": "ok", "memory": ""})
     (run / "records.jsonl").write_text(records + extra + "\n")
     with pytest.raises(LoadError, match=r"record 5, field question_id: 'nope' is not a question"):
         remeasure(run)

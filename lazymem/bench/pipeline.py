@@ -111,15 +111,14 @@ def _agreement(ref: tuple, other: tuple) -> dict:
 
 def cold_warm(config_path: str | os.PathLike, overrides: Sequence[str] = (), progress: bool = True) -> dict:
     """``lazymem eval CONFIG`` twice as fresh processes on one new, empty cache: wall times, ratio, same records."""
-    from lazymem.eval.runfiles import RECORDS_FILE, read_records
+    from lazymem.eval.runfiles import RECORDS_FILE, load_records
 
     def records(out: Path) -> list[dict]:
-        keep = ("question_id", "status", "answer", "memory", "pool")
-        rows, _ = read_records(out / RECORDS_FILE)
-        for r in rows:
-            if isinstance(r.get("pool"), dict):
-                r["pool"] = r["pool"].get("positions")  # timings differ by design
-        return sorted(({k: r.get(k) for k in keep} for r in rows), key=lambda r: r["question_id"])
+        rows, _ = load_records(out / RECORDS_FILE)
+        return sorted(({"question_id": r.question_id, "status": r.status, "answer": r.answer, "memory": r.memory,
+                        # the pool's positions only: its timings differ by design
+                        "pool": None if r.pool is None else list(r.pool.positions)} for r in rows),
+                      key=lambda r: r["question_id"])
 
     from lazymem.llm.tokens import DIR_ENV, qwen3_tokenizer_dir
 

@@ -5,7 +5,8 @@ Modules, from the ground up:
 - ``config``: EvalConfig, apply_overrides, config_fingerprint, select_questions.
 - ``f1``: LoCoMo's official token F1 (normalize_answer, token_f1, locomo_f1, ...).
 - ``judge``: the official LLM judges' prompts and reply parsers, judge_answer, check_judge.
-- ``runfiles``: the run folder's file names, read_records, atomic and fsynced writes,
+- ``records``: RunRecord, the typed run record (one line of records.jsonl) and its parts.
+- ``runfiles``: the run folder's file names, load_records (typed) and read_records (raw JSON), atomic writes,
   secret masking, window_lines, resuming.
 - ``provenance``: git_commit, package_versions, timestamps, the manifest.
 - ``scoring``: summarize, compare_with_baseline, summary_text, percentiles, the running score.
@@ -49,6 +50,7 @@ from lazymem.eval.metrics import (  # noqa: F401
     windows_summary,
 )
 from lazymem.eval.provenance import package_versions  # noqa: F401
-from lazymem.eval.runfiles import read_records  # noqa: F401
+from lazymem.eval.records import RunRecord  # noqa: F401
+from lazymem.eval.runfiles import load_records, read_records  # noqa: F401
 from lazymem.eval.runner import evaluate  # noqa: F401
 from lazymem.eval.scoring import compare_with_baseline, percentiles, summarize, summary_text  # noqa: F401

@@ -18,8 +18,10 @@ False), or, without a judge, when its F1 (LoCoMo official, else the proxy) is be
 for NanoMemory and Mem0 (they rewrite) only the key-content check applies, and a gold message
 outside what they showed (sessions; the chunks behind Mem0's returned memories) is a retrieval miss.
 
->>> rec = {"status": "ok", "method": "rag", "question": {"evidence": [3], "answer": "Lisbon", "type": "t"},
-...        "pool": {"positions": [1, 2]}, "judge": {"label": False}, "windows": [], "decisions": [], "memory": ""}
+>>> from lazymem.eval.records import RunRecord
+>>> rec = RunRecord.from_json({"question_id": "q1", "status": "ok", "method": "rag",
+...     "question": {"evidence": [3], "answer": "Lisbon", "type": "t"}, "pool": {"positions": [1, 2]},
+...     "judge": {"label": False}, "windows": [], "decisions": [], "memory": ""})
 >>> attribute(rec)["stage"]
 'retrieval miss'
 """
@@ -30,47 +32,57 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lazymem.eval.f1 import answer_tokens
+from lazymem.eval.records import RunRecord
 from lazymem.pipeline.methods import method_class, method_names
 
 STAGES = ("retrieval miss", "editing loss", "QA error")
 
 
-def _method(rec: Mapping):
+def _method(rec: RunRecord):
     """The record's Method class (None for a method this code does not know, e.g. a removed one)."""
-    name = rec.get("method")
+    name = rec.method
     return method_class(name) if name in method_names() else None
 
 
-def is_wrong(rec: Mapping, f1_threshold: float = 0.5) -> bool | None:
+def is_wrong(rec: RunRecord | Mapping, f1_threshold: float = 0.5) -> bool | None:
     """True/False for an ok record with a judge label or an F1; None when it cannot tell."""
-    j = rec.get("judge") or {}
-    if j.get("label") is not None:
-        return not j["label"]
-    f1 = rec.get("locomo_f1") if rec.get("locomo_f1") is not None else rec.get("answer_f1")
+    rec = RunRecord.of(rec)
+    if rec.label is not None:
+        return not rec.label
+    f1 = rec.locomo_f1 if rec.locomo_f1 is not None else rec.answer_f1
     return None if f1 is None else f1 < f1_threshold
 
 
-def candidates(rec: Mapping) -> set[int] | None:
-    """Positions the memory could be built from (None when the method saw the whole history)."""
-    if rec.get("windows"):
-        return {p for w in rec["windows"] for p in w["positions"]}
-    if rec.get("pool"):
-        return set(rec["pool"]["positions"])
+def candidates(rec: RunRecord | Mapping) -> set[int] | None:
+    """Positions the memory could be built from (None when the method saw the whole history).
+
+    A raw record (a dict with ``windows`` / ``pool``) is read as it is: callers with partial records use it."""
+    if isinstance(rec, Mapping):
+        if rec.get("windows"):
+            return {p for w in rec["windows"] for p in w["positions"]}
+        return set(rec["pool"]["positions"]) if rec.get("pool") else None
+    if rec.windows:
+        return rec.window_positions
+    if rec.pool is not None:
+        return set(rec.pool.positions)
     return None
 
 
-def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_threshold: float = 0.5) -> dict:
+def attribute(rec: RunRecord | Mapping, history_texts: Mapping[int, str] | None = None,
+              f1_threshold: float = 0.5) -> dict:
     """The stage of one record's error (``stage`` None when the answer is right or unknown).
 
     ``history_texts`` (position -> text) lets the editing check compare the answer tokens the
-    gold messages hold with those in the memory; without it only dropped gold counts.
+    gold messages hold with those in the memory; without it only dropped gold counts. A raw record
+    (a dict of records.jsonl) is read with ``RunRecord.from_json``.
     """
-    q = rec.get("question") or {}
-    gold = set(q.get("evidence") or ())
-    out: dict[str, Any] = {"question_id": rec.get("question_id"), "type": q.get("type"), "stage": None,
+    rec = RunRecord.of(rec)
+    q = rec.question
+    gold = set(q.evidence or ()) if q is not None else set()
+    out: dict[str, Any] = {"question_id": rec.question_id, "type": None if q is None else q.type, "stage": None,
                            "wrong": None, "n_gold": len(gold), "gold_candidates": None, "gold_kept": None,
                            "key_tokens_missing": []}
-    if rec.get("status") != "ok":
+    if not rec.ok:
         out["stage"] = "pipeline error"
         return out
     out["wrong"] = wrong = is_wrong(rec, f1_threshold)
@@ -81,7 +93,7 @@ def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_t
         return out
     cand = candidates(rec)
     method = _method(rec)
-    if method is not None and method.writes_text and rec.get("baseline"):
+    if method is not None and method.writes_text and rec.has_baseline:
         # a method with its own search says how much gold it was shown (NanoMemory: gold in the
         # sessions it showed its pruning call; Mem0: gold in the chunks its memories came from)
         shown = method.gold_shown(rec)
@@ -95,16 +107,16 @@ def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_t
             out["stage"] = "retrieval miss"
             return out
     if method is not None and method.processing_stage:  # the memory is an edit of what was retrieved
-        kept = {d["pos"] for d in rec.get("decisions") or () if d["op"] == "KEEP"}
+        kept = rec.kept_positions
         if not method.writes_text:  # text writers rewrite; only the key-token check applies
             out["gold_kept"] = len(gold & kept)
             if not gold <= kept:
                 out["stage"] = "editing loss"
                 return out
         if history_texts is not None:
-            key = set(answer_tokens(str(q.get("answer", ""))))
+            key = set(answer_tokens(str(q.answer if "answer" in q.keys() else "")))
             in_gold = key & set(answer_tokens(" ".join(history_texts.get(p, "") for p in gold)))
-            missing = sorted(in_gold - set(answer_tokens(rec.get("memory") or "")))
+            missing = sorted(in_gold - set(answer_tokens(rec.memory or "")))
             out["key_tokens_missing"] = missing
             if missing:
                 out["stage"] = "editing loss"
@@ -113,13 +125,14 @@ def attribute(rec: Mapping, history_texts: Mapping[int, str] | None = None, f1_t
     return out
 
 
-def attribute_run(records: Iterable[Mapping], texts_of: Any = None, f1_threshold: float = 0.5) -> dict:
+def attribute_run(records: Iterable[RunRecord | Mapping], texts_of: Any = None, f1_threshold: float = 0.5) -> dict:
     """Counts by stage, overall and by question type, and the per-question attributions.
 
     ``texts_of(rec)`` returns the record's history texts by position (e.g. from the dataset);
-    None skips the key-content check.
+    None skips the key-content check. Raw records (dicts) are read with ``RunRecord.from_json``;
+    ``texts_of`` gets each record as given.
     """
-    items = [attribute(r, texts_of(r) if texts_of else None, f1_threshold) for r in records]
+    items = [attribute(RunRecord.of(r), texts_of(r) if texts_of else None, f1_threshold) for r in records]
     wrong = [a for a in items if a["stage"] is not None]
     by_type: dict[str, Counter] = defaultdict(Counter)
     for a in wrong:
@@ -128,16 +141,17 @@ def attribute_run(records: Iterable[Mapping], texts_of: Any = None, f1_threshold
             "by_type": {t: dict(c) for t, c in sorted(by_type.items())}, "items": items}
 
 
-def drill_down(rec: Mapping, history_texts: Mapping[int, str] | None = None) -> dict:
+def drill_down(rec: RunRecord | Mapping, history_texts: Mapping[int, str] | None = None) -> dict:
     """One question's evidence trail: gold messages, where they went, memory and answer."""
-    q = rec.get("question") or {}
+    rec = RunRecord.of(rec)
+    q = rec.question
     cand = candidates(rec)
-    ops = {d["pos"]: d for d in rec.get("decisions") or ()}
+    ops = {d.pos: d for d in rec.decisions or ()}
     gold = []
-    for p in q.get("evidence") or ():
+    for p in (q.evidence if q is not None else None) or ():
         d = ops.get(p)
         gold.append({"pos": p, "text": (history_texts or {}).get(p), "candidate": None if cand is None else p in cand,
-                     "op": d["op"] if d else None, "kept_as": d["content"] if d and d["op"] == "KEEP" else None})
-    return {"question_id": rec.get("question_id"), "question": q.get("text"), "gold_answer": q.get("answer"),
-            "answer": rec.get("answer"), "attribution": attribute(rec, history_texts), "gold": gold,
-            "memory": rec.get("memory")}
+                     "op": d.op if d else None, "kept_as": d.content if d and d.op == "KEEP" else None})
+    return {"question_id": rec.question_id, "question": None if q is None else q.text,
+            "gold_answer": None if q is None else q.answer, "answer": rec.answer,
+            "attribution": attribute(rec, history_texts), "gold": gold, "memory": rec.memory}

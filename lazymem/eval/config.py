@@ -162,17 +162,40 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
     return out
 
 
-FINGERPRINT_VERSION = 1  # the shape hashed: bump it (and keep reading the old one) when the shape changes
+FINGERPRINT_VERSION = 2  # the shape hashed: bump it (and keep reading the old one) when the shape changes
+# Fields added to LLMConfig after runs were made: unset, they are left out of the hash (version 2), so the
+# runs before them stay resumable; version 1 hashed them unset, and runs made so stay resumable too.
+LATER_LLM_FIELDS = {"thinking_budget": None, "thinking_budget_mode": "two_phase"}
 
 
 def config_fingerprint(config: EvalConfig) -> str:
     """sha256 of what decides a question's record (question selection and operational
     settings left out), so a rerun can tell whether earlier records still belong.
 
-    Version 1 hashes the pipeline in its flat shape (``PipelineConfig.legacy_dict``: method
-    sections as ``nanomemory_top_k``, ``mem0_chunk``, ...), so runs made before the method
-    sections existed stay resumable; a method's settings count only for that method.
+    The pipeline is hashed in its flat shape (``PipelineConfig.legacy_dict``: method sections as
+    ``nanomemory_top_k``, ``mem0_chunk``, ...), so runs made before the method sections existed
+    stay resumable; a method's settings count only for that method. Version 2 leaves a model's
+    later fields (``LATER_LLM_FIELDS``) out while they are at their defaults; ``config_fingerprints``
+    also gives version 1's hash, which a finished run's manifest may hold.
     """
+    return config_fingerprints(config)[0]
+
+
+def config_fingerprints(config: EvalConfig) -> tuple[str, ...]:
+    """Every fingerprint a run of ``config`` may have been recorded with, the current version's first
+    (then version 1's, where it differs): a run whose manifest holds any of them still belongs.
+
+    >>> c = EvalConfig()
+    >>> fps = config_fingerprints(c)
+    >>> fps[0] == config_fingerprint(c) and len(fps) in (1, 2) and all(len(f) == 64 for f in fps)
+    True
+    """
+    current = _fingerprint(config, drop_later=True)
+    legacy = _fingerprint(config, drop_later=False)
+    return (current,) if legacy == current else (current, legacy)
+
+
+def _fingerprint(config: EvalConfig, drop_later: bool) -> str:
     import hashlib
 
     d = config.to_dict()
@@ -185,6 +208,10 @@ def config_fingerprint(config: EvalConfig) -> str:
                 p[role].pop(k, None)
             if p[role].get("adapter") is None:  # a field added later: unset, it leaves older runs resumable
                 p[role].pop("adapter", None)
+            if drop_later and p[role].get("thinking_budget") is None:
+                for k, default in LATER_LLM_FIELDS.items():
+                    if p[role].get(k, default) == default:
+                        p[role].pop(k, None)
     for k in _OPERATIONAL["retrieval"]:
         p["retrieval"].pop(k, None)
     # Fields added later leave older runs resumable where they change nothing: the judge's JSON

@@ -61,6 +61,7 @@ from lazymem.eval.f1 import answer_tokens
 from lazymem.text import tokenize
 
 if TYPE_CHECKING:
+    from lazymem.eval.records import ConstructionRecord, RunRecord
     from lazymem.records import History, Question
 
 MATCHES = ("identity", "text")
@@ -173,82 +174,96 @@ def measure_memory(method: str, memory: str, evidence: Iterable[int], positions:
                           evidence_match=match)
 
 
-def memory_positions(record: Mapping, question: Question, history: History) -> set[int] | None:
+def memory_positions(record: RunRecord, question: Question, history: History) -> set[int] | None:
     """Positions whose messages make up a record's memory, or None when the method writes new text
     (its ``Method.memory_positions``): lazymem / extractive: KEEP decisions; rag: the pool;
     oracle_turn: the gold; oracle_session: the gold sessions; full: all; nanomemory, mem0: None.
     """
     from lazymem.pipeline.methods import method_class, method_names
 
-    name = record.get("method")
+    name = record.method
     if name not in method_names():
         return None
     return method_class(name).memory_positions(record, question, history)
 
 
-def measure_record(record: Mapping, question: Question, history: History) -> MemoryMeasures:
-    """The measures of a run record's memory (``lazymem.eval.runner.run_question`` stores them)."""
+def measure_record(record: RunRecord | Mapping, question: Question, history: History) -> MemoryMeasures:
+    """The measures of a run record's memory (``lazymem.eval.runner.run_question`` stores them); a raw
+    record (a dict) is read with ``RunRecord.from_json``."""
+    from lazymem.eval.records import RunRecord
+
+    record = RunRecord.of(record)
     gold = sorted(set(question.evidence))
     positions = memory_positions(record, question, history)
     texts = [history[p].text for p in gold] if positions is None else []
-    return measure_memory(str(record.get("method")), record.get("memory") or "", gold, positions, texts,
+    return measure_memory(str(record.method), record.memory or "", gold, positions, texts,
                           question.answer, question.category, question.abstention)
 
 
-def summarize_measures(ok: Sequence[Mapping]) -> dict:
+def summarize_measures(ok: Sequence[RunRecord]) -> dict:
     """Means with counts over ok records; a mean is None (never a part's mean, never 0) when some ok
     record has no ``memory_measures`` (records written before the field existed: ``unmeasured``).
 
-    >>> new = {"memory_measures": {"evidence_recall": 0.5, "answer_recall_in_memory": None,
-    ...                            "evidence_match": "identity"}}
-    >>> s = summarize_measures([new, {"memory_measures": dict(new["memory_measures"], evidence_recall=1.0)}])
+    >>> from lazymem.eval.records import RunRecord
+    >>> def rec(**m):
+    ...     return RunRecord.from_json({"question_id": "q", "method": "rag", "status": "ok",
+    ...                                 **({"memory_measures": m} if m else {})})
+    >>> new = rec(evidence_recall=0.5, answer_recall_in_memory=None, evidence_match="identity")
+    >>> s = summarize_measures([new, rec(evidence_recall=1.0, evidence_match="identity")])
     >>> s["evidence_recall"], s["answer_recall_in_memory"], s["evidence_match"]
     ({'mean': 0.75, 'n': 2}, {'mean': None, 'n': 0}, {'identity': 2})
-    >>> summarize_measures([new, {}])["evidence_recall"], summarize_measures([{}])["unmeasured"]
+    >>> summarize_measures([new, rec()])["evidence_recall"], summarize_measures([rec()])["unmeasured"]
     ({'mean': None, 'n': 1}, 1)
     """
-    measured = [r["memory_measures"] for r in ok if isinstance(r.get("memory_measures"), Mapping)]
+    measured = [r.memory_measures for r in ok if r.memory_measures is not None]
     unmeasured = len(ok) - len(measured)
     out: dict[str, Any] = {}
     for name in MEASURES:
-        values = [float(m[name]) for m in measured if m.get(name) is not None]
+        values = [float(getattr(m, name)) for m in measured if getattr(m, name) is not None]
         out[name] = {"mean": statistics.fmean(values) if values and not unmeasured else None, "n": len(values)}
     matches: dict[str, int] = {}
     for m in measured:
-        matches[str(m.get("evidence_match"))] = matches.get(str(m.get("evidence_match")), 0) + 1
+        matches[str(m.evidence_match)] = matches.get(str(m.evidence_match), 0) + 1
     return {**out, "evidence_match": dict(sorted(matches.items())), "unmeasured": unmeasured}
 
 
-def question_measures(latest: Mapping[str, Mapping], name: str) -> dict[str, float]:
+def question_measures(latest: Mapping[str, RunRecord], name: str) -> dict[str, float]:
     """Per-question values of one measure over ok records (for paired intervals), None skipped.
 
-    >>> question_measures({"q1": {"status": "ok", "memory_measures": {"evidence_recall": 0.5}},
-    ...                    "q2": {"status": "ok"}, "q3": {"status": "error"}}, "evidence_recall")
+    >>> from lazymem.eval.records import RunRecord
+    >>> recs = [{"question_id": "q1", "status": "ok", "memory_measures": {"evidence_recall": 0.5}},
+    ...         {"question_id": "q2", "status": "ok"}, {"question_id": "q3", "status": "error"}]
+    >>> question_measures({d["question_id"]: RunRecord.from_json(dict(d, method="rag")) for d in recs},
+    ...                   "evidence_recall")
     {'q1': 0.5}
     """
     out: dict[str, float] = {}
     for qid, r in latest.items():
-        v = (r.get("memory_measures") or {}).get(name) if r.get("status") == "ok" else None
+        v = getattr(r.memory_measures, name) if r.ok and r.memory_measures is not None else None
         if v is not None:
             out[qid] = float(v)
     return out
 
 
-def rewritten_rate(cons: Sequence[Mapping]) -> tuple[int | None, float | None]:
+def rewritten_rate(cons: Sequence[ConstructionRecord]) -> tuple[int | None, float | None]:
     """(KEEPs rewritten, their share of KEEP decisions) over records' ``construction`` objects.
 
     ``n_rewritten`` (KEEPs whose content is not a verbatim span of their own message) is out of
     ``n_keep_decisions`` when the records give it, else of ``n_kept`` (positions kept). (None, None)
     when any record lacks ``n_rewritten`` (made before it existed): missing, never 0.
 
-    >>> rewritten_rate([{"n_rewritten": 1, "n_keep_decisions": 4}, {"n_rewritten": 0, "n_keep_decisions": 0}])
+    >>> from lazymem.eval.records import ConstructionRecord
+    >>> def c(**kw):
+    ...     return ConstructionRecord(n_windows=1, n_valid=1, n_fmt=1, n_messages=4, n_decided=4, n_kept=2,
+    ...                               n_gold=0, n_gold_kept=0, failures={}, **kw)
+    >>> rewritten_rate([c(n_rewritten=1, n_keep_decisions=4), c(n_rewritten=0, n_keep_decisions=0)])
     (1, 0.25)
-    >>> rewritten_rate([{"n_rewritten": 1, "n_kept": 2}, {"n_kept": 3}])
+    >>> rewritten_rate([c(n_rewritten=1), c()])
     (None, None)
     """
-    if not cons or any(c.get("n_rewritten") is None for c in cons):
+    if not cons or any(c.n_rewritten is None for c in cons):
         return None, None
-    n = sum(int(c["n_rewritten"]) for c in cons)
-    key = "n_keep_decisions" if all(c.get("n_keep_decisions") is not None for c in cons) else "n_kept"
-    out_of = sum(int(c.get(key) or 0) for c in cons)
+    n = sum(int(c.n_rewritten) for c in cons)
+    key = "n_keep_decisions" if all(c.n_keep_decisions is not None for c in cons) else "n_kept"
+    out_of = sum(int(getattr(c, key) or 0) for c in cons)
     return n, n / out_of if out_of else None

@@ -35,6 +35,7 @@ from lazymem.records import History, Question
 from lazymem.stats import paired_bootstrap
 
 if TYPE_CHECKING:
+    from lazymem.eval.records import RunRecord
     from lazymem.llm import LLMClient, Sampling
 
 CONDITIONS = ("full_gold", "drop_one_gold", "drop_all_gold", "add_1_nongold", "add_5_nongold", "add_all_nongold")
@@ -146,11 +147,13 @@ def perturbation_markdown(study: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def local_nongold(record: dict) -> list[int]:
+def local_nongold(record: RunRecord | Mapping) -> list[int]:
     """The positions a run showed its memory step for one question (its windows, else its pool), less the gold."""
     from lazymem.eval.attribution import candidates
+    from lazymem.eval.records import RunRecord
 
-    return sorted((candidates(record) or set()) - set(record["question"]["evidence"]))
+    record = RunRecord.of(record)
+    return sorted((candidates(record) or set()) - set(record.question.evidence))
 
 
 def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: int = 3, limit: int | None = None,
@@ -169,7 +172,7 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
     from lazymem.eval.f1 import locomo_f1, token_f1
     from lazymem.eval.judge import judge_answer
     from lazymem.eval.report import read_manifest
-    from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_records
+    from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, load_records
     from lazymem.eval.scoring import check_records
     from lazymem.llm import tokens
     from lazymem.pipeline import LazyMemPipeline
@@ -192,10 +195,9 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
     if want and dataset.sha256 != want:
         raise ConfigError(f"{run / MANIFEST_FILE}: field dataset.sha256 is {want[:12]}..., but {config.dataset} "
                           f"now reads as {dataset.sha256[:12]}... (the data changed since the run)")
-    all_records = read_records(run / RECORDS_FILE)[0]
-    check_records(all_records, str(run / RECORDS_FILE))
+    all_records = check_records(load_records(run / RECORDS_FILE)[0], str(run / RECORDS_FILE))
     records = [r for r in latest_records(all_records).values()
-               if r["status"] == "ok" and (r.get("question") or {}).get("evidence")]
+               if r.ok and r.question is not None and r.question.evidence]
     records = records[:limit] if limit else records
     if not records:
         raise ConfigError(f"{run / RECORDS_FILE}: no ok record of a question with gold evidence")
@@ -239,20 +241,20 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
     return study
 
 
-def _items(dataset, records: Sequence[Mapping], file: str) -> list[tuple[History, Question, list[int]]]:
+def _items(dataset, records: Sequence[RunRecord], file: str) -> list[tuple[History, Question, list[int]]]:
     """(history, question, local non-gold positions) of each record; LoadError naming `file`, the record
     and the field when a record's question is not in the dataset or its windows / pool hold no positions."""
     questions = {q.id: q for q in dataset.questions}
     out = []
     for r in records:
-        where = f"record of question_id {r['question_id']!r}"
-        q = questions.get(r["question_id"])
+        where = f"record of question_id {r.question_id!r}"
+        q = questions.get(r.question_id)
         if q is None:
             raise LoadError(file, where, "question_id", f"not a question of the run's dataset {dataset.name!r}")
         try:
             nongold = local_nongold(r)
         except (KeyError, TypeError, ValueError) as e:
-            raise LoadError(file, where, "windows" if r.get("windows") else "pool",
+            raise LoadError(file, where, "windows" if r.windows else "pool",
                             f"no readable positions ({type(e).__name__}: {e})") from None
         out.append((dataset.history(q), q, nongold))
     return out

@@ -19,13 +19,14 @@ from pathlib import Path
 
 from lazymem.errors import LoadError
 from lazymem.eval.memory_measures import measure_record
-from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, SUMMARY_FILE, RunLock, read_json, read_records
+from lazymem.eval.records import MeasuresRecord, RunRecord
+from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, SUMMARY_FILE, RunLock, load_records, read_json
 from lazymem.eval.scoring import summarize
 from lazymem.files import write_json, write_jsonl
 
 
-def _needs(rec: dict) -> bool:
-    return rec.get("memory_measures") is None and isinstance(rec.get("memory"), str)
+def _needs(rec: RunRecord) -> bool:
+    return rec.memory_measures is None and isinstance(rec.memory, str)
 
 
 def remeasure(run_dir: str | Path) -> dict:
@@ -39,7 +40,7 @@ def remeasure(run_dir: str | Path) -> dict:
     if not ds.get("spec"):
         raise LoadError(str(d / MANIFEST_FILE), None, "dataset.spec", "missing: the run's dataset is unknown")
     with RunLock(d):
-        records, torn = read_records(d / RECORDS_FILE)
+        records, torn = load_records(d / RECORDS_FILE)
         if torn:  # rewriting would lose that line: resuming the run completes or redoes it first
             raise LoadError(str(d / RECORDS_FILE), f"line {len(records) + 1}", None,
                             "the last line is cut off (an interrupted run): resume it before remeasuring")
@@ -53,19 +54,21 @@ def remeasure(run_dir: str | Path) -> dict:
                             f"{ds['sha256'][:12]} but {ds['spec']} is now {dataset.sha256[:12]}: the records "
                             "were made on other data (rerun the cell instead)")
         questions = {q.id: q for q in dataset.questions}
-        for rec in todo:
-            q = questions.get(rec.get("question_id"))
+        for i, rec in enumerate(records):
+            if not _needs(rec):
+                continue
+            q = questions.get(rec.question_id)
             if q is None:
-                raise LoadError(str(d / RECORDS_FILE), f"record {records.index(rec) + 1}", "question_id",
-                                f"{rec.get('question_id')!r} is not a question of {ds['spec']}")
+                raise LoadError(str(d / RECORDS_FILE), f"record {i + 1}", "question_id",
+                                f"{rec.question_id!r} is not a question of {ds['spec']}")
             try:
-                rec["memory_measures"] = measure_record(rec, q, dataset.history(q)).to_dict()
-                rec.pop("memory_measures_error", None)
+                measures = MeasuresRecord.from_json(measure_record(rec, q, dataset.history(q)).to_dict())
+                records[i] = rec.with_(memory_measures=measures).without("memory_measures_error")
                 counts["measured"] += 1
             except Exception as e:  # as the runner does: recorded, never a silent 0
-                rec["memory_measures_error"] = f"{type(e).__name__}: {e}"
+                records[i] = rec.with_(memory_measures_error=f"{type(e).__name__}: {e}")
                 counts["errors"] += 1
-        write_jsonl(d / RECORDS_FILE, records)
+        write_jsonl(d / RECORDS_FILE, [r.to_json() for r in records])
         summary = read_json(d / SUMMARY_FILE)
         if summary is not None:
             fresh = summarize(records, (manifest.get("config") or {}).get("judge") or "none")

@@ -18,7 +18,9 @@ each run's records (the last record per question), and writes ``report.json`` an
 Runs on different questions are paired on their shared question ids; the report says how
 many questions each pair shares.
 
->>> r = {"q1": {"status": "ok", "question": {"type": "t"}, "locomo_f1": 0.5, "judge": None}}
+>>> from lazymem.eval.records import RunRecord
+>>> r = {"q1": RunRecord.from_json({"question_id": "q1", "method": "rag", "status": "ok",
+...                                 "question": {"type": "t"}, "locomo_f1": 0.5, "judge": None})}
 >>> question_scores(r, "locomo_f1")
 {'q1': 0.5}
 """
@@ -33,7 +35,8 @@ from typing import Any
 from lazymem.errors import ConfigError, LoadError
 from lazymem.eval.memory_measures import MEASURES, question_measures
 from lazymem.eval.paper import system_label
-from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, read_records
+from lazymem.eval.records import RunRecord
+from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, load_records
 from lazymem.eval.scoring import check_records, json_kind, summarize
 from lazymem.stats import paired_bootstrap
 
@@ -41,17 +44,13 @@ METRICS = ("accuracy", "locomo_f1", "answer_f1")
 LATENCY_STAGES = ("retrieval", "processing", "answer", "total")
 
 
-def question_scores(latest: Mapping[str, Mapping], metric: str) -> dict[str, float]:
+def question_scores(latest: Mapping[str, RunRecord], metric: str) -> dict[str, float]:
     """Per-question score of ok records: judge label (accuracy), locomo_f1 or answer_f1."""
     out: dict[str, float] = {}
     for qid, r in latest.items():
-        if r.get("status") != "ok":
+        if not r.ok:
             continue
-        if metric == "accuracy":
-            j = r.get("judge") or {}
-            v = j.get("label")
-        else:
-            v = r.get(metric)
+        v = r.label if metric == "accuracy" else getattr(r, metric)
         if v is not None:
             out[qid] = float(v)
     return out
@@ -63,8 +62,7 @@ def load_run(run_dir: str | Path, name: str | None = None) -> dict:
     path = d / RECORDS_FILE
     if not path.is_file():
         raise ConfigError(f"{d}: no {RECORDS_FILE} (not a lazymem eval run folder)")
-    records, _ = read_records(path)
-    check_records(records, str(path))
+    records = check_records(load_records(path)[0], str(path))
     manifest = read_manifest(d / MANIFEST_FILE, required=False)
     config = manifest.get("config") or {}
     judge = config.get("judge") or _judge_of(records)
@@ -134,8 +132,8 @@ def read_manifest(path: str | Path, required: bool = True) -> dict:
     return m
 
 
-def _judge_of(records: Sequence[Mapping]) -> str:
-    kinds = {(r.get("judge") or {}).get("kind") for r in records} - {None}
+def _judge_of(records: Sequence[RunRecord]) -> str:
+    kinds = {r.judge.kind for r in records if r.judge is not None} - {None}
     return kinds.pop() if len(kinds) == 1 else "none"
 
 
@@ -152,7 +150,7 @@ def system_row(run: Mapping, metric: str) -> dict:
     scores = question_scores(latest, metric)
     by_type: dict[str, list[float]] = {}
     for qid, v in scores.items():
-        by_type.setdefault(latest[qid]["question"]["type"], []).append(v)
+        by_type.setdefault(latest[qid].question.type, []).append(v)
     acc = s.get("accuracy") or {}
     cons = s.get("construction") or {}
     measures = s.get("memory_measures") or {}
@@ -194,10 +192,10 @@ def build_report(run_dirs: Sequence[str | Path], names: Sequence[str] | None = N
     for r in runs:
         if r is ref:
             continue
-        tokens = {q: float(x["memory_tokens"]) for q, x in r["latest"].items()
-                  if x.get("status") == "ok" and x.get("memory_tokens") is not None}
-        ref_tokens = {q: float(x["memory_tokens"]) for q, x in ref["latest"].items()
-                      if x.get("status") == "ok" and x.get("memory_tokens") is not None}
+        tokens = {q: float(x.memory_tokens) for q, x in r["latest"].items()
+                  if x.ok and x.memory_tokens is not None}
+        ref_tokens = {q: float(x.memory_tokens) for q, x in ref["latest"].items()
+                      if x.ok and x.memory_tokens is not None}
         pairs.append({"system": r["name"], "reference": ref["name"],
                       "score": paired_bootstrap(question_scores(r["latest"], metric),
                                                 question_scores(ref["latest"], metric),

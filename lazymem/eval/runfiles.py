@@ -10,6 +10,9 @@ A rerun resumes only records of the same configuration, dataset bytes and prompt
 (``run_identity``); anything else, or records without a manifest, is refused until
 ``set_aside`` (``--force-new``) moves the old results into ``previous-<time>/``.
 
+``load_records`` reads a records file into typed ``RunRecord``s (lazymem.eval.records); every
+reader of records goes through it (``read_records`` is the raw JSON-lines layer below it).
+
 >>> latest_records([{"question_id": "a", "status": "error"}, {"question_id": "b"},
 ...                 {"question_id": "a", "status": "ok"}])["a"]["status"]
 'ok'
@@ -21,11 +24,12 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lazymem.errors import ConfigError
+from lazymem.eval.records import RunRecord
 from lazymem.files import fsync_dir, write_atomic  # noqa: F401  (write_atomic: the run files API)
 from lazymem.files import read_jsonl as read_jsonl_file
 from lazymem.secrets import Masker
@@ -95,11 +99,21 @@ def read_records(path: str | os.PathLike) -> tuple[list[dict], bool]:
     return read_jsonl_file(path, keys=("question_id",), what="a question record")
 
 
-def latest_records(records: Iterable[dict]) -> dict[str, dict]:
-    """The last record of every question id, in order of first appearance."""
-    out: dict[str, dict] = {}
+def load_records(path: str | os.PathLike) -> tuple[list[RunRecord], bool]:
+    """The RunRecords of a records.jsonl (or errors.jsonl) and whether its last line was cut off.
+
+    ``read_records`` typed: a line whose fields do not fit (a hand-edited score, a list where an
+    object belongs) is a LoadError naming the file, the record (place and question id) and the field.
+    """
+    raw, truncated = read_records(path)
+    return [RunRecord.from_json(d, str(path), i) for i, d in enumerate(raw, start=1)], truncated
+
+
+def latest_records(records: Iterable[Any]) -> dict[str, Any]:
+    """The last record (RunRecord, or a raw dict) of every question id, in order of first appearance."""
+    out: dict[str, Any] = {}
     for r in records:
-        out[r["question_id"]] = r
+        out[r.question_id if isinstance(r, RunRecord) else r["question_id"]] = r
     return out
 
 
@@ -117,18 +131,18 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
     return read_jsonl_file(path)[0]
 
 
-def window_lines(records: Iterable[dict]) -> list[dict]:
+def window_lines(records: Iterable[RunRecord]) -> list[dict]:
     """Per-window lines for the window explorer (lazymem.notebooks.load_window_records)."""
     out = []
     for r in latest_records(records).values():
-        if r["status"] != "ok":
+        if not r.ok:
             continue
-        for i, w in enumerate(r.get("windows") or ()):
-            line = {"question_id": r["question_id"], "positions": w["positions"], "hits": w["hits"],
-                    "gold": w["gold"], "merged_id": w["merged_id"], "sub_id": w["sub_id"],
-                    "verdict": w["verdict"], "decisions": w["decisions"]}
+        for i, w in enumerate(r.windows or ()):
+            wj = w.to_json()
+            line = {"question_id": r.question_id, **{k: wj[k] for k in ("positions", "hits", "gold", "merged_id",
+                                                                         "sub_id", "verdict", "decisions")}}
             if i == 0:
-                line.update(memory=r["memory"], answer=r["answer"], judge=r.get("judge"))
+                line.update(memory=r.memory, answer=r.answer, judge=None if r.judge is None else r.judge.to_json())
             out.append(line)
     return out
 
@@ -261,9 +275,21 @@ class RunLock:
 # --- resuming ----------------------------------------------------------------------------------------
 
 
-def run_identity(config_sha256: str, dataset_sha256: str | None, prompt_hashes: Mapping[str, str]) -> dict:
-    """What decides whether earlier records belong to this run: config, dataset bytes, prompts."""
-    return {"config_sha256": config_sha256, "dataset_sha256": dataset_sha256, "prompt_hashes": dict(prompt_hashes)}
+def run_identity(config_sha256: str | Sequence[str], dataset_sha256: str | None,
+                 prompt_hashes: Mapping[str, str]) -> dict:
+    """What decides whether earlier records belong to this run: config, dataset bytes, prompts.
+
+    ``config_sha256`` may be several fingerprints (``eval.config.config_fingerprints``): the current
+    one first, then those of older fingerprint versions that earlier runs of the same config hold.
+
+    >>> run_identity(["a", "b"], None, {})["config_sha256_also"]
+    ('b',)
+    """
+    fps = (config_sha256,) if isinstance(config_sha256, str) else tuple(config_sha256)
+    out = {"config_sha256": fps[0], "dataset_sha256": dataset_sha256, "prompt_hashes": dict(prompt_hashes)}
+    if fps[1:]:
+        out["config_sha256_also"] = fps[1:]
+    return out
 
 
 def manifest_identity(manifest: Mapping) -> dict:
@@ -293,11 +319,14 @@ def identity_changes(old: Mapping, new: Mapping) -> list[str]:
     ...                  run_identity("a" * 64, "e" * 64, {"answer": "f" * 64, "new": "0" * 64}))
     ['dataset sha256: bbbbbbbbbbbb -> eeeeeeeeeeee', 'prompt answer: cccccccccccc -> ffffffffffff', \
 'prompt old: removed (was dddddddddddd)']
+    >>> identity_changes({"config_sha256": "b" * 64, "prompt_hashes": {}}, run_identity(["a" * 64, "b" * 64], None, {}))
+    []
     >>> identity_changes({"config_sha256": "a" * 64}, run_identity("a" * 64, "e" * 64, {}))
     ['dataset sha256: unknown (not in the manifest) -> eeeeeeeeeeee', 'prompt hashes: unknown (not in the manifest)']
     """
     out = []
-    if "config_sha256" in new and old.get("config_sha256") != new["config_sha256"]:
+    if "config_sha256" in new and old.get("config_sha256") not in (new["config_sha256"],
+                                                                   *new.get("config_sha256_also", ())):
         was = UNKNOWN if old.get("config_sha256") is None else _short(old["config_sha256"])
         out.append(f"config_sha256: {was} -> {_short(new['config_sha256'])}")
     if "dataset_sha256" in new and old.get("dataset_sha256") != new["dataset_sha256"]:
@@ -339,7 +368,7 @@ def set_aside(out: Path) -> Path | None:
 
 
 def resume(out: Path, identity: Mapping | str, old_manifest: Mapping | None,
-           masker: Masker) -> tuple[list[dict], bool]:
+           masker: Masker) -> tuple[list[RunRecord], bool]:
     """Earlier ok records of `out` (one per question) and whether a cut-off last line was dropped.
 
     The records file is rewritten to hold exactly those; error records (to be redone) move to
@@ -352,18 +381,18 @@ def resume(out: Path, identity: Mapping | str, old_manifest: Mapping | None,
         identity = {"config_sha256": identity}
     if not old_manifest and records_path.exists() and records_path.stat().st_size > 0:
         raise UnmanifestedRecordsError(out)
-    existing, truncated = read_records(records_path)
+    existing, truncated = load_records(records_path)
     if existing and old_manifest:
         changes = identity_changes(manifest_identity(old_manifest), identity)
         if changes:
             raise ResumeMismatchError(out, changes)
     # Keep one line per question: its ok record. Error records (to redo) move to errors.jsonl.
     latest = latest_records(existing)
-    kept = [r for r in latest.values() if r["status"] == "ok"]
-    stale = [r for r in existing if r["status"] != "ok"]
+    kept = [r for r in latest.values() if r.ok]
+    stale = [r for r in existing if not r.ok]
     if truncated or stale or len(kept) != len(existing):
         if stale:
             with open(errors_path, "a", encoding="utf-8") as f:
-                append_synced(f, "".join(masker.dumps(r) + "\n" for r in stale))
-        write_atomic(records_path, "".join(masker.dumps(r) + "\n" for r in kept))
+                append_synced(f, "".join(masker.dumps(r.to_json()) + "\n" for r in stale))
+        write_atomic(records_path, "".join(masker.dumps(r.to_json()) + "\n" for r in kept))
     return kept, truncated

@@ -45,11 +45,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lazymem.errors import ModelLoadError
-from lazymem.eval.config import EvalConfig, config_fingerprint, resolve_cache, seeded, select_questions
+from lazymem.eval.config import EvalConfig, config_fingerprints, resolve_cache, seeded, select_questions
 from lazymem.eval.f1 import contains_gold, locomo_f1, token_f1
 from lazymem.eval.judge import check_judge, judge_answer
 from lazymem.eval.memory_measures import measure_record
 from lazymem.eval.provenance import close_manifest, new_manifest
+from lazymem.eval.records import JudgeRecord, MeasuresRecord, QuestionMeta, RunRecord
 from lazymem.eval.runfiles import (
     ERRORS_FILE,
     MANIFEST_FILE,
@@ -58,9 +59,9 @@ from lazymem.eval.runfiles import (
     WINDOWS_FILE,
     RunLock,
     append_synced,
+    load_records,
     read_json,
     read_jsonl,
-    read_records,
     resume,
     run_identity,
     secret_masker,
@@ -91,65 +92,62 @@ def _tokens(text: str) -> tuple[int | None, str]:
         return None, "missing"
 
 
-def question_meta(q: Question) -> dict:
+def question_meta(q: Question) -> QuestionMeta:
     """The question fields copied into its record."""
-    return {"type": q.type, "abbrev": q.abbrev, "category": q.category, "text": q.text, "answer": q.answer,
-            "query_time": q.query_time, "history_id": q.history_id, "evidence": list(q.evidence),
-            "abstention": q.abstention}
+    return QuestionMeta(type=q.type, abbrev=q.abbrev, category=q.category, text=q.text, answer=q.answer,
+                        query_time=q.query_time, history_id=q.history_id, evidence=tuple(q.evidence),
+                        abstention=q.abstention)
 
 
-def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question, config: EvalConfig) -> dict:
+def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question, config: EvalConfig) -> RunRecord:
     """The record of one question: the pipeline's result, scores, judge, tokens, timings.
 
     Never raises for a failed model call or an unexpected exception: the record says
     ``status: "error"`` with the message, and the run goes on.
     """
-    rec: dict[str, Any]
     history = None
     try:
         history = dataset.history(question)
         result = pipeline.answer(history, question)
-        rec = result.to_dict()
+        rec = RunRecord.from_result(result)
     except ModelLoadError:
         raise  # not this question's fault: the run stops and its manifest says why
     except Exception as e:  # a bug or bad input in one question must not end the run
-        rec = {"question_id": question.id, "method": pipeline.config.method, "status": "error",
-               "error": f"pipeline: {type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=6)[-3000:],
-               "timings": {}}
+        rec = RunRecord.failed(question.id, pipeline.config.method, f"pipeline: {type(e).__name__}: {e}",
+                               traceback.format_exc(limit=6)[-3000:])
         result = None
-    rec["question"] = question_meta(question)
-    pool_positions = set(rec["pool"]["positions"]) if rec.get("pool") else None
-    rec["n_gold"] = len(question.evidence)
-    rec["gold_in_pool"] = len(pool_positions & set(question.evidence)) if pool_positions is not None else None
-    if pool_positions is None and (rec.get("baseline") or {}).get("gold_shown") is not None:
-        rec["gold_in_pool"] = rec["baseline"]["gold_shown"]  # nanomemory: gold inside the sessions it showed
-    rec.update(memory_tokens=None, tokenizer=None, locomo_f1=None, answer_f1=None, answer_contains=None, judge=None,
-               memory_measures=None)
+    gold_in_pool = len(set(rec.pool.positions) & set(question.evidence)) if rec.pool is not None else None
+    if rec.pool is None and rec.gold_shown is not None:
+        gold_in_pool = rec.gold_shown  # nanomemory: gold inside the sessions it showed
+    rec = rec.with_(question=question_meta(question), n_gold=len(question.evidence), gold_in_pool=gold_in_pool,
+                    memory_tokens=None, tokenizer=None, locomo_f1=None, answer_f1=None, answer_contains=None,
+                    judge=None, memory_measures=None)
     if result is None:
         return rec
     try:  # the memory's own measures (not the answer's): a bug here must not end the run, nor pass unseen
-        rec["memory_measures"] = measure_record(rec, question, history).to_dict()
+        rec = rec.with_(memory_measures=MeasuresRecord.from_json(measure_record(rec, question, history).to_dict()))
     except Exception as e:
-        rec["memory_measures_error"] = f"{type(e).__name__}: {e}"
+        rec = rec.with_(memory_measures_error=f"{type(e).__name__}: {e}")
     if config.count_tokens:
-        rec["memory_tokens"], rec["tokenizer"] = _tokens(result.memory)
+        n, tokenizer = _tokens(result.memory)
+        rec = rec.with_(memory_tokens=n, tokenizer=tokenizer)
     else:
-        rec["tokenizer"] = "off"
+        rec = rec.with_(tokenizer="off")
     if not result.ok:
         return rec
     if question.category is not None:
-        rec["locomo_f1"] = locomo_f1(result.answer, question.answer, question.category)
+        rec = rec.with_(locomo_f1=locomo_f1(result.answer, question.answer, question.category))
     elif question.answer:  # a proxy for runs without a judge; not a metric of the paper
-        rec["answer_f1"] = token_f1(result.answer, question.answer)
-        rec["answer_contains"] = contains_gold(result.answer, question.answer)
+        rec = rec.with_(answer_f1=token_f1(result.answer, question.answer),
+                        answer_contains=contains_gold(result.answer, question.answer))
     if config.judge != "none":
         t0 = time.perf_counter()
-        rec["judge"] = judge_answer(pipeline.client("judge"), question, result.answer, config.judge,
-                                    seed=config.seed, max_tokens=config.judge_max_tokens,
-                                    json_mode=config.judge_json_mode)
-        rec["timings"]["judge"] = time.perf_counter() - t0
-        if rec["judge"]["error"] is not None:
-            rec["status"], rec["error"] = "error", f"judge: {rec['judge']['error']}"
+        judge = JudgeRecord.from_json(judge_answer(pipeline.client("judge"), question, result.answer, config.judge,
+                                                   seed=config.seed, max_tokens=config.judge_max_tokens,
+                                                   json_mode=config.judge_json_mode), "judge")
+        rec = rec.with_(judge=judge, timings=rec.timings.with_(judge=time.perf_counter() - t0))
+        if judge.error is not None:
+            rec = rec.with_(status="error", error=f"judge: {judge.error}")
     return rec
 
 
@@ -237,7 +235,8 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
 
     config, cache_dir = resolve_cache(seeded(config))
     masker = secret_masker([config.pipeline.mpm, config.pipeline.answer, config.pipeline.judge])
-    fingerprint = config_fingerprint(config)
+    fingerprints = config_fingerprints(config)  # the current one first, then older versions' (still resumable)
+    fingerprint = fingerprints[0]
     records_path, manifest_path = out / RECORDS_FILE, out / MANIFEST_FILE
     if dataset is None:
         from lazymem.data import load_dataset
@@ -255,9 +254,9 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
             if old_manifest:  # the history stays; each earlier run says where its results went
                 old_manifest = dict(old_manifest, runs=[r if r.get("moved_to") else dict(r, moved_to=dest.name)
                                                         for r in old_manifest.get("runs", [])])
-    identity = run_identity(fingerprint, dataset.sha256, prompts.prompt_hashes())
+    identity = run_identity(fingerprints, dataset.sha256, prompts.prompt_hashes())
     kept, truncated = resume(out, identity, old_manifest, masker)
-    done = {r["question_id"] for r in kept}
+    done = {r.question_id for r in kept}
     attempts = Counter(r["question_id"] for r in read_jsonl(out / ERRORS_FILE))
     todo = [q for q in questions if q.id not in done]
 
@@ -274,7 +273,7 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
 
     pipeline = LazyMemPipeline(p, clients=clients, retriever=retriever)
     selected_ids = {q.id for q in questions}
-    scores = RunningScore([r for r in kept if r["question_id"] in selected_ids], config.judge)
+    scores = RunningScore([r for r in kept if r.question_id in selected_ids], config.judge)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -287,9 +286,9 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
         if todo:
             pipeline.warm_up()
         with open(records_path, "a", encoding="utf-8") as f:
-            def write(rec: dict) -> None:
-                rec.update(run_id=run_id, attempt=attempts[rec["question_id"]] + 1, recorded_at=now())
-                line = masker.dumps(rec) + "\n"
+            def write(rec: RunRecord) -> None:
+                rec = rec.with_(run_id=run_id, attempt=attempts[rec.question_id] + 1, recorded_at=now())
+                line = masker.dumps(rec.to_json()) + "\n"
                 with write_lock:
                     append_synced(f, line)  # a kill -9 after this loses nothing finished
                 scores.add(rec)
@@ -323,7 +322,7 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
         pipeline.close()
         if bar is not None:
             bar.close()
-        records, _ = read_records(records_path)
+        records, _ = load_records(records_path)
         summary = summarize(records, config.judge, selected=[q.id for q in questions])
         summary["dataset"] = dataset.name
         summary["run_dir"] = str(out)

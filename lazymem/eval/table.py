@@ -150,7 +150,7 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
     decides), else the changes ('dataset sha256: a -> b'; a manifest without them is unknown, never
     a match; results without a readable manifest are of unknown inputs)."""
     from lazymem import prompts
-    from lazymem.eval.config import config_fingerprint, resolve_cache, seeded
+    from lazymem.eval.config import config_fingerprints, resolve_cache, seeded
     from lazymem.eval.runfiles import (
         MANIFEST_FILE,
         RECORDS_FILE,
@@ -166,7 +166,7 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
         return None
     if not manifest:
         return [f"no readable {MANIFEST_FILE} beside {RECORDS_FILE}: inputs unknown"]
-    identity = run_identity(config_fingerprint(resolve_cache(seeded(cfg))[0]), dataset.sha256,
+    identity = run_identity(config_fingerprints(resolve_cache(seeded(cfg))[0]), dataset.sha256,
                             prompts.prompt_hashes())
     return identity_changes(manifest_identity(manifest), identity)
 

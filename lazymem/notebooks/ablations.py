@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the eval package loads at call time, not when lazymem.notebooks is imported
     from lazymem.eval import EvalConfig
+    from lazymem.eval.records import RunRecord
 
 UNCHANGED = "keep"  # ``adapter`` value meaning: leave the memory-processing model's adapter as configured
 ROW_KEYS = {"gate_fmt": "gate_fmt", "strict_gate": "gate_strict", "gold_keep_recall": "gold_keep_recall",
@@ -52,15 +53,18 @@ def ablation_config(dataset: str, method: str, w: int, *, limit: int = 2, model:
     return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, mpm=mpm, structured=adapter is None))
 
 
-def run_all_at_k(records: Iterable[Mapping[str, Any]]) -> float | None:
+def run_all_at_k(records: Iterable[RunRecord]) -> float | None:
     """All@k of a run: the share of its ok questions with gold evidence whose every gold message was
     among the positions the memory step saw (``lazymem.eval.attribution.candidates``: the windows,
     else the pool); None when no question has gold evidence.
 
-    >>> recs = [{"status": "ok", "question": {"evidence": [3]}, "windows": [{"positions": [2, 3, 4]}]},
-    ...         {"status": "ok", "question": {"evidence": [7, 9]}, "windows": [], "pool": {"positions": [9]}},
-    ...         {"status": "ok", "question": {"evidence": []}, "windows": []},
-    ...         {"status": "error", "question": {"evidence": [1]}}]
+    >>> from lazymem.eval.records import RunRecord
+    >>> def rec(status, evidence, **parts):
+    ...     return RunRecord.from_json({"question_id": "q", "status": status,
+    ...                                 "question": {"type": "t", "answer": "a", "evidence": evidence}, **parts})
+    >>> recs = [rec("ok", [3], windows=[{"positions": [2, 3, 4]}]),
+    ...         rec("ok", [7, 9], windows=[], pool={"positions": [9]}),
+    ...         rec("ok", [], windows=[]), rec("error", [1])]
     >>> run_all_at_k(recs)
     0.5
     >>> run_all_at_k(recs[2:]) is None
@@ -68,8 +72,8 @@ def run_all_at_k(records: Iterable[Mapping[str, Any]]) -> float | None:
     """
     from lazymem.eval.attribution import candidates
 
-    covered = [set(r["question"]["evidence"]) <= (candidates(r) or set()) for r in records
-               if r.get("status") == "ok" and r["question"]["evidence"]]
+    covered = [set(r.question.evidence) <= (candidates(r) or set()) for r in records
+               if r.ok and r.question is not None and r.question.evidence]
     return sum(covered) / len(covered) if covered else None
 
 
@@ -83,7 +87,7 @@ def ablation_sweep(points: Mapping[Any, tuple[str | Path, EvalConfig]], n_resamp
     """
     from lazymem.eval import evaluate
     from lazymem.eval.report import build_report
-    from lazymem.eval.runfiles import latest_records, read_records
+    from lazymem.eval.runfiles import latest_records, load_records
     from lazymem.eval.table import cell_changes
     from lazymem.sweep import Cell, run_cells
 
@@ -100,7 +104,7 @@ def ablation_sweep(points: Mapping[Any, tuple[str | Path, EvalConfig]], n_resamp
     def run(cell: Cell, changes: tuple[str, ...]) -> dict[str, Any]:
         evaluate(cell.spec, cell.folder, progress=False, dataset=dataset(cell.spec), force_new=bool(changes))
         row = build_report([cell.folder], n_resamples=n_resamples)["rows"][0]
-        records = latest_records(read_records(cell.folder / "records.jsonl")[0]).values()
+        records = latest_records(load_records(cell.folder / "records.jsonl")[0]).values()
         return {"score": row["score"], "metric": row["metric"], "All@k": run_all_at_k(records),
                 **{k: row[v] for k, v in ROW_KEYS.items()}}
 

@@ -29,7 +29,7 @@ from IPython.display import HTML, display
 
 from lazymem import viz
 from lazymem.data import load_dataset
-from lazymem.eval import read_records
+from lazymem.eval import load_records
 from lazymem.eval.attribution import STAGES, attribute_run, drill_down
 from lazymem.notebooks import explore_question
 from lazymem.notebooks.compare import method_runs
@@ -56,9 +56,9 @@ run_dirs = method_runs(runs, methods, dataset, out_root, limit=limit, model=mode
                        backend=backend, n=n)
 ds = load_dataset(dataset)
 texts = {h.id: {m.pos: m.text for m in h.messages} for h in ds.histories.values()}
-records = {Path(d).name: [r for r in read_records(Path(d) / "records.jsonl")[0] if r["status"] == "ok"]
+records = {Path(d).name: [r for r in load_records(Path(d) / "records.jsonl")[0] if r.ok]
            for d in run_dirs}
-attributions = {name: attribute_run(recs, lambda r: texts.get(r["question"]["history_id"]), f1_threshold)
+attributions = {name: attribute_run(recs, lambda r: texts.get(r.question.history_id), f1_threshold)
                 for name, recs in records.items()}
 counts = pd.DataFrame({k: {"questions": a["questions"], "wrong": a["wrong"],
                            **{s: a["counts"].get(s, 0) for s in STAGES}} for k, a in attributions.items()}).T
@@ -85,18 +85,18 @@ for stage, name, item in order:  # one per stage first, then the rest
         seen.add(stage)
 picked += [(n_, i) for _, n_, i in order if (n_, i) not in picked]
 for name, item in picked[:drill]:
-    rec = next(r for r in records[name] if r["question_id"] == item["question_id"])
+    rec = next(r for r in records[name] if r.question_id == item["question_id"])
     print(f"--- {name}: {item['stage']}")
-    print(json.dumps(drill_down(rec, texts.get(rec["question"]["history_id"])), indent=1, ensure_ascii=False)[:2500])
+    print(json.dumps(drill_down(rec, texts.get(rec.question.history_id)), indent=1, ensure_ascii=False)[:2500])
 
 # %% [markdown]
 # ## 3. One question in the window explorer
 
 # %%
 with_windows = [(n_, i) for n_, i in picked
-                if any(r["windows"] for r in records[n_] if r["question_id"] == i["question_id"])]
+                if any(r.windows for r in records[n_] if r.question_id == i["question_id"])]
 if question_id:
-    run_name = next(n_ for n_, recs in records.items() if any(r["question_id"] == question_id for r in recs))
+    run_name = next(n_ for n_, recs in records.items() if any(r.question_id == question_id for r in recs))
     qid = question_id
 elif with_windows:
     run_name, qid = with_windows[0][0], with_windows[0][1]["question_id"]

@@ -95,13 +95,15 @@ class Method:
         """Raise ConfigError when ``config`` cannot run this method (called by PipelineConfig)."""
 
     @classmethod
-    def memory_positions(cls, record: Mapping, question: Question, history: History) -> set[int] | None:
-        """Positions whose messages make up a record's memory; None when it writes new text."""
+    def memory_positions(cls, record: Any, question: Question, history: History) -> set[int] | None:
+        """Positions whose messages make up a run record's memory (``record``: a ``lazymem.eval.records.RunRecord``,
+        read by its attributes); None when it writes new text."""
         return None
 
     @classmethod
-    def gold_shown(cls, record: Mapping) -> int | None:
-        """How many gold messages the method's own search showed it (None: use the pool or windows)."""
+    def gold_shown(cls, record: Any) -> int | None:
+        """How many gold messages the method's own search showed it, from a run record's method part
+        (``RunRecord.baseline``); None: use the pool or windows."""
         return None
 
     @classmethod

@@ -11,7 +11,7 @@ window's messages:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lazymem.pipeline.methods.base import Method, MethodOutput
@@ -54,8 +54,8 @@ class _Constructing(Method):
         raise NotImplementedError
 
     @classmethod
-    def memory_positions(cls, record: Mapping, question, history) -> set[int]:
-        return {d["pos"] for d in record.get("decisions") or () if d.get("op") == "KEEP"}
+    def memory_positions(cls, record, question, history) -> set[int]:
+        return record.kept_positions
 
 
 class LazyMem(_Constructing):

@@ -6,7 +6,6 @@ sources). Settings: ``pipeline.mem0`` (``Mem0Settings``).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lazymem.errors import ConfigError
@@ -83,8 +82,8 @@ class Mem0Method(Method):
         return MethodOutput(memory, error, baseline=record, timed=True)
 
     @classmethod
-    def gold_shown(cls, record: Mapping) -> int | None:
-        return (record.get("baseline") or {}).get("gold_shown")
+    def gold_shown(cls, record) -> int | None:
+        return record.gold_shown
 
     @classmethod
     def calls(cls, config, dataset, questions, histories) -> dict:

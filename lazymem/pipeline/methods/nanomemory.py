@@ -7,7 +7,6 @@ sources). Settings: ``pipeline.nanomemory`` (``NanoMemorySettings``).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lazymem.errors import ConfigError
@@ -85,8 +84,8 @@ class NanoMemoryMethod(Method):
         return MethodOutput(memory.strip(), baseline=record, timed=True)
 
     @classmethod
-    def gold_shown(cls, record: Mapping) -> int | None:
-        return (record.get("baseline") or {}).get("gold_shown")
+    def gold_shown(cls, record) -> int | None:
+        return record.gold_shown
 
     @classmethod
     def calls(cls, config, dataset, questions, histories) -> dict:

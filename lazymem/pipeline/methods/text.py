@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from lazymem.pipeline.methods.base import Method, MethodOutput
@@ -39,8 +38,8 @@ class RAG(_Verbatim):
         return list(pool.positions)
 
     @classmethod
-    def memory_positions(cls, record: Mapping, question, history) -> set[int]:
-        return set((record.get("pool") or {}).get("positions") or ())
+    def memory_positions(cls, record, question, history) -> set[int]:
+        return set(record.pool.positions if record.pool is not None else ())
 
 
 class OracleTurn(_Verbatim):
