@@ -5,7 +5,7 @@
     lazymem retrieve SPEC --question ID [--w 2] [--json]
     lazymem coverage SPEC [--k 50] [--w 0,1,2,3] [--json] [--out FILE]
     lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
-    lazymem bench pipeline [--config configs/eval_demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
+    lazymem bench pipeline [--config configs/eval/demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
     lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
     lazymem bench latency CONFIG [--limit N] [--warmup 3] [--runs 3] [--out FILE]
     lazymem eval [CONFIG] [--out DIR] [...]

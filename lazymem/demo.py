@@ -3,7 +3,7 @@
 Stages: data summary -> hybrid retrieval over every question (All@k by window radius, as
 the paper's Table 2) -> windows + training-free extractive construction on a few
 questions -> figures in figures/ (HTML + PNG) -> the whole query path on the demo questions
-(`lazymem eval configs/eval_demo.yaml`, records in runs/eval/demo-<mpm>-<engine>/; a rerun reads
+(`lazymem eval configs/eval/demo.yaml`, records in runs/eval/demo-<mpm>-<engine>/; a rerun reads
 the LLM cache), printing per question the kept memory next to the gold evidence. The memory-processing
 model (``mpm``) is LazyMem-135M (SmolLM2-135M-Instruct + the LoRA adapter this project trained,
 free generation) by default; ``base`` is the untrained SmolLM2 with schema-constrained decoding,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from lazymem.records import Dataset
 
 DEMO_MPMS = ("lazymem-135m", "base", "extractive")
-# Overrides of configs/eval_demo.yaml (which runs LazyMem-135M) per --mpm choice.
+# Overrides of configs/eval/demo.yaml (which runs LazyMem-135M) per --mpm choice.
 _MPM_OVERRIDES = {
     "lazymem-135m": [],
     "base": ["pipeline.mpm.adapter=null", "pipeline.structured=true", "pipeline.schema_max_content=100",
@@ -31,7 +31,7 @@ _MPM_OVERRIDES = {
 
 
 def demo_eval_config(mpm: str = "lazymem-135m") -> EvalConfig:
-    """configs/eval_demo.yaml with the memory-processing model ``mpm`` (one of DEMO_MPMS)."""
+    """configs/eval/demo.yaml with the memory-processing model ``mpm`` (one of DEMO_MPMS)."""
     from pathlib import Path
 
     from lazymem.errors import ConfigError
@@ -39,7 +39,7 @@ def demo_eval_config(mpm: str = "lazymem-135m") -> EvalConfig:
 
     if mpm not in _MPM_OVERRIDES:
         raise ConfigError(f"demo mpm {mpm!r}: one of {', '.join(DEMO_MPMS)}")
-    recipe = Path(__file__).resolve().parents[1] / "configs" / "eval_demo.yaml"
+    recipe = Path(__file__).resolve().parents[1] / "configs" / "eval" / "demo.yaml"
     return EvalConfig.from_yaml(recipe, _MPM_OVERRIDES[mpm])
 
 
@@ -159,7 +159,7 @@ def _eval_stage(mpm: str, eval_out: str | None) -> dict:
     print(eval_summary_text(summary))
     records, _ = load_records(f"{out}/records.jsonl")
     show_memories(latest_records(records), load_dataset(config.dataset))
-    print(f"[eval stage {time.perf_counter() - t:.1f} s]  More: lazymem eval configs/eval_demo.yaml --limit 0 "
-          "--out runs/eval/demo-all (every question), configs/eval_locomo_paper.yaml (LoCoMo), "
-          "lazymem train eval-windows --config configs/lazymem135m_eval_windows.yaml (the training table)")
+    print(f"[eval stage {time.perf_counter() - t:.1f} s]  More: lazymem eval configs/eval/demo.yaml --limit 0 "
+          "--out runs/eval/demo-all (every question), configs/eval/locomo_paper.yaml (LoCoMo), "
+          "lazymem train eval-windows --config configs/train/lazymem-135m/eval_windows.yaml (the training table)")
     return summary

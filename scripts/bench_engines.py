@@ -1,6 +1,6 @@
 """Memory processing per question: transformers vs llama.cpp, same model, same windows, one run.
 
-    python scripts/bench_engines.py [--config configs/eval_lazymem135m.yaml] \
+    python scripts/bench_engines.py [--config configs/eval/lazymem135m.yaml] \
         [--dataset ../shared/data/locomo/locomo10.json#paper] [--limit 4] [--out docs/results/bench_engines.json]
 
 The config's pipeline (retrieval, windowing, MPM model + adapter, sampling) builds every window
@@ -37,7 +37,7 @@ def _decisions(item, text):
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="configs/eval_lazymem135m.yaml")
+    ap.add_argument("--config", default="configs/eval/lazymem135m.yaml")
     ap.add_argument("--dataset", default="../shared/data/locomo/locomo10.json#paper")
     ap.add_argument("--limit", type=int, default=4)
     ap.add_argument("--threads", type=int, default=os.cpu_count())

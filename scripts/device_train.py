@@ -10,8 +10,8 @@ weights and config, train_result.json, eval/<set>/{summary.json,windows.jsonl}),
 still returns what finished. A stage that cannot start with ``--min-stage-s`` left before
 ``--deadline-s`` is skipped and said so. ``OUT/summary.json`` holds the timings and every summary.
 
-    python scripts/device_train.py --sft configs/lazymem135m_sft_gpu.yaml --sft-budget-s 220 \\
-        --grpo configs/lazymem135m_grpo_gpu.yaml --grpo-budget-s 150 \\
+    python scripts/device_train.py --sft configs/train/lazymem-135m/sft_gpu.yaml --sft-budget-s 220 \\
+        --grpo configs/train/lazymem-135m/grpo_gpu.yaml --grpo-budget-s 150 \\
         --eval-set synthetic_heldout=PAIRS.jsonl --deadline-s 520 --out DIR
     python scripts/device_train.py --sft ... --set sft.max_steps=1 --set grpo.max_steps=1 ...   # a smoke run
 

@@ -5,7 +5,7 @@
 ``--serve`` starts ``python -m llama_cpp.server`` with ``SERVER`` (SmolLM2-135M, Q8_0, its 8,192-token
 context extended to 16,384 with YaRN, the RAM prompt cache on) and stops it at the end; without it,
 the server at ``--base-url`` is used. Mem0 runs as method ``mem0`` runs it (``Mem0Store``, the
-settings of ``configs/eval_mem0.yaml``), on the first ``--adds`` + 1 chunks of one history, in a
+settings of ``configs/eval/mem0.yaml``), on the first ``--adds`` + 1 chunks of one history, in a
 scratch store (``LAZYMEM_CACHE`` is pointed at a temporary folder: the real store is not touched).
 Per add it records the wall seconds, the server's prompt and completion tokens, and the memories
 stored; the summary is the mean and median of the adds after the first (the shared system prompt
@@ -52,7 +52,7 @@ def serve(port: int, gguf: str) -> tuple[subprocess.Popen, list[str]]:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="configs/eval_mem0.yaml")
+    ap.add_argument("--config", default="configs/eval/mem0.yaml")
     ap.add_argument("--dataset", default="../shared/data/locomo/locomo10.json#paper")
     ap.add_argument("--history", default="conv-49")
     ap.add_argument("--adds", type=int, default=8, help="adds timed after the first (cold) one")

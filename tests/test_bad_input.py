@@ -129,7 +129,7 @@ def _recipe():
 
     import yaml
 
-    return yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "eval_locomo_paper.yaml").read_text())
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "eval" / "locomo_paper.yaml").read_text())
 
 
 RECIPE = _recipe()

@@ -79,7 +79,7 @@ def test_engine_table_gives_every_engine_the_same_threads():
 
 def test_bench_pipeline_on_llamacpp_with_the_shipped_adapter(tmp_path):
     pytest.importorskip("llama_cpp")
-    res = bench_pipeline("configs/eval_demo.yaml", overrides=["pipeline.mpm_sampling.max_tokens=48"], limit=1,
+    res = bench_pipeline("configs/eval/demo.yaml", overrides=["pipeline.mpm_sampling.max_tokens=48"], limit=1,
                          engine_names=["llamacpp", "llamacpp_parallel"], do_cold_warm=False,
                          out=tmp_path / "b.json", figure_dir=None, progress=False)
     one, par = res["engines"]["llamacpp"], res["engines"]["llamacpp_parallel"]

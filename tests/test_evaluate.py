@@ -564,7 +564,7 @@ def test_baseline_ratios(tmp_path):
 
 
 def test_recipes_in_configs_load():
-    demo = EvalConfig.from_yaml(REPO / "configs" / "eval_demo.yaml")
+    demo = EvalConfig.from_yaml(REPO / "configs" / "eval" / "demo.yaml")
     assert demo.pipeline.method == "lazymem" and not demo.pipeline.structured and demo.judge == "none"
     from lazymem.llm.base import cpu_backend
 
@@ -580,10 +580,10 @@ def test_recipes_in_configs_load():
     assert demo_eval_config("extractive").pipeline.method == "extractive"
     with pytest.raises(ConfigError, match="demo mpm"):
         demo_eval_config("gpt")
-    paper = EvalConfig.from_yaml(REPO / "configs" / "eval_locomo_paper.yaml")
+    paper = EvalConfig.from_yaml(REPO / "configs" / "eval" / "locomo_paper.yaml")
     assert paper.dataset.endswith("locomo10.json#paper") or paper.subset == "paper"
     assert paper.pipeline.mpm.model == "smollm2-offline" and paper.pipeline.structured
-    server = EvalConfig.from_yaml(REPO / "configs" / "eval_locomo_paper.yaml",
+    server = EvalConfig.from_yaml(REPO / "configs" / "eval" / "locomo_paper.yaml",
                                   ["pipeline.mpm.backend=openai", "pipeline.mpm.base_url=http://127.0.0.1:8000/v1",
                                    "pipeline.mpm.model=Qwen/Qwen3-4B"])
     assert server.pipeline.mpm.base_url == "http://127.0.0.1:8000/v1"
@@ -601,7 +601,7 @@ def test_config_errors_name_the_field():
     with pytest.raises(ConfigError, match=r"EvalConfig.judge"):
         EvalConfig.from_dict({"judge": "gpt"})
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
-        EvalConfig.from_yaml(REPO / "configs" / "eval_demo.yaml", ["limit"])
+        EvalConfig.from_yaml(REPO / "configs" / "eval" / "demo.yaml", ["limit"])
     assert EvalConfig.from_dict({"ids": "a"}).ids == ("a",)
 
 

@@ -23,6 +23,7 @@ from lazymem.train.heldout import (
 from lazymem.train.window_table import WindowTableConfig, run_window_table
 
 ROOT = Path(__file__).resolve().parents[1]
+STAGES = ROOT / "configs" / "train" / "lazymem-135m"  # LazyMem-135M's stage configs
 KEEP = '{"op": "KEEP", "compressed_content": "%s", "reason": "evidence"}'
 DROP = '{"op": "DROP", "compressed_content": "", "reason": "no"}'
 
@@ -142,14 +143,14 @@ def test_project_table_and_heldout_configs_parse():
     from lazymem.train.recipe import load_recipe
     from lazymem.train.sft_data import SFTDataConfig
 
-    t = load_recipe(WindowTableConfig, ROOT / "configs" / "lazymem135m_eval_windows.yaml")
+    t = load_recipe(WindowTableConfig, STAGES / "eval_windows.yaml")
     assert {"base_free", "base_constrained", "sft", "grpo"} <= set(t.rows) and t.limit == 16
     for name in ("synthetic", "default", "locomo"):
-        c = SFTDataConfig.from_yaml(str(ROOT / "configs" / f"lazymem135m_heldout_{name}.yaml"))
+        c = SFTDataConfig.from_yaml(str(STAGES / f"heldout_{name}.yaml"))
         assert c.teacher == "gold" and c.window == WindowConfig() and not c.extra_windows
-    train = SFTDataConfig.from_yaml(str(ROOT / "configs" / "lazymem135m_sft_data.yaml"))
+    train = SFTDataConfig.from_yaml(str(STAGES / "sft_data.yaml"))
     heldout = {s for n in ("synthetic", "default")
-               for s in SFTDataConfig.from_yaml(str(ROOT / "configs" / f"lazymem135m_heldout_{n}.yaml")).datasets}
+               for s in SFTDataConfig.from_yaml(str(STAGES / f"heldout_{n}.yaml")).datasets}
     from lazymem.data.synthetic import parse_spec
 
     train_seeds = {parse_spec(s)["seed"] for s in train.datasets}
@@ -194,7 +195,7 @@ def test_lora_on_upper_layers_only():
     from lazymem.train.recipe import load_recipe
     from lazymem.train.sft import SFTRecipe
 
-    r = load_recipe(SFTRecipe, ROOT / "configs" / "lazymem135m_sft.yaml", {"lora": LoraSettings})
+    r = load_recipe(SFTRecipe, STAGES / "sft.yaml", {"lora": LoraSettings})
     assert r.lora.layers == tuple(range(15, 30)) and r.gradient_checkpointing is False and r.bf16 is False
 
 
@@ -258,7 +259,7 @@ def test_project_eval_table_config_loads_every_cell():
     from lazymem.eval.table import EvalTableConfig
     from lazymem.train.recipe import load_recipe
 
-    t = load_recipe(EvalTableConfig, ROOT / "configs" / "lazymem135m_eval_table.yaml")
+    t = load_recipe(EvalTableConfig, ROOT / "configs" / "tables" / "lazymem135m.yaml")
     assert t.reference == "rag_top50" and {"base_free", "base_constrained", "sft", "grpo", "extractive"} <= set(t.rows)
     for s in t.sets:
         for r in t.rows:
@@ -420,19 +421,19 @@ def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp
 def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_windows():
     import yaml
 
-    records = [json.loads(p.read_text()) for p in sorted((ROOT / "models/lazymem-135m/eval").glob("keep_bias*.json"))]
+    records = [json.loads(p.read_text()) for p in sorted((ROOT / "docs/results/lazymem-135m").glob("keep_bias*.json"))]
     if not records:
         pytest.skip("no keep_bias*.json yet (recipe steps keep-bias*)")
     chosen: dict[str, set] = {}  # an adapter may have several operating points (best R_act, a recall floor)
     for r in records:
         chosen.setdefault(r["settings"]["adapter"], set()).add(r["keep_bias"])
     shipped = "models/lazymem-135m/train/grpo_sft_gpu/step3"  # lazymem/assets/lazymem-135m is its copy
-    rows = yaml.safe_load((ROOT / "configs/lazymem135m_eval_windows.yaml").read_text())["rows"]
+    rows = yaml.safe_load((ROOT / "configs/train/lazymem-135m/eval_windows.yaml").read_text())["rows"]
     biased = {name: (r["mpm"]["adapter"], r["sampling"]["logit_bias"][" KEEP"]) for name, r in rows.items()
               if (r.get("sampling") or {}).get("logit_bias")}
-    demo = yaml.safe_load((ROOT / "configs/eval_demo.yaml").read_text())["pipeline"]["mpm_sampling"]
+    demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]["mpm_sampling"]
     biased["demo"] = (shipped, demo["logit_bias"][" KEEP"])
-    table = yaml.safe_load((ROOT / "configs/lazymem135m_eval_table.yaml").read_text())["rows"]
+    table = yaml.safe_load((ROOT / "configs/tables/lazymem135m.yaml").read_text())["rows"]
     biased.update({f"table.{n}": (r["pipeline.mpm.adapter"], r["pipeline.mpm_sampling.logit_bias"][" KEEP"])
                    for n, r in table.items() if "pipeline.mpm_sampling.logit_bias" in r})
     assert len(biased) >= 2 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)

@@ -213,7 +213,7 @@ def test_the_recipe_loads():
 
     from lazymem.eval import EvalConfig
 
-    c = EvalConfig.from_yaml(Path(__file__).resolve().parents[1] / "configs" / "eval_mem0.yaml")
+    c = EvalConfig.from_yaml(Path(__file__).resolve().parents[1] / "configs" / "eval" / "mem0.yaml")
     p = c.pipeline
     assert (p.method, p.mem0.top_k, p.mem0.chunk, p.mpm.backend) == ("mem0", 30, 2, "openai") and p.mpm.base_url
 

@@ -124,7 +124,7 @@ def test_old_flat_method_settings_still_load_and_keep_their_fingerprint():
                                                              "nanomemory": {"top_k": 5}}})
 
 
-MAIN_TABLE = REPO / "configs" / "main_table_locomo.yaml"
+MAIN_TABLE = REPO / "configs" / "tables" / "main_table_locomo.yaml"
 LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
 
 

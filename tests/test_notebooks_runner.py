@@ -62,18 +62,18 @@ def test_load_grid_checks_format(tmp_path):
 
 
 def test_repo_grid_file_is_valid():
-    spec = nb.load_grid(ROOT / "configs" / "grid_02_radii.yaml")
+    spec = nb.load_grid(ROOT / "configs" / "grids" / "02_radii.yaml")
     points = nb.expand_grid(spec)
     assert [p["w"] for p in points] == [0, 1, 2, 3]
     declared = nb.notebook_parameters(nb.resolve_notebook(spec["notebook"]))
     assert set(points[0]) <= set(declared)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("grid_*.yaml")))
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs" / "grids").glob("*.yaml")))
 def test_every_repo_grid_names_real_parameters_and_recipes(name):
     from lazymem.notebooks.ablations import ablation_config
 
-    spec = nb.load_grid(ROOT / "configs" / name)
+    spec = nb.load_grid(ROOT / "configs" / "grids" / name)
     points = nb.expand_grid(spec)
     declared = nb.notebook_parameters(nb.resolve_notebook(spec["notebook"]))
     assert len(points) >= 2 and all(set(p) <= set(declared) for p in points)

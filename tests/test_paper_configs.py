@@ -12,7 +12,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 @pytest.mark.parametrize("name,judge", [("paper_locomo", "locomo"), ("paper_longmemeval", "longmemeval")])
 def test_paper_config_resolves_to_the_papers_settings(name, judge):
-    cfg = EvalConfig.from_yaml(CONFIGS / f"{name}.yaml")
+    cfg = EvalConfig.from_yaml(CONFIGS / "eval" / f"{name}.yaml")
     p = cfg.pipeline
     assert p.method == "lazymem" and cfg.judge == judge and cfg.seed == 0
     r = p.retrieval  # hybrid retrieval: Qwen3-Embedding-8B + Okapi BM25 (rank_bm25), RRF, BGE-Reranker-v2-M3, n = 50
@@ -37,6 +37,6 @@ def test_paper_locomo_selects_the_314_questions():
     from lazymem.data import load_dataset
     from lazymem.eval import select_questions
 
-    cfg = EvalConfig.from_yaml(CONFIGS / "paper_locomo.yaml", overrides=[f"dataset={data}#paper"])
+    cfg = EvalConfig.from_yaml(CONFIGS / "eval" / "paper_locomo.yaml", overrides=[f"dataset={data}#paper"])
     qs = select_questions(load_dataset(cfg.dataset), cfg)
     assert len(qs) == 314 and {q.category for q in qs} == {1, 2, 3, 4}

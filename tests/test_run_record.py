@@ -22,8 +22,8 @@ from lazymem.eval.runfiles import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = sorted({*ROOT.glob("docs/results/**/records.jsonl"), *ROOT.glob("docs/results/**/errors.jsonl"),
-                    *ROOT.glob("models/lazymem-135m/eval/**/records.jsonl"),
-                    *ROOT.glob("models/lazymem-135m/eval/**/errors.jsonl"), *ROOT.glob("tests/fixtures/**/*.jsonl")})
+                    *ROOT.glob("docs/results/lazymem-135m/**/records.jsonl"),
+                    *ROOT.glob("docs/results/lazymem-135m/**/errors.jsonl"), *ROOT.glob("tests/fixtures/**/*.jsonl")})
 
 
 def test_the_repository_has_records_to_check():

@@ -18,8 +18,8 @@ from lazymem.retrieve.window import build_windows
 from lazymem.train.recipe import build_recipe, load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = {"locomo": ROOT / "configs" / "paper_table1_locomo.yaml",
-           "longmemeval": ROOT / "configs" / "paper_table1_longmemeval.yaml"}
+CONFIGS = {"locomo": ROOT / "configs" / "tables" / "paper_table1_locomo.yaml",
+           "longmemeval": ROOT / "configs" / "tables" / "paper_table1_longmemeval.yaml"}
 ROWS = ["oracle_turn", "rag_top20", "rag_top50", "extractive", "nanomemory", "mem0", "lazymem", "lazymem_4b",
         "lazymem_135m"]
 QWEN32 = ("Qwen/Qwen3-32B", "http://127.0.0.1:8001/v1")

@@ -176,11 +176,11 @@ def test_paper_recipes_resolve_to_the_papers_table():
     from lazymem.train.sft import SFTRecipe
 
     root = Path(__file__).resolve().parents[1] / "configs"
-    sft = SFTRecipe.from_yaml(root / "train_sft_paper.yaml")
+    sft = SFTRecipe.from_yaml(root / "train" / "sft_paper.yaml")
     assert (sft.base, sft.lora, sft.learning_rate, sft.lr_scheduler_type, sft.warmup_ratio, sft.num_train_epochs,
             sft.per_device_train_batch_size * sft.gradient_accumulation_steps * 2, sft.max_length, sft.bf16) == (
         "Qwen/Qwen3-4B", None, 5e-6, "cosine", 0.03, 2, 16, 8192, True)
-    g = GRPORecipe.from_yaml(root / "train_grpo_paper.yaml")
+    g = GRPORecipe.from_yaml(root / "train" / "grpo_paper.yaml")
     completions_per_rollout_batch = g.per_device_train_batch_size * 2 * g.steps_per_generation
     completions_per_update = g.per_device_train_batch_size * 2 * g.gradient_accumulation_steps
     assert completions_per_rollout_batch == 32 * 8 and completions_per_update == 16 * 8  # VERL: mini-batch 16
@@ -191,7 +191,7 @@ def test_paper_recipes_resolve_to_the_papers_table():
             g.save_total_limit, g.seed) == (1e-6, "constant", 0.0, 3, True, 8, 0.9, 0.95, 3072, 0.001, 0.2, "dapo",
                                             0.01, 1.0, True, 0.915, 0.99, 0.5, 10, 30, 5, 42)
     assert g.judge.model == "Qwen/Qwen3-32B"
-    for cpu in ("train_sft_cpu.yaml", "train_grpo_cpu.yaml"):
+    for cpu in ("train/sft_cpu.yaml", "train/grpo_cpu.yaml"):
         (SFTRecipe if "sft" in cpu else GRPORecipe).from_yaml(root / cpu)
 
 

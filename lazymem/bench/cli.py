@@ -70,7 +70,7 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     s.set_defaults(func=functools.partial(cmd_bench_retrieval, retrieval_config=retrieval_config))
 
     s = bench.add_parser("pipeline", help="seconds a question by stage for each engine, and the eval cold vs warm")
-    s.add_argument("--config", default="configs/eval_demo.yaml", help="an eval config (lazymem eval format)")
+    s.add_argument("--config", default="configs/eval/demo.yaml", help="an eval config (lazymem eval format)")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
     s.add_argument("--limit", type=int_at_least(0), default=None, help="questions (default: the config's limit)")
     s.add_argument("--engines", default=None,

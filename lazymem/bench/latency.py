@@ -1,6 +1,6 @@
 """The paper's latency protocol, for any method: ``lazymem bench latency CONFIG``.
 
-    lazymem bench latency configs/eval_demo.yaml [--set KEY=VALUE] [--limit N] [--out FILE]
+    lazymem bench latency configs/eval/demo.yaml [--set KEY=VALUE] [--limit N] [--out FILE]
 
 What the paper does (appendix "Latency Protocol and Breakdown", ``app:latency``):
 

@@ -1,6 +1,6 @@
 """The query path per stage, engine against engine, and the eval cold against warm, in one run.
 
-    lazymem bench pipeline [--config configs/eval_demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
+    lazymem bench pipeline [--config configs/eval/demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
 
 For the same questions of an eval config (its data set, selection and pipeline), each engine
 (``ENGINES``: transformers one window at a time, transformers batched, llama.cpp with one
@@ -177,7 +177,7 @@ def figure(result: dict):
     return fig
 
 
-def bench_pipeline(config_path: str | os.PathLike = "configs/eval_demo.yaml", overrides: Sequence[str] = (),
+def bench_pipeline(config_path: str | os.PathLike = "configs/eval/demo.yaml", overrides: Sequence[str] = (),
                    limit: int | None = None, engine_names: Sequence[str] | None = None, threads: int | None = None,
                    do_cold_warm: bool = True, out: str | os.PathLike | None = "figures/bench_pipeline.json",
                    figure_dir: str | os.PathLike | None = "figures", progress: bool = True) -> dict:

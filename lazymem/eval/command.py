@@ -21,8 +21,8 @@ from lazymem.secrets import redact
 
 
 def default_config_path() -> Path:
-    """configs/eval_demo.yaml of the checkout holding this package."""
-    return Path(__file__).resolve().parents[2] / "configs" / "eval_demo.yaml"
+    """configs/eval/demo.yaml of the checkout holding this package."""
+    return Path(__file__).resolve().parents[2] / "configs" / "eval" / "demo.yaml"
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -32,7 +32,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                 "with their errors; a rerun redoes only them); 2 bad input (one line naming file and field); "
                 "1 a bug (its traceback is printed)")
     p.add_argument("config", nargs="?", default=None,
-                   help="YAML recipe (default: configs/eval_demo.yaml, offline CPU demo)")
+                   help="YAML recipe (default: configs/eval/demo.yaml, offline CPU demo)")
     p.add_argument("--out", default=None, help="run folder (default: runs/eval/<config name>)")
     p.add_argument("--dataset", help="dataset SPEC (overrides the recipe)")
     p.add_argument("--subset", help="named subset, e.g. paper")

@@ -2,7 +2,7 @@
 
 A grid file is YAML with optional sections:
 
-    # configs/grid_02_radii.yaml
+    # configs/grids/02_radii.yaml
     notebook: 02_retrieval_windows   # optional: the notebook it is for (checked, or used when none is given)
     base:            # parameters every run gets (override the notebook's defaults)
       n: 50

@@ -38,40 +38,40 @@ class Step:
 
 def _stage_bias(stage: str, adapter: str, *extra: str) -> tuple[str, ...]:
     """The keep-bias step's overrides for one training stage: its adapter and its own output file."""
-    return (f"adapter={adapter}", f"output=models/lazymem-135m/eval/keep_bias_{stage}.json", *extra)
+    return (f"adapter={adapter}", f"output=docs/results/lazymem-135m/keep_bias_{stage}.json", *extra)
 
 
 RECIPE = (
-    Step("sft-data", "configs/lazymem135m_sft_data.yaml", "sft-data"),
-    Step("sft", "configs/lazymem135m_sft.yaml", "sft"),
-    Step("sft2-data", "configs/lazymem135m_sft2_data.yaml", "sft-data"),
-    Step("sft2", "configs/lazymem135m_sft2.yaml", "sft"),
-    Step("sft3-data", "configs/lazymem135m_sft3_data.yaml", "sft-data"),
-    Step("sft3", "configs/lazymem135m_sft3.yaml", "sft"),
-    Step("heldout-synthetic", "configs/lazymem135m_heldout_synthetic.yaml", "sft-data"),
-    Step("heldout-default", "configs/lazymem135m_heldout_default.yaml", "sft-data"),
-    Step("heldout-locomo", "configs/lazymem135m_heldout_locomo.yaml", "sft-data"),
-    Step("rl-data", "configs/lazymem135m_rl_data.yaml", "rl-data"),
-    Step("grpo", "configs/lazymem135m_grpo.yaml", "grpo"),
-    Step("dev-data", "configs/lazymem135m_dev_synthetic.yaml", "sft-data"),
-    Step("keep-bias", "configs/lazymem135m_keep_bias.yaml", "keep-bias"),
-    Step("keep-bias-sft2", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+    Step("sft-data", "configs/train/lazymem-135m/sft_data.yaml", "sft-data"),
+    Step("sft", "configs/train/lazymem-135m/sft.yaml", "sft"),
+    Step("sft2-data", "configs/train/lazymem-135m/sft2_data.yaml", "sft-data"),
+    Step("sft2", "configs/train/lazymem-135m/sft2.yaml", "sft"),
+    Step("sft3-data", "configs/train/lazymem-135m/sft3_data.yaml", "sft-data"),
+    Step("sft3", "configs/train/lazymem-135m/sft3.yaml", "sft"),
+    Step("heldout-synthetic", "configs/train/lazymem-135m/heldout_synthetic.yaml", "sft-data"),
+    Step("heldout-default", "configs/train/lazymem-135m/heldout_default.yaml", "sft-data"),
+    Step("heldout-locomo", "configs/train/lazymem-135m/heldout_locomo.yaml", "sft-data"),
+    Step("rl-data", "configs/train/lazymem-135m/rl_data.yaml", "rl-data"),
+    Step("grpo", "configs/train/lazymem-135m/grpo.yaml", "grpo"),
+    Step("dev-data", "configs/train/lazymem-135m/dev_synthetic.yaml", "sft-data"),
+    Step("keep-bias", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias"),
+    Step("keep-bias-sft2", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
          _stage_bias("sft2", "models/lazymem-135m/train/sft2/final")),
-    Step("keep-bias-sft3", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+    Step("keep-bias-sft3", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
          _stage_bias("sft3", "models/lazymem-135m/train/sft3/final")),
     # the GPU path (scripts/device_train.sh trains sft_gpu and grpo_sft_gpu on a leased GPU; the data and
     # the choices on development windows run here)
-    Step("sft-gpu-data", "configs/lazymem135m_sft_gpu_data.yaml", "sft-data"),
-    Step("rl-data-gpu", "configs/lazymem135m_rl_data_gpu.yaml", "rl-data"),
-    Step("keep-bias-sft-gpu", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+    Step("sft-gpu-data", "configs/train/lazymem-135m/sft_gpu_data.yaml", "sft-data"),
+    Step("rl-data-gpu", "configs/train/lazymem-135m/rl_data_gpu.yaml", "rl-data"),
+    Step("keep-bias-sft-gpu", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
          _stage_bias("sft_gpu", "models/lazymem-135m/train/sft_gpu/final")),
-    Step("keep-bias-grpo-sft-gpu", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+    Step("keep-bias-grpo-sft-gpu", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
          _stage_bias("grpo_sft_gpu", "models/lazymem-135m/train/grpo_sft_gpu/step3")),
-    Step("keep-bias-grpo-sft-gpu-recall", "configs/lazymem135m_keep_bias.yaml", "keep-bias",
+    Step("keep-bias-grpo-sft-gpu-recall", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
          _stage_bias("grpo_sft_gpu_recall", "models/lazymem-135m/train/grpo_sft_gpu/step3", "target_recall=0.8")),
-    Step("eval-windows", "configs/lazymem135m_eval_windows.yaml", "eval-windows"),
-    Step("eval-table", "configs/lazymem135m_eval_table.yaml", "eval-table"),
-    Step("release", "configs/lazymem135m_release_gpu.yaml", "release"),  # CPU-only: lazymem135m_release.yaml
+    Step("eval-windows", "configs/train/lazymem-135m/eval_windows.yaml", "eval-windows"),
+    Step("eval-table", "configs/tables/lazymem135m.yaml", "eval-table"),
+    Step("release", "configs/train/lazymem-135m/release_gpu.yaml", "release"),  # CPU-only: release.yaml
 )
 
 

@@ -193,6 +193,7 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
               "lazymem_version": lazymem.__version__, "python": sys.version.split()[0],
               "packages": package_versions(MANIFEST_PACKAGES)}  # every point's manifest holds these
     out_base = Path(out_root) / nb_path.stem
+    out_base.mkdir(parents=True, exist_ok=True)  # a bad out_root (inside a file, unwritable) stops here: OSError
     cells = []
     for point in points:
         rid = run_id(point, varying)

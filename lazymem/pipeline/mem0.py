@@ -73,7 +73,7 @@ The local LLM needs a long context: that system prompt is 33.6k characters, 8,72
 2-message chunk in SmolLM2's tokenizer, so SmolLM2-135M (the only model shipped here, 8,192
 tokens) gets HTTP 400 "maximum context length" from llama_cpp.server at its trained context.
 Served with its context extended by YaRN (``--n_ctx 16384 --rope_scaling_type 2 --rope_freq_scale
-0.5 --yarn_orig_ctx 8192 --cache true --cache_type ram``, configs/eval_mem0.yaml), the fixed system
+0.5 --yarn_orig_ctx 8192 --cache true --cache_type ram``, configs/eval/mem0.yaml), the fixed system
 prompt stays in llama.cpp's KV cache between adds: the first add evaluates all ~8.7k prompt
 tokens, each later one only its ~300 new ones (last messages, existing memories, the chunk) and
 its reply. Measured with ``scripts/mem0_cost.py --serve --threads 1`` on conversation 49, 2 cores

@@ -16,7 +16,7 @@ TRL settings that realise the paper's table (VERL 0.7.1), and where their meanin
   ``per_device_train_batch_size * gradient_accumulation_steps * n_processes = 32 * 8`` per
   optimizer step; VERL's PPO mini-batch of 16 prompts (two updates per 32-prompt rollout
   batch) is ``steps_per_generation = 2 * gradient_accumulation_steps`` with half the
-  accumulation (``configs/train_grpo_paper.yaml``);
+  accumulation (``configs/train/grpo_paper.yaml``);
 - KL 0.001 ``low_var_kl``: TRL's ``beta`` > 0 adds the k3 estimator to the per-token loss (as
   VERL's ``use_kl_loss``), against a reference TRL builds itself;
 - DAPO token normalisation: ``loss_type="dapo"`` (see ``lazymem.train.objective`` for when it

@@ -27,7 +27,7 @@ ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 @dataclass(frozen=True)
 class ReleaseConfig:
-    """Where the run's files are; the keys of configs/lazymem135m_release.yaml."""
+    """Where the run's files are; the keys of configs/train/lazymem-135m/release.yaml."""
 
     adapter: str = field(default="models/lazymem-135m/train/grpo/final", metadata=h("the adapter to ship"))
     stage: str = field(default="sft+grpo", metadata=h("what the shipped adapter went through: sft or sft+grpo"))
@@ -39,9 +39,9 @@ class ReleaseConfig:
     sft2_run: str | None = field(default=None, metadata=h("output_dir of a second SFT stage (None: one stage)"))
     keep_bias: str | None = field(default=None, metadata=h(
         "the keep-bias record (lazymem.train.probe): the KEEP logit bias to decode with, and how it was chosen"))
-    window_table: str | None = field(default="models/lazymem-135m/eval/windows/table.json", metadata=h(
+    window_table: str | None = field(default="docs/results/lazymem-135m/windows/table.json", metadata=h(
         "lazymem train eval-windows table.json"))
-    pipeline_table: str | None = field(default="models/lazymem-135m/eval/table/table.json", metadata=h(
+    pipeline_table: str | None = field(default="docs/results/lazymem-135m/table/table.json", metadata=h(
         "lazymem eval-table table.json"))
     trained_on: str | None = field(default=None, metadata=h(
         "where the stages ran when not on this machine (e.g. a leased GPU); None = this CPU"))

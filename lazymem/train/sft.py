@@ -5,8 +5,8 @@ prompt exactly as inference builds it, the teacher's target); the loss is on the
 only. Full fine-tuning (the paper) or a LoRA adapter (``lora:``, the CPU recipe). A run
 resumes from the last complete checkpoint in ``output_dir`` (``resume: true``), so an
 interrupted CPU run loses at most ``save_steps`` steps, and a finished run of the same recipe
-is not trained again (its recorded result is returned). ``configs/train_sft_paper.yaml`` is the paper's
-table; ``configs/train_sft_cpu.yaml`` the laptop recipe.
+is not trained again (its recorded result is returned). ``configs/train/sft_paper.yaml`` is the paper's
+table; ``configs/train/sft_cpu.yaml`` the laptop recipe.
 """
 from __future__ import annotations
 

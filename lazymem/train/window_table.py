@@ -40,7 +40,7 @@ def _chosen(value, known: Mapping, field_name: str, what: str) -> tuple[str, ...
 
 @dataclass(frozen=True)
 class WindowTableConfig:
-    """Rows (models) x sets (held-out pair files); the keys of configs/lazymem135m_eval_windows.yaml."""
+    """Rows (models) x sets (held-out pair files); the keys of configs/train/lazymem-135m/eval_windows.yaml."""
 
     sets: Mapping[str, str] = field(default_factory=dict, metadata=h("name -> JSONL of held-out query-window pairs"))
     rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=h(

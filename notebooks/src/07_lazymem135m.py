@@ -78,9 +78,9 @@ saved = viz.save_figures(figs, figures_dir, png=png) if figs else {}
 # %%
 card = json.loads(Path(card_path).read_text()) if Path(card_path).is_file() else {}
 tables = {"windows": card.get("window_table") or (json.loads(Path(p).read_text()) if Path(
-              p := "models/lazymem-135m/eval/windows/table.json").is_file() else None),
+              p := "docs/results/lazymem-135m/windows/table.json").is_file() else None),
           "pipeline": card.get("pipeline_table") or (json.loads(Path(p).read_text()) if Path(
-              p := "models/lazymem-135m/eval/table/table.json").is_file() else None)}
+              p := "docs/results/lazymem-135m/table/table.json").is_file() else None)}
 for name, t in tables.items():
     if not t:
         print(f"{name}: not measured yet")
@@ -94,9 +94,9 @@ for name, t in tables.items():
 
 # %%
 # NBVAL_CHECK_OUTPUT
-sft = read_mapping("configs/lazymem135m_sft.yaml")
-grpo = read_mapping("configs/lazymem135m_grpo.yaml")
-data = read_mapping("configs/lazymem135m_sft_data.yaml")
+sft = read_mapping("configs/train/lazymem-135m/sft.yaml")
+grpo = read_mapping("configs/train/lazymem-135m/grpo.yaml")
+data = read_mapping("configs/train/lazymem-135m/sft_data.yaml")
 metrics = {
     "steps": len(RECIPE),
     "lora_r": sft["lora"]["r"],

@@ -11,7 +11,7 @@
 # first failing stage (notebook `10_errors`). The CLI does the same: `lazymem report RUN_DIR ... --out DIR`.
 #
 # CPU defaults are tiny (SmolLM2 answers 2 questions per method); on a GPU node point it at the
-# paper's configs (`configs/paper_locomo.yaml`) or at finished runs: `-p runs='[runs/eval/a, runs/eval/b]'`.
+# paper's configs (`configs/eval/paper_locomo.yaml`) or at finished runs: `-p runs='[runs/eval/a, runs/eval/b]'`.
 
 # %%
 import os

@@ -10,11 +10,11 @@
 # inputs changed is recomputed with its old results set aside.
 #
 # As a papermill grid, one point per run: `lazymem notebooks run 09_ablations --grid
-# configs/grid_09_radius.yaml` (or `grid_09_stages.yaml`); each run records its table in
+# configs/grids/09_radius.yaml` (or `09_stages.yaml`); each run records its table in
 # `metrics.json`. CPU defaults use the extractive processor (no MPM calls) on 2 questions; set
 # `method = "lazymem"` and the stages' adapters for the trained model, and `config` to start every
-# point from a recipe (e.g. `configs/eval_locomo_cpu.yaml`: the shipped LazyMem-135M on llama.cpp),
-# as the grid files do. `lazymem eval-table --config configs/ablation_radius_locomo.yaml` runs the
+# point from a recipe (e.g. `configs/eval/locomo_cpu.yaml`: the shipped LazyMem-135M on llama.cpp),
+# as the grid files do. `lazymem eval-table --config configs/tables/ablation_radius_locomo.yaml` runs the
 # same radius sweep in one process.
 
 # %%
