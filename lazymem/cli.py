@@ -273,8 +273,17 @@ def cmd_eval_table(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from lazymem.notebooks.compare import report_command
-    return report_command(args)
+    """``lazymem report``: print the tables; with --out also write them and the Pareto figure."""
+    from lazymem.eval.report import report_markdown
+    from lazymem.notebooks.compare import report_with_figures
+
+    rep, _ = report_with_figures(args.runs, args.names.split(",") if args.names else None, args.metric,
+                                 args.reference, args.paper, args.out, png=not args.no_png,
+                                 n_resamples=args.resamples)
+    print(report_markdown(rep))
+    if args.out:
+        print(f"wrote report.json, report.md and pareto.html{'' if args.no_png else ' / pareto.png'} in {args.out}")
+    return 0
 
 
 def cmd_perturb(args) -> int:
@@ -359,12 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
     from lazymem.bench.cli import add_bench_parser
     add_bench_parser(sub, retrieval_opts, _retrieval_config)
 
-    from lazymem.eval import build_parser as eval_parser
+    from lazymem.eval import add_arguments as eval_arguments
     from lazymem.eval.perturb import perturb_parser
-    from lazymem.eval.report import build_parser as report_parser
+    from lazymem.eval.report import add_arguments as report_arguments
 
     s = sub.add_parser("eval", help="run the query pipeline over a dataset: records.jsonl, summary.json, manifest.json")
-    eval_parser(s)
+    eval_arguments(s)
     s.set_defaults(func=cmd_eval)
 
     nb = sub.add_parser("notebooks", help="build notebooks from their sources; run them with papermill"
@@ -432,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval_table)
 
     s = sub.add_parser("report", help="tables across run folders with paired bootstrap 95%% intervals")
-    report_parser(s)
+    report_arguments(s)
     s.set_defaults(func=cmd_report)
     s = sub.add_parser("perturb", help="memory perturbation study (paper appendix) on a finished eval run's questions")
     perturb_parser(s)

@@ -1,6 +1,6 @@
 """The ``lazymem eval`` command line: its options, the EvalConfig they give, and running it.
 
->>> build_parser().parse_args(["--limit", "0", "--set", "seed=1"]).limit
+>>> add_arguments(argparse.ArgumentParser()).parse_args(["--limit", "0", "--set", "seed=1"]).limit
 0
 """
 from __future__ import annotations
@@ -25,9 +25,8 @@ def default_config_path() -> Path:
     return Path(__file__).resolve().parents[2] / "configs" / "eval" / "demo.yaml"
 
 
-def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """The ``lazymem eval`` options (added to `parser` when given, e.g. a CLI subparser)."""
-    p = parser or argparse.ArgumentParser(prog="lazymem eval", description=runner.__doc__.split("\n\n")[0])
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``lazymem eval`` options to `p` (the CLI's ``eval`` subparser); returns it."""
     p.epilog = ("exit status: 0 every question answered; 3 the run finished but some questions failed (recorded "
                 "with their errors; a rerun redoes only them); 2 bad input (one line naming file and field); "
                 "1 a bug (its traceback is printed)")
@@ -84,7 +83,8 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     """``lazymem eval``: run a recipe; exit 0 when every selected question is ok, 1 otherwise
     (``lazymem`` exits 2 for a ConfigError: a locked folder, records that must not be resumed, ...)."""
-    args = build_parser().parse_args(argv)
+    parser = argparse.ArgumentParser(prog="lazymem eval", description=runner.__doc__.split("\n\n")[0])
+    args = add_arguments(parser).parse_args(argv)
     return run_from_args(args, command=None if argv is None else ["lazymem", "eval", *argv])
 
 
@@ -107,7 +107,7 @@ EXIT_QUESTIONS_FAILED = 3
 
 
 def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None) -> int:
-    """Run parsed ``lazymem eval`` arguments (for a CLI that adds build_parser's options);
+    """Run parsed ``lazymem eval`` arguments (for a CLI that adds add_arguments' options);
     ``command`` is recorded in the manifest (default sys.argv)."""
     config = config_from_args(args)
     if args.print_config:

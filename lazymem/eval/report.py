@@ -257,8 +257,8 @@ def report_markdown(rep: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    p = parser or argparse.ArgumentParser(prog="lazymem report", description=__doc__.split("\n\n")[0])
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``lazymem report`` options to `p` (the CLI's ``report`` subparser); returns it."""
     p.add_argument("runs", nargs="+", help="eval run folders (records.jsonl inside)")
     p.add_argument("--names", help="comma-separated system names (default: the folder names)")
     p.add_argument("--metric", choices=METRICS, help="the score (default: judge accuracy, else LoCoMo F1, else F1)")

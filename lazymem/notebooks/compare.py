@@ -10,7 +10,6 @@ latency`` (the paper's protocol) instead of the eval run's timings (``bench_late
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -83,14 +82,3 @@ def report_with_figures(runs: Sequence[str | Path], names: Sequence[str] | None 
         (out / "report.md").write_text(report_markdown(rep))
         save_figure(fig, "pareto", out, png=png)
     return rep, fig
-
-
-def report_command(args: argparse.Namespace) -> int:
-    """``lazymem report``: print the tables; with --out also write them and the Pareto figure."""
-    rep, _ = report_with_figures(args.runs, args.names.split(",") if args.names else None, args.metric,
-                                 args.reference, args.paper, args.out, png=not args.no_png,
-                                 n_resamples=args.resamples)
-    print(report_markdown(rep))
-    if args.out:
-        print(f"wrote report.json, report.md and pareto.html{'' if args.no_png else ' / pareto.png'} in {args.out}")
-    return 0
