@@ -207,7 +207,7 @@ def cmd_notebooks_run(args) -> int:
 def cmd_eval(args) -> int:
     from lazymem.eval import run_from_args
 
-    return run_from_args(args, command=["lazymem", *sys.argv[1:]])
+    return run_from_args(args, command=["lazymem", *args.argv])
 
 
 def _recipe_data(path: str, sets: list[str]) -> dict:
@@ -250,7 +250,7 @@ def cmd_train_recipe(args) -> int:
 def cmd_fusion_tuning(args) -> int:
     from lazymem.eval.fusion_tuning import run_from_args
 
-    return run_from_args(args, sys.argv[2:])
+    return run_from_args(args, args.argv[1:])
 
 
 def cmd_eval_table(args) -> int:
@@ -461,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command: 0/1 as the command says; 2 and one line for bad input (the project's own errors,
     OSError, YAML); anything else is a bug: its traceback on stderr and 1."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what the run records as its command
     try:
         return args.func(args)
     except Exception as e:

@@ -24,13 +24,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lazymem.cli import main as cli_main
 from lazymem.errors import ConfigError
 from lazymem.eval import (
     EvalConfig,
     compare_with_baseline,
     config_fingerprint,
     evaluate,
-    main,
     percentiles,
     read_records,
     select_questions,
@@ -507,12 +507,12 @@ def test_api_keys_never_reach_records_manifests_or_logs(tmp_path, monkeypatch, c
     cfg_path = tmp_path / "cfg.yaml"
     cfg_path.write_text(yaml.safe_dump(raw))
     caplog.set_level(logging.DEBUG)
-    rc = main([str(cfg_path), "--out", str(tmp_path / "run"), "--no-progress"])
+    rc = cli_main(["eval", str(cfg_path), "--out", str(tmp_path / "run"), "--no-progress"])
     assert rc == 3  # finished, every question failed (recorded): not 1 (a bug) nor 2 (bad input)
     recs = lines(tmp_path / "run" / "records.jsonl")
     assert len(recs) == 2 and all(r["status"] == "error" and r["error"].startswith("mpm: APIConnectionError")
                                   for r in recs)
-    main([str(cfg_path), "--print-config"])
+    cli_main(["eval", str(cfg_path), "--print-config"])
     captured = capsys.readouterr()
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p != cfg_path]
     assert {p.name for p in written} >= {"records.jsonl", "summary.json", "manifest.json", "windows.jsonl"}
@@ -655,7 +655,7 @@ def test_cli_runs_a_recipe_with_flags_and_overrides(tmp_path, capsys):
     cfg.write_text(yaml.safe_dump({"dataset": SYNTH, "pipeline": {"method": "lazymem",
                                                                   "retrieval": {"dense_model": None},
                                                                   "answer": FAKE, "mpm": FAKE}}))
-    rc = main([str(cfg), "--out", str(tmp_path / "run"), "--no-progress", "--method", "rag", "--limit", "2",
+    rc = cli_main(["eval", str(cfg), "--out", str(tmp_path / "run"), "--no-progress", "--method", "rag", "--limit", "2",
                "--set", "pipeline.retrieval.n=4", "--cache-dir", str(tmp_path / "c"), "--json"])
     out = capsys.readouterr().out
     assert rc == 0 and json.loads(out)["counts"]["ok"] == 2 and json.loads(out)["method"] == "rag"
@@ -664,7 +664,8 @@ def test_cli_runs_a_recipe_with_flags_and_overrides(tmp_path, capsys):
     assert m["runs"][0]["command"][:3] == ["lazymem", "eval", str(cfg)] and m["runs"][0]["command"][-1] == "--json"
     recs = lines(tmp_path / "run" / "records.jsonl")
     assert all(len(r["pool"]["positions"]) <= 4 for r in recs)
-    rc = main([str(cfg), "--out", str(tmp_path / "run2"), "--no-progress", "--method", "rag", "--limit", "1"])
+    rc = cli_main(["eval", str(cfg), "--out", str(tmp_path / "run2"), "--no-progress", "--method", "rag",
+                   "--limit", "1"])
     assert rc == 0 and "rag on synthetic" in capsys.readouterr().out
 
 

@@ -194,7 +194,9 @@ def test_end_to_end_with_real_bm25_and_minilm(tmp_path, capsys, monkeypatch):
     """The command on a tiny synthetic set with the offline MiniLM; the JSON it writes is complete."""
     monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path / "cache"))  # embeddings land in tmp_path
     out = tmp_path / "tuning.json"
-    ft.main([SMALL_SPEC, "--report-histories", "syn2-h1-q0", "--k", "5", "--w", "0,2", "--rrf-k", "10,60",
+    from lazymem.cli import main
+
+    main(["fusion-tuning", SMALL_SPEC, "--report-histories", "syn2-h1-q0", "--k", "5", "--w", "0,2", "--rrf-k", "10,60",
              "--weights", "1:1,2:1", "--depths", "5,none", "--verify", "--out", str(out), "--json"])
     rec = json.loads(out.read_text())
     assert rec == json.loads(capsys.readouterr().out)

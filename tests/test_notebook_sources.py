@@ -122,5 +122,7 @@ def test_build_names_and_sources_fail_clearly(tmp_path):
 
 
 def test_main_reports_a_bad_name_as_exit_2(capsys):
-    assert nbbuild.main(["no-such-notebook", "--no-execute"]) == 2
+    from lazymem.cli import main as cli_main
+
+    assert cli_main(["notebooks", "build", "no-such-notebook", "--no-execute"]) == 2
     assert "matches no source" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import yaml
 from fakerun import FAKE, PIPELINE, SYNTH, _private_cache  # noqa: F401  (an autouse fixture)
 
 from lazymem.errors import LoadError
-from lazymem.eval.remeasure import main, remeasure
+from lazymem.eval.remeasure import remeasure
 
 
 @pytest.fixture
@@ -52,6 +52,8 @@ def test_the_command_line_remeasures_through_lazymem(old_run, capsys):
 
 
 def test_remeasure_refuses_other_data_a_torn_line_and_an_unknown_question(old_run, capsys):
+    from lazymem.cli import main as cli_main
+
     run, _, _ = old_run
     manifest = json.loads((run / "manifest.json").read_text())
     records = (run / "records.jsonl").read_text()
@@ -59,7 +61,7 @@ def test_remeasure_refuses_other_data_a_torn_line_and_an_unknown_question(old_ru
     (run / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(LoadError, match="field dataset.sha256: 000000000000 but"):
         remeasure(run)
-    assert main([str(run)]) == 2 and "made on other data" in capsys.readouterr().err
+    assert cli_main(["remeasure", str(run)]) == 2 and "made on other data" in capsys.readouterr().err
     (run / "records.jsonl").write_text(records + '{"question_id": "syn1-h0-q9", "sta')
     with pytest.raises(LoadError, match="line 5: the last line is cut off"):
         remeasure(run)

@@ -11,7 +11,7 @@ Modules, from the ground up:
 - ``provenance``: git_commit, package_versions, timestamps, the manifest.
 - ``scoring``: summarize, compare_with_baseline, summary_text, percentiles, the running score.
 - ``runner``: evaluate() and run_question(), the loop over questions.
-- ``command``: the ``lazymem eval`` command line (add_arguments, main, run_from_args).
+- ``command``: the ``lazymem eval`` command line (add_arguments, run_from_args).
 - ``memory_measures``: evidence recall and answer recall in memory, measures of the memory that do
   not depend on the answer model (per record; in summaries, eval-table and report).
 - ``metrics``: retrieval metrics and All@k window coverage (paper Table 2).
@@ -19,7 +19,7 @@ Modules, from the ground up:
   scored on the report set (``lazymem fusion-tuning``; not imported here).
 """
 
-from lazymem.eval.command import add_arguments, main, run_from_args  # noqa: F401
+from lazymem.eval.command import add_arguments, run_from_args  # noqa: F401
 from lazymem.eval.config import EvalConfig, config_fingerprint, quick_config, select_questions  # noqa: F401
 from lazymem.eval.f1 import (  # noqa: F401
     answer_tokens,

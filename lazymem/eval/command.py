@@ -80,14 +80,6 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
     return EvalConfig.from_dict(apply_overrides(data, args.overrides))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``lazymem eval``: run a recipe; exit 0 when every selected question is ok, 1 otherwise
-    (``lazymem`` exits 2 for a ConfigError: a locked folder, records that must not be resumed, ...)."""
-    parser = argparse.ArgumentParser(prog="lazymem eval", description=runner.__doc__.split("\n\n")[0])
-    args = add_arguments(parser).parse_args(argv)
-    return run_from_args(args, command=None if argv is None else ["lazymem", "eval", *argv])
-
-
 def warn_missing_tokenizer(config: EvalConfig) -> bool:
     """Say on stderr, before the first question, that memory tokens will be missing when the run counts
     them and the Qwen3 tokenizer is not found (with the command that fetches it); True when it said so."""
@@ -128,12 +120,3 @@ def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None
         print(f"records: {Path(out) / RECORDS_FILE}")
     c = summary["counts"]
     return 0 if c["error"] == 0 and c["missing"] == 0 else EXIT_QUESTIONS_FAILED
-
-
-if __name__ == "__main__":
-    from lazymem.errors import report_exception
-
-    try:
-        sys.exit(main())
-    except Exception as e:  # e.g. RunLockedError, ResumeMismatchError: exit 2, one line; a bug: 1, traceback
-        sys.exit(report_exception(e, "lazymem eval"))

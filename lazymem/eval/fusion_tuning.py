@@ -286,11 +286,6 @@ def _values(text: str, cast) -> list:
     return [None if x.strip().lower() in ("none", "all") else cast(x) for x in text.split(",") if x.strip()]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="lazymem fusion-tuning", description=__doc__.split("\n\n")[0])
-    return run_from_args(add_arguments(ap).parse_args(argv), argv)
-
-
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``lazymem fusion-tuning``'s arguments."""
     ap.add_argument("spec", help="dataset SPEC; SPEC#subset makes the subset the report set")
@@ -325,7 +320,3 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(out, indent=1) if args.json else summary_text(out))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

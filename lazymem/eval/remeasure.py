@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from lazymem.errors import LoadError
@@ -83,11 +82,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lazymem remeasure", description=__doc__.split("\n\n")[0])
-    return run_from_args(add_arguments(parser).parse_args(argv))
-
-
 def run_from_args(args: argparse.Namespace) -> int:
     """Remeasure every run folder ``args.run_dirs`` names; 2 at the first bad one."""
     for run_dir in args.run_dirs:
@@ -98,7 +92,3 @@ def run_from_args(args: argparse.Namespace) -> int:
             return 2
         print(f"{run_dir}: measured {c['measured']}, already measured {c['kept']}, errors {c['errors']}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

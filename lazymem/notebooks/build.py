@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -169,18 +168,3 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Build what ``args`` (from ``add_arguments``) names."""
     build(args.names, execute=not args.no_execute, timeout=args.timeout)
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = add_arguments(argparse.ArgumentParser(prog="lazymem notebooks build",
-                                                   description=__doc__.split("\n")[0]))
-    args = parser.parse_args(argv)
-    try:
-        return run_from_args(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

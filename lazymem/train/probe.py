@@ -208,11 +208,6 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     return record
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="lazymem train probe", description=__doc__.split("\n\n")[0])
-    return run_from_args(add_arguments(ap).parse_args(argv))
-
-
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``lazymem train probe``'s arguments."""
     ap.add_argument("pairs", help="held-out query-window pairs (lazymem train sft-data output)")
@@ -233,7 +228,3 @@ def run_from_args(args: argparse.Namespace) -> int:
     res = keep_probe(balanced(rows, args.limit, args.seed), model, load_tokenizer(args.base))
     print(json.dumps({"pairs": args.pairs, "adapter": args.adapter, **res}, indent=1))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
