@@ -3,7 +3,7 @@
 #   make test   create the environment if missing, run every test
 PYTHON ?= python3
 VENV ?= .venv
-EXTRAS ?= dev,notebooks,train,rerank,llamacpp,mem0
+EXTRAS ?= dev,notebooks,train,rerank,llamacpp,mem0,cluster
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
