@@ -8,15 +8,17 @@
     lazymem bench pipeline [--config configs/eval/demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
     lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
     lazymem bench latency CONFIG [--limit N] [--warmup 3] [--runs 3] [--out FILE]
-    lazymem eval [CONFIG] [--out DIR] [...]
-    lazymem eval-table --config FILE [--set only=[row]] [--dry-run]
+    lazymem eval [CONFIG] [--out DIR] [--shard i/K] [...]
+    lazymem eval-table --config FILE [--set only=[row]] [--dry-run] [--executor local|slurm --max-parallel N --shards K]
+    lazymem jobs DIR [--json]
+    lazymem merge RUN_DIR [RUN_DIR ...] --out DIR [--json] [--no-progress]
     lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
     lazymem train sft-data|rl-data|sft|grpo|eval-windows|keep-bias|release --config FILE [--set k=v]
     lazymem train recipe [--only STEP ...] [--until STEP] [--list]
     lazymem train probe PAIRS [--adapter DIR]
     lazymem remeasure RUN_DIR [RUN_DIR ...]
     lazymem fusion-tuning SPEC [--verify] [--out FILE]
-    lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v]
+    lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v] [--executor local|slurm]
     lazymem notebooks build [NAMES] [--no-execute]
     lazymem demo [--mpm lazymem-135m|base|extractive]
 """
@@ -195,11 +197,13 @@ def cmd_coverage(args) -> int:
 
 
 def cmd_notebooks_run(args) -> int:
+    from lazymem.jobs import config_from_args
     from lazymem.notebooks import parse_param, results_table, run_grid
 
     params = dict(parse_param(p) for p in args.param)
     results = run_grid(args.notebook, args.grid, params, out_root=args.out_root, force=args.force,
-                       kernel=args.kernel, progress=not args.no_progress)
+                       kernel=args.kernel, progress=not args.no_progress, executor=config_from_args(args),
+                       command=["lazymem", *args.argv])
     print(results_table(results))
     return 0 if all(r.ok for r in results) else 1
 
@@ -255,9 +259,13 @@ def cmd_fusion_tuning(args) -> int:
 
 def cmd_eval_table(args) -> int:
     from lazymem.eval.table import EvalTableConfig, run_eval_table, table_markdown
+    from lazymem.jobs import config_from_args
     from lazymem.train.recipe import build_recipe
 
-    config = build_recipe(EvalTableConfig, _recipe_data(args.config, args.set), args.config)
+    data = _recipe_data(args.config, args.set)
+    data = {**data, "executor": config_from_args(args, data.get("executor"), f"{args.config}: executor"),
+            **({"shards": args.shards} if args.shards is not None else {})}
+    config = build_recipe(EvalTableConfig, data, args.config)
     if args.dry_run:  # what it would run and call: nothing run, no model loaded, no network
         from lazymem.eval.dryrun import dry_run, dry_run_text
 
@@ -267,9 +275,32 @@ def cmd_eval_table(args) -> int:
     from lazymem.eval.runner import sigterm_exits
 
     with sigterm_exits():  # SIGTERM: the cell's manifest says interrupted, the process exits 143
-        table = run_eval_table(config, progress=not args.no_progress)  # the recipe's step, with --no-progress
+        table = run_eval_table(config, progress=not args.no_progress, command=["lazymem", *args.argv])
     _print_json(table) if args.json else print(table_markdown(table, config.reference))
-    return 0
+    return 1 if any(r.get("failed") for rows in table.values() for r in rows.values()) else 0
+
+
+def cmd_jobs(args) -> int:
+    """``lazymem jobs DIR``: 0 when no job failed, 1 otherwise."""
+    from lazymem.jobs import jobs_status, status_text
+
+    status = jobs_status(args.dir)
+    _print_json(status) if args.json else print(status_text(status))
+    return 1 if status["counts"]["failed"] else 0
+
+
+def add_executor_arguments(parser):
+    """``--executor``, ``--max-parallel`` and the Slurm flags (unset flags leave the recipe's values)."""
+    g = parser.add_argument_group("jobs (inline: this process; local: processes here; slurm: cluster jobs)")
+    g.add_argument("--executor", choices=("inline", "local", "slurm"),
+                   help="where each cell runs (default: the recipe's, else inline)")
+    g.add_argument("--max-parallel", type=int, metavar="N", help="jobs at once (default 2)")
+    g.add_argument("--partition", help="slurm partition")
+    g.add_argument("--gpus-per-job", type=int, metavar="N", help="GPUs per job (slurm --gpus-per-node)")
+    g.add_argument("--time-min", type=int, metavar="MIN", help="a job's time limit in minutes (default 60)")
+    g.add_argument("--mem-gb", type=float, metavar="GB", help="memory per job (slurm --mem)")
+    g.add_argument("--cpus-per-job", type=int, metavar="N", help="CPUs per job (slurm --cpus-per-task)")
+    return parser
 
 
 def cmd_report(args) -> int:
@@ -386,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="rerun points that already finished")
     s.add_argument("--kernel", default="python3")
     s.add_argument("--no-progress", action="store_true")
+    add_executor_arguments(s)
     s.set_defaults(func=cmd_notebooks_run)
     from lazymem.notebooks.build import add_arguments, run_from_args
 
@@ -438,7 +470,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true",
                    help="print every cell's resolved config, the models and endpoints the table needs and its "
                         "model calls (bounds where only retrieval can tell); runs nothing, loads no model, no network")
+    add_executor_arguments(s).add_argument("--shards", type=int_at_least(1), metavar="K",
+                                           help="K jobs per cell, each a part of its questions, merged into the cell")
     s.set_defaults(func=cmd_eval_table)
+    s = sub.add_parser("jobs", help="a sweep's jobs: state, questions done, log's last line; the command that "
+                                    "resubmits the failed ones")
+    s.add_argument("dir", help="the sweep's output folder (holding jobs/jobs.json)")
+    s.add_argument("--json", action="store_true", help="print the status as JSON")
+    s.set_defaults(func=cmd_jobs)
+    from lazymem.eval import shards
+
+    s = shards.add_arguments(sub.add_parser("merge", help=shards.HELP))
+    s.set_defaults(func=shards.run_from_args)
 
     s = sub.add_parser("report", help="tables across run folders with paired bootstrap 95%% intervals")
     report_arguments(s)

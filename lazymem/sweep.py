@@ -17,6 +17,14 @@ when fresh (``reused``), flagged when stale (``stale``, its old numbers not show
 has no results (``skipped``). With ``catch=True`` a cell whose run raises is ``failed`` (the error
 kept) and the other cells still run. ``write_table`` writes ``table.json`` and ``table.md`` atomically.
 
+With ``jobs`` (a ``Jobs`` whose executor is ``local`` or ``slurm``, lazymem.jobs) the same decisions are
+made in this process, then every cell to run becomes one job or several (``Jobs.tasks``: a cell's
+shards), all submitted at once (``max_parallel`` in flight) and waited for; ``Jobs.finish`` then makes
+the cell's result from its jobs' results here (e.g. merges the shards). A fresh cell that
+``Jobs.done`` calls finished is read back rather than handed to a job. Without ``catch`` a failed job
+raises JobsFailedError once every job has ended; the jobs' logs and ``jobs.json`` are in
+``<Jobs.out_dir>/jobs/``. An inline ``Jobs`` is the same as none.
+
 >>> import tempfile
 >>> root = Path(tempfile.mkdtemp())
 >>> def run(cell, changes):  # a cell's result: a file in its folder
@@ -62,6 +70,23 @@ class Cell:
     spec: Any = None  # the cell's settings (a config), for the consumer's check and run
     selected: bool = True  # False: selection (``only``) leaves it out: never run, flagged when stale
     results: tuple[str, ...] = ()  # files set aside before a recompute (empty: the run sets aside itself)
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """How ``run_cells`` runs its cells as jobs (module docstring; lazymem.jobs)."""
+
+    config: Any  # a lazymem.jobs.JobsConfig
+    out_dir: Path  # the sweep's output folder: jobs/ goes there
+    tasks: Callable[[Cell, tuple[str, ...]], list] | None = None  # a cell's jobs (lazymem.jobs.Task); None: run
+    finish: Callable[[Cell, tuple[str, ...], list], Any] | None = None  # the cell's result from its jobs' results
+    done: Callable[[Cell], bool] | None = None  # resume=True: a fresh cell that needs no job
+    command: tuple[str, ...] = ()  # the sweep's command line (``lazymem jobs`` resubmits with it)
+    only_index: int | None = None  # which part of a cell's key the sweep's ``only`` names
+
+
+class JobsFailedError(RuntimeError):
+    """Cells whose jobs failed (``run_cells`` with jobs and without catch); each named with its error."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +145,7 @@ def error_text(e: BaseException) -> str:
 def run_cells(cells: Iterable[Cell], *, check: Callable[[Cell], Sequence[str] | None],
               run: Callable[[Cell, tuple[str, ...]], Any], load: Callable[[Cell], Any] = lambda cell: None,
               resume: bool = False, catch: bool = False, describe: Callable[[BaseException], str] = error_text,
-              progress: str | None = "lines", label: str = "sweep") -> list[Outcome]:
+              progress: str | None = "lines", label: str = "sweep", jobs: Jobs | None = None) -> list[Outcome]:
     """Run every cell that needs it, in order; one Outcome per cell (module docstring).
 
     Args:
@@ -133,10 +158,13 @@ def run_cells(cells: Iterable[Cell], *, check: Callable[[Cell], Sequence[str] | 
         progress: ``"lines"`` prints ``[label] key / key`` before each run, ``"bar"`` shows a tqdm
             bar over the cells, None neither.
         label: the progress lines' tag and the bar's title.
+        jobs: run the cells as local or Slurm jobs (module docstring); None or inline: in this process.
     """
     if progress not in ("lines", "bar", None):
         raise ValueError(f"run_cells: progress must be 'lines', 'bar' or None, got {progress!r}")
     cells = list(cells)
+    if jobs is not None and not jobs.config.inline:
+        return _as_jobs(cells, check, run, load, resume, catch, describe, progress is not None, label, jobs)
     bar = None
     if progress == "bar":
         from tqdm.auto import tqdm
@@ -156,10 +184,8 @@ def run_cells(cells: Iterable[Cell], *, check: Callable[[Cell], Sequence[str] | 
     return outcomes
 
 
-def _one(cell: Cell, check, run, load, resume: bool, catch: bool, describe, lines: bool, label: str) -> Outcome:
-    """One cell through the engine (see run_cells)."""
-    found = check(cell)
-    changes = tuple(found) if found is not None else None
+def _without_run(cell: Cell, changes: tuple[str, ...] | None, load, resume: bool) -> Outcome | None:
+    """The outcome of a cell that is not run (left out, or fresh and read back); None: it runs."""
     if not cell.selected:
         if changes:
             return Outcome(cell, "stale", changes=changes)
@@ -169,6 +195,16 @@ def _one(cell: Cell, check, run, load, resume: bool, catch: bool, describe, line
         result = load(cell)
         if result is not None:
             return Outcome(cell, "reused", result)
+    return None
+
+
+def _one(cell: Cell, check, run, load, resume: bool, catch: bool, describe, lines: bool, label: str) -> Outcome:
+    """One cell through the engine (see run_cells)."""
+    found = check(cell)
+    changes = tuple(found) if found is not None else None
+    decided = _without_run(cell, changes, load, resume)
+    if decided is not None:
+        return decided
     status = "recomputed" if changes else "resumed" if changes == () else "ran"
     if lines:
         print(f"[{label}] {' / '.join(cell.key)}" + (f" (recomputed: {'; '.join(changes)})" if changes else ""),
@@ -184,6 +220,50 @@ def _one(cell: Cell, check, run, load, resume: bool, catch: bool, describe, line
                        moved.name if moved else None)
     return Outcome(cell, status, result, changes or (), None, round(time.perf_counter() - t0, 3),
                    moved.name if moved else None)
+
+
+def _as_jobs(cells: list[Cell], check, run, load, resume: bool, catch: bool, describe, lines: bool, label: str,
+             jobs: Jobs) -> list[Outcome]:
+    """run_cells with jobs: decide every cell here, run the ones to run as jobs, finish them here."""
+    from lazymem.jobs import Task, run_tasks
+
+    outcomes: list[Outcome | None] = []
+    pending = []  # (place, cell, changes, status, set aside to, its tasks)
+    for cell in cells:
+        found = check(cell)
+        changes = tuple(found) if found is not None else None
+        decided = _without_run(cell, changes, load, resume and not (changes == () and jobs.done is not None
+                                                                    and jobs.done(cell)))
+        if decided is not None:
+            outcomes.append(decided)
+            continue
+        status = "recomputed" if changes else "resumed" if changes == () else "ran"
+        moved = set_aside(cell.folder, cell.results) if changes and cell.results else None
+        tasks = (jobs.tasks(cell, changes or ()) if jobs.tasks is not None
+                 else [Task(cell.key, cell.folder, run, (cell, changes or ()))])
+        pending.append((len(outcomes), cell, changes or (), status, moved.name if moved else None, tasks))
+        outcomes.append(None)
+    ended = run_tasks([t for p in pending for t in p[5]], jobs.config, jobs.out_dir, label=label,
+                      command=jobs.command, only_index=jobs.only_index, describe=describe, lines=lines)
+    failures = []
+    for place, cell, changes, status, moved, tasks in pending:
+        mine, ended = ended[:len(tasks)], ended[len(tasks):]
+        duration = round(max((e.duration_s for e in mine), default=0.0), 3)
+        error = next((e.error for e in mine if not e.ok), None)
+        if error is None:
+            try:
+                result = jobs.finish(cell, changes, [e.result for e in mine]) if jobs.finish else mine[0].result
+            except Exception as e:  # e.g. shards that do not merge
+                error = describe(e)
+        if error is not None:
+            failures.append(f"{' / '.join(cell.key)}: {error}")
+            outcomes[place] = Outcome(cell, "failed", None, changes, error, duration, moved)
+        else:
+            outcomes[place] = Outcome(cell, status, result, changes, None, duration, moved)
+    if failures and not catch:
+        raise JobsFailedError(f"{len(failures)} cell(s) failed as jobs (logs: {Path(jobs.out_dir) / 'jobs'}; "
+                              f"lazymem jobs {jobs.out_dir}): " + "; ".join(failures))
+    return outcomes
 
 
 def json_changes(old: Any, new: Any, where: str = "") -> list[str]:

@@ -176,3 +176,25 @@ def test_window_table_through_the_engine_sets_aside_a_cell_of_other_settings(tmp
     (prev,) = [p for p in (out / "s" / "b").iterdir() if p.name.startswith(PREVIOUS_PREFIX)]
     assert json.loads((prev / "summary.json").read_text())["model"] == "b" and (prev / "windows.jsonl").is_file()
     assert "recomputed" not in json.loads((out / "s" / "b" / "summary.json").read_text())  # a table note only
+
+
+def test_window_table_as_local_jobs_gives_the_inline_table(tmp_path):
+    """The window table's cells as real processes (submitit's LocalExecutor): the same table as inline,
+    the cells' jobs in <output_dir>/jobs/jobs.json; a second run reuses every cell (no job)."""
+    from lazymem.jobs import read_index
+    from lazymem.train.window_table import WindowTableConfig, run_window_table
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"prompt": [{"role": "user", "content": f"w {i}"}], "decision_positions": [i],
+                                        "gold_labels": [i == 0]}) + "\n" for i in range(3)))
+    rows = {"a": {"mpm": {"backend": "fake", "model": "a"}}, "b": {"mpm": {"backend": "fake", "model": "b"}}}
+
+    def table(kind):
+        cfg = WindowTableConfig(sets={"s": str(data)}, rows=rows, output_dir=str(tmp_path / kind), executor=kind)
+        return run_window_table(cfg, progress=False, command=["lazymem", "train", "eval-windows"])
+
+    inline, local = table("inline"), table("local")
+    assert local == inline and local["s"]["b"]["windows"] == 3
+    index = read_index(tmp_path / "local")
+    assert [(e["key"], e["state"]) for e in index["jobs"]] == [(["s", "a"], "done"), (["s", "b"], "done")]
+    assert table("local") == inline and read_index(tmp_path / "local")["jobs"] == index["jobs"]

@@ -15,6 +15,8 @@ Modules, from the ground up:
 - ``memory_measures``: evidence recall and answer recall in memory, measures of the memory that do
   not depend on the answer model (per record; in summaries, eval-table and report).
 - ``metrics``: retrieval metrics and All@k window coverage (paper Table 2).
+- ``shards``: question shards (``lazymem eval --shard i/K``) and ``merge_runs`` (``lazymem merge``), which
+  refuses shards of other configs, data or prompts and overlapping or missing questions.
 - ``fusion_tuning``: RRF k, list weights and depths chosen by All@k on development questions,
   scored on the report set (``lazymem fusion-tuning``; not imported here).
 """

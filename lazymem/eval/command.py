@@ -16,6 +16,7 @@ from lazymem.eval import runner
 from lazymem.eval.config import JUDGES, EvalConfig, apply_overrides
 from lazymem.eval.runfiles import RECORDS_FILE
 from lazymem.eval.scoring import summary_text
+from lazymem.eval.shards import shard_arg
 from lazymem.pipeline import method_names
 from lazymem.secrets import redact
 
@@ -32,13 +33,17 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                 "1 a bug (its traceback is printed)")
     p.add_argument("config", nargs="?", default=None,
                    help="YAML recipe (default: configs/eval/demo.yaml, offline CPU demo)")
-    p.add_argument("--out", default=None, help="run folder (default: runs/eval/<config name>)")
+    p.add_argument("--out", default=None,
+                   help="run folder (default: runs/eval/<config name>, with --shard i/K: <config name>-shard<i>of<K>)")
     p.add_argument("--dataset", help="dataset SPEC (overrides the recipe)")
     p.add_argument("--subset", help="named subset, e.g. paper")
     p.add_argument("--split", choices=("train", "validation", "test"), help="the paper's split")
     p.add_argument("--ids", help="comma-separated question ids")
     p.add_argument("--types", help="comma-separated question types or abbreviations (KU,MS,...)")
     p.add_argument("--limit", type=int_at_least(0), help="at most this many questions (0 = all)")
+    p.add_argument("--shard", type=shard_arg, metavar="i/K",
+                   help="only the i-th of K disjoint parts of the selected questions (by question id; applied "
+                        "last); merge the K run folders with lazymem merge")
     p.add_argument("--method", choices=method_names())
     p.add_argument("--judge", choices=JUDGES)
     p.add_argument("--seed", type=int)
@@ -66,7 +71,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
     data = read_mapping(path)
     flags = {"dataset": args.dataset, "subset": args.subset, "split": args.split, "limit": args.limit,
              "judge": args.judge, "seed": args.seed, "workers": args.workers, "baseline": args.baseline,
-             "llm_cache_dir": args.cache_dir}
+             "llm_cache_dir": args.cache_dir, "shard": getattr(args, "shard", None)}
     data.update({k: v for k, v in flags.items() if v is not None})
     if args.ids:
         data["ids"] = [s for s in args.ids.split(",") if s]
@@ -108,6 +113,8 @@ def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None
         return 0
     warn_missing_tokenizer(config)
     stem = Path(args.config).stem if args.config else "eval_demo"
+    if config.shard is not None:  # each shard its own folder by default: runs/eval/<stem>-shard1of3
+        stem += "-shard{}of{}".format(*config.shard.split("/"))
     out = args.out or str(Path("runs") / "eval" / stem)
     with runner.sigterm_exits():  # SIGTERM: the manifest says interrupted, the process exits 143
         summary = runner.evaluate(config, out, progress=not args.no_progress, command=command,

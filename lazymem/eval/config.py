@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lazymem.errors import ConfigError, check_fields
 from lazymem.fields import h, require
@@ -22,10 +23,11 @@ if TYPE_CHECKING:
     from lazymem.records import Dataset
 
 JUDGES = ("longmemeval", "locomo", "none")
+T = TypeVar("T")
 # Fields that change how a run goes, not what it records: a run may resume under new values.
 _OPERATIONAL = {
-    "eval": {"ids", "types", "limit", "stratified", "split", "split_seed", "workers", "llm_cache", "llm_cache_dir",
-             "baseline"},
+    "eval": {"ids", "types", "limit", "stratified", "split", "split_seed", "shard", "workers", "llm_cache",
+             "llm_cache_dir", "baseline"},
     "llm": {"concurrency", "timeout", "max_retries", "retry_wait", "batch_size", "num_threads", "cache_dir"},
     "retrieval": {"cache_dir", "disk_cache", "batch_size", "num_threads", "query_threads", "dense_concurrency",
                   "dense_api_key_env"},
@@ -51,6 +53,9 @@ class EvalConfig:
     stratified: bool = field(default=False, metadata=h(
         "with limit: the first questions of each type, in proportion to the types' shares (largest remainder), "
         "instead of the first `limit` overall"))
+    shard: str | None = field(default=None, metadata=h(
+        "'i/K': only the i-th of K disjoint parts of the selected questions (every K-th by question id, from i); "
+        "applied last; merge the K run folders with `lazymem merge`"))
     judge: str = field(default="none", metadata=h(f"judge prompt family, one of {JUDGES}"))
     judge_max_tokens: int | None = field(default=None, metadata=h("judge reply cap; None = official (10 / 1024)"))
     judge_json_mode: bool = field(default=True, metadata=h(
@@ -93,6 +98,8 @@ class EvalConfig:
         require(isinstance(self.judge_json_mode, bool), "EvalConfig", "judge_json_mode", self.judge_json_mode,
                 "must be true or false")
         require(isinstance(self.stratified, bool), "EvalConfig", "stratified", self.stratified, "must be true or false")
+        if self.shard is not None:
+            parse_shard(self.shard, "EvalConfig.shard")  # a ConfigError naming the field
         require(is_int(self.seed), "EvalConfig", "seed", self.seed, "must be an integer")
         require(is_int(self.workers) and self.workers >= 1, "EvalConfig", "workers", self.workers,
                 "must be an integer >= 1")
@@ -254,7 +261,44 @@ def resolve_cache(config: EvalConfig) -> tuple[EvalConfig, str | None]:
 
 
 def select_questions(dataset: Dataset, config: EvalConfig) -> list[Question]:
-    """The questions to run, in dataset order: split, then ids, then types, then limit (0 or None: no limit)."""
+    """The questions to run, in dataset order: split, then ids, then types, then limit (0 or None: no limit),
+    then the shard (``shard_questions``)."""
+    qs = _select_unsharded(dataset, config)
+    return qs if config.shard is None else shard_questions(qs, *parse_shard(config.shard, "EvalConfig.shard"))
+
+
+def parse_shard(text: Any, where: str = "shard") -> tuple[int, int]:
+    """``"i/K"`` as ``(i, K)`` with 0 <= i < K; a ConfigError naming ``where`` otherwise.
+
+    >>> parse_shard("2/3"), parse_shard("0/1")
+    ((2, 3), (0, 1))
+    >>> parse_shard("3/3", "EvalConfig.shard")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.ConfigError: EvalConfig.shard='3/3': must be 'i/K' with K >= 1 and 0 <= i < K, e.g. '0/4'
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text) if isinstance(text, str) else None
+    if m is None or not int(m[1]) < int(m[2]):
+        raise ConfigError(f"{where}={text!r}: must be 'i/K' with K >= 1 and 0 <= i < K, e.g. '0/4'")
+    return int(m[1]), int(m[2])
+
+
+def shard_questions(questions: Sequence[T], i: int, k: int) -> list[T]:
+    """Shard ``i`` of ``k`` (``EvalConfig.shard``): the questions sorted by id (``.id``, or the item itself),
+    every k-th from the i-th, kept in their given order; the k shards are disjoint, complete, and differ
+    in size by at most one (``lazymem.eval.shards`` merges their runs).
+
+    >>> qs = [Question(f"q{n}", "t", "?", "a", "h") for n in (10, 2, 1, 30, 3)]
+    >>> [[q.id for q in shard_questions(qs, i, 2)] for i in range(2)]  # by id: q1 q10 q2 q3 q30
+    [['q2', 'q1', 'q30'], ['q10', 'q3']]
+    """
+    parse_shard(f"{i}/{k}")
+    order = sorted(range(len(questions)), key=lambda n: getattr(questions[n], "id", questions[n]))
+    keep = set(order[i::k])
+    return [q for n, q in enumerate(questions) if n in keep]
+
+
+def _select_unsharded(dataset: Dataset, config: EvalConfig) -> list[Question]:
     qs = list(dataset.questions)
     if config.split is not None:
         from lazymem.data import stratified_split

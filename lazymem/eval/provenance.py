@@ -52,6 +52,7 @@ def new_manifest(config: EvalConfig, dataset: Dataset, n_selected: int, fingerpr
     from lazymem.pipeline.methods import method_class
 
     mpm = method_class(p.method).uses_mpm
+    merged = {"merged_from": old_manifest["merged_from"]} if (old_manifest or {}).get("merged_from") else {}
     return {
         "config": redact(config.to_dict()), "config_sha256": fingerprint,
         "git_commit": git_commit(), "python": sys.version.split()[0], "packages": package_versions(),
@@ -71,6 +72,7 @@ def new_manifest(config: EvalConfig, dataset: Dataset, n_selected: int, fingerpr
         "start": (old_manifest or {}).get("start") or run_info["start"],  # of the first run into the folder
         "end": None,
         "status": "running",
+        **merged,  # a folder merged from question shards (lazymem merge) keeps where its records came from
     }
 
 

@@ -46,7 +46,9 @@ RESERVED_NAMES = ("table.md", "table.json")  # the table's own files in output_d
 MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other inputs (set aside in its folder's "
                             "previous-<time>/)",
               "stale": "stale, not shown: its results are of other inputs and `only` left it out (rerun it, e.g. "
-                       "--set only=[row])"}  # the notes under a table, per mark
+                       "--set only=[row])",
+              "failed": "failed as a job (lazymem jobs <output_dir> shows its log and the command that reruns it)"}
+# the notes under a table, per mark
 
 
 def check_name(name: Any, where: str) -> str:
@@ -91,8 +93,19 @@ class EvalTableConfig:
     reference: str | None = field(default=None, metadata=h("the row memory tokens are compared with (RAG Top50)"))
     only: tuple[str, ...] = field(default=(), metadata=h("run only these rows (finished cells are always shown)"))
     output_dir: str = field(default="runs/eval_table", metadata=h("<set>/<row>/ run folders, table.md/json"))
+    executor: Any = field(default=None, metadata=h(
+        "where cells run: inline (default), local or slurm, or lazymem.jobs.JobsConfig keys (partition, ...)"))
+    shards: int = field(default=1, metadata=h("jobs per cell (local/slurm), each a part of its questions, merged"))
 
     def __post_init__(self):
+        from lazymem.jobs import JobsConfig
+
+        object.__setattr__(self, "executor", JobsConfig.of(self.executor, "EvalTableConfig.executor"))
+        if type(self.shards) is not int or self.shards < 1:
+            raise ConfigError(f"EvalTableConfig.shards: {self.shards!r} must be an integer >= 1")
+        if self.shards > 1 and self.executor.inline:
+            raise ConfigError(f"EvalTableConfig.shards={self.shards}: shards are jobs; choose executor local or slurm "
+                              "(--executor local)")
         if not self.base or not isinstance(self.base, str):
             raise ConfigError("EvalTableConfig.base: the base eval recipe (a configs/eval_*.yaml path) is required, "
                               f"as one path (got {self.base!r})")
@@ -171,7 +184,8 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
     return identity_changes(manifest_identity(manifest), identity)
 
 
-def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: Any = None) -> dict:
+def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: Any = None,
+                   command: Sequence[str] | None = None) -> dict:
     """Run every unfinished cell, then write and return {set: {row: columns}}.
 
     The cells go through the sweep engine (``lazymem.sweep.run_cells``). A finished cell is reused
@@ -182,6 +196,11 @@ def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: 
     stale cell that ``only`` leaves out is not shown as a result: its columns are empty and it says
     ``stale: <changes>``. ``clients_for(set, row)`` may return ready clients by role for a cell
     (tests: scripted fakes).
+
+    With ``config.executor`` local or slurm each cell to run is a job (``config.shards`` jobs, each a
+    part of the questions in ``<cell>/shards/<i>-of-<K>/``, merged into the cell), its logs and
+    ``jobs.json`` in ``<output_dir>/jobs/``; a cell whose job failed says ``failed`` in the table.
+    ``command`` is the sweep's command line (``lazymem jobs`` resubmits with it).
     """
     from lazymem.eval.runfiles import SUMMARY_FILE, read_json
     from lazymem.eval.runner import evaluate
@@ -202,11 +221,18 @@ def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: 
         return evaluate(cfg, cell.folder, progress=progress, clients=clients_for(*cell.key) if clients_for else None,
                         dataset=dataset, force_new=bool(changes), command=["lazymem", "eval-table", *cell.key])
 
+    jobs = None
+    if not config.executor.inline:
+        if clients_for is not None:
+            raise ConfigError("run_eval_table: clients_for= gives ready clients, which cannot cross into a job; "
+                              f"executor {config.executor.kind!r} builds each cell's clients in its job")
+        jobs = CellJobs(config, prepared, command or ["lazymem", "eval-table"]).plan(out)
     outcomes = run_cells(cells, check=check, run=run, load=lambda cell: read_json(cell.folder / SUMMARY_FILE),
-                         resume=True, progress="lines" if progress else None, label="eval-table")
+                         resume=True, catch=jobs is not None, progress="lines" if progress else None,
+                         label="eval-table", jobs=jobs)
     summaries: dict[str, dict[str, dict]] = {}
     for o in outcomes:
-        if o.shown or o.status == "stale":  # a stale cell shows no numbers, only its mark
+        if o.shown or o.status in ("stale", "failed"):  # a stale or failed cell shows no numbers, only its mark
             summaries.setdefault(o.cell.key[0], {})[o.cell.key[1]] = o.result if o.shown else {}
     marks = {o.cell.key: o.mark() for o in outcomes}
     table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None), **marks[(s, r)])
@@ -235,6 +261,66 @@ class CellInputs:
         if key not in self.datasets:
             self.datasets[key] = load_dataset(cfg.dataset, subset=cfg.subset)
         return cfg, self.datasets[key]
+
+
+def run_cell_job(cfg: Any, folder: str, force_new: bool, command: Sequence[str]) -> dict:
+    """One eval-table job: the cell's (or shard's) resumable run, its clients built here."""
+    from lazymem.eval.runner import evaluate
+
+    return evaluate(cfg, folder, progress=False, force_new=force_new, command=list(command))
+
+
+class CellJobs:
+    """An eval-table's cells as jobs: one per cell, or ``shards`` per cell merged back (lazymem.eval.shards)."""
+
+    def __init__(self, config: EvalTableConfig, prepared: CellInputs, command: Sequence[str]):
+        self.config, self.prepared, self.command = config, prepared, tuple(command)
+
+    def plan(self, out: Path):
+        from lazymem.sweep import Jobs
+
+        if self.config.shards > 1:
+            try:
+                from lazymem.eval import shards  # noqa: F401  (merge_runs, EvalConfig.shard)
+            except ImportError:
+                raise ConfigError("EvalTableConfig.shards: shards need lazymem.eval.shards (merge_runs), "
+                                  "which this install lacks") from None
+        return Jobs(self.config.executor, out, tasks=self.tasks, finish=self.finish, done=self.done,
+                    command=self.command, only_index=1)
+
+    def shard_dirs(self, cell: Any) -> list[Path]:
+        k = self.config.shards
+        return [cell.folder / "shards" / f"{i}-of-{k}" for i in range(k)]
+
+    def tasks(self, cell: Any, changes: tuple[str, ...]) -> list:
+        from dataclasses import replace
+
+        from lazymem.jobs import Task
+
+        cfg, _ = self.prepared(cell)
+        if self.config.shards == 1:
+            return [Task(cell.key, cell.folder, run_cell_job, (cfg, str(cell.folder), bool(changes), self.command))]
+        k = self.config.shards
+        return [Task(cell.key, d, run_cell_job, (replace(cfg, shard=f"{i}/{k}"), str(d), bool(changes), self.command),
+                     name=d.name) for i, d in enumerate(self.shard_dirs(cell))]
+
+    def finish(self, cell: Any, changes: tuple[str, ...], results: list) -> dict:
+        if self.config.shards == 1:
+            return results[0]
+        from lazymem.eval.runfiles import MANIFEST_FILE, RESULT_FILES
+        from lazymem.eval.shards import merge_runs
+        from lazymem.sweep import set_aside
+
+        if changes:  # the merged results of other inputs: set aside, never deleted
+            set_aside(cell.folder, (*RESULT_FILES, MANIFEST_FILE))
+        return merge_runs(self.shard_dirs(cell), cell.folder, dataset=self.prepared(cell)[1], command=self.command)
+
+    @staticmethod
+    def done(cell: Any) -> bool:
+        """A finished cell (its manifest says done) needs no job; an unfinished one resumes in one."""
+        from lazymem.eval.runfiles import MANIFEST_FILE, read_json
+
+        return (read_json(cell.folder / MANIFEST_FILE) or {}).get("status") == "done"
 
 
 def table_markdown(table: Mapping[str, Mapping[str, Mapping]], reference: str | None = None,

@@ -145,7 +145,7 @@ def _error_text(e: BaseException) -> str:
 
 def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, params: Mapping[str, Any] | None = None,
              out_root: str | Path = "papermill_runs", force: bool = False, kernel: str = "python3",
-             progress: bool = True) -> list[RunResult]:
+             progress: bool = True, executor: Any = None, command: Sequence[str] | None = None) -> list[RunResult]:
     """Execute a notebook once per grid point with papermill; returns one RunResult per point.
 
     Args:
@@ -157,6 +157,9 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
         force: rerun points that already have an ok manifest.
         kernel: Jupyter kernel name (notebooks are saved with "python3").
         progress: show a tqdm bar over the points.
+        executor: where points run: None / "inline" (this process), "local" or "slurm" (one job per
+            point, lazymem.jobs: a kind or a JobsConfig); jobs' logs and jobs.json in ``<out_root>/<stem>/jobs/``.
+        command: the command line ``lazymem jobs`` offers to rerun failed points (default sys.argv).
 
     Raises:
         ConfigError: a parameter the notebook's ``parameters`` cell does not define
@@ -167,7 +170,10 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     result (``status == "failed"``), and the remaining points still run.
     """
     import lazymem
-    from lazymem.sweep import Cell, run_cells
+    from lazymem.jobs import JobsConfig, Task
+    from lazymem.sweep import Cell, Jobs, run_cells
+
+    executor = JobsConfig.of(executor, "run_grid: executor")
 
     spec = load_grid(grid) if isinstance(grid, (str, Path)) else dict(grid or {})
     if notebook is None and not spec.get("notebook"):
@@ -212,8 +218,12 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     def run(cell: Cell, changes: tuple[str, ...]) -> dict:
         return _run_point(nb_path, cell.folder, cell.key[0], cell.spec, kernel, common)
 
+    jobs = None if executor.inline else Jobs(executor, out_base, tasks=lambda cell, changes: [Task(
+        cell.key, cell.folder, _run_point, (nb_path, cell.folder, cell.key[0], cell.spec, kernel, common))],
+        command=tuple(command or (Path(sys.argv[0]).name, *sys.argv[1:])))
     outcomes = run_cells(cells, check=check, run=run, load=lambda cell: _read_json(cell.folder / METRICS_FILE) or {},
-                         catch=True, describe=_point_error, progress="bar" if progress else None, label=nb_path.stem)
+                         catch=True, describe=_point_error, progress="bar" if progress else None, label=nb_path.stem,
+                         jobs=jobs)
     results = []
     for o in outcomes:
         cell = o.cell

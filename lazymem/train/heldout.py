@@ -280,7 +280,9 @@ TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_ra
 MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other settings (set aside in its folder's "
                             "previous-<time>/)",
               "stale": "stale, not shown: its results are of other settings and `only` / `only_sets` left it "
-                       "out"}  # the notes under a table, per mark (lazymem.sweep.Outcome.mark)
+                       "out",
+              "failed": "failed as a job (`lazymem jobs <output_dir>` shows its log and the command that reruns "
+                        "it)"}  # the notes under a table, per mark (lazymem.sweep.Outcome.mark)
 
 
 def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:

@@ -16,9 +16,11 @@ one is flagged, not shown). Then ``table.md`` (``heldout.table_markdown``) and `
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.fields import h
@@ -51,8 +53,13 @@ class WindowTableConfig:
     limit: int | None = field(default=40, metadata=h("balanced windows per set (None = all)"))
     seed: int = field(default=0, metadata=h("seed of the subset: every row sees the same windows"))
     output_dir: str = field(default="runs/eval_windows", metadata=h("<set>/<row>/summary.json and table.md"))
+    executor: Any = field(default=None, metadata=h(
+        "where cells run: inline (default), local or slurm, or lazymem.jobs.JobsConfig keys (partition, ...)"))
 
     def __post_init__(self):
+        from lazymem.jobs import JobsConfig
+
+        object.__setattr__(self, "executor", JobsConfig.of(self.executor, "WindowTableConfig.executor"))
         for name in ("sets", "rows"):
             v = getattr(self, name)
             if not (isinstance(v, Mapping) and v and all(isinstance(k, str) for k in v)):
@@ -129,29 +136,39 @@ def cell_changes(folder: Path, cfg: WindowEvalConfig) -> list[str] | None:
     return json_changes(old, json.loads(key)) or ["identity: written differently"]
 
 
-def run_window_table(config: WindowTableConfig, progress: bool = True) -> dict:
+def run_cell(spec: WindowEvalConfig, folder: Path, progress: bool = False) -> dict:
+    """One cell: its windows evaluated into ``folder``, the summary stamped with the cell's identity."""
+    from lazymem.files import write_json
+
+    summary = evaluate_windows(spec, folder, progress=progress)
+    summary["identity"] = identity_key(spec)
+    write_json(Path(folder) / SUMMARY_FILE, summary)
+    return summary
+
+
+def run_window_table(config: WindowTableConfig, progress: bool = True, command: list[str] | None = None) -> dict:
     """Evaluate every (set, row) not yet done (a finished cell with the same settings is read back),
     then write ``table.md`` and ``table.json``; returns {set: {row: summary}} (a recomputed cell's
-    summary says ``recomputed``, a stale cell left out is ``{"stale": <changes>}``)."""
-    from lazymem.files import write_json
-    from lazymem.sweep import Cell, run_cells, write_table
+    summary says ``recomputed``, a stale cell left out is ``{"stale": <changes>}``). With
+    ``config.executor`` local or slurm each cell to run is one job (lazymem.jobs; a failed one is
+    ``{"failed": <error>}``), its log and ``jobs.json`` in ``<output_dir>/jobs/``."""
+    from lazymem.jobs import Task
+    from lazymem.sweep import Cell, Jobs, run_cells, write_table
 
     out = Path(config.output_dir)
     cells = [Cell((s, r), out / s / r, config.row_config(r, data), config.selected(s, r), (RECORDS_FILE, SUMMARY_FILE))
              for s, data in config.sets.items() for r in config.rows]
-
-    def run(cell: Cell, changes: tuple[str, ...]) -> dict:
-        summary = evaluate_windows(cell.spec, cell.folder, progress=progress)
-        summary["identity"] = identity_key(cell.spec)
-        write_json(cell.folder / SUMMARY_FILE, summary)
-        return summary
-
-    outcomes = run_cells(cells, check=lambda cell: cell_changes(cell.folder, cell.spec), run=run,
+    jobs = None if config.executor.inline else Jobs(
+        config.executor, out, tasks=lambda cell, changes: [Task(cell.key, cell.folder, run_cell, (cell.spec,
+                                                                                                 cell.folder))],
+        command=tuple(command or (Path(sys.argv[0]).name, *sys.argv[1:])), only_index=1)
+    outcomes = run_cells(cells, check=lambda cell: cell_changes(cell.folder, cell.spec),
+                         run=lambda cell, changes: run_cell(cell.spec, cell.folder, progress),
                          load=lambda cell: _read_summary(cell.folder), progress="lines" if progress else None,
-                         label="eval-windows")
+                         catch=jobs is not None, label="eval-windows", jobs=jobs)
     table: dict[str, dict[str, dict]] = {}
     for o in outcomes:
-        if o.shown or o.status == "stale":
+        if o.shown or o.status in ("stale", "failed"):
             table.setdefault(o.cell.key[0], {})[o.cell.key[1]] = {**(o.result or {}), **o.mark()}
     write_table(out, table, table_markdown(table))
     return table
