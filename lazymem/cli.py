@@ -436,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("keep-bias", "choose the KEEP logit bias on development windows (teacher-forced P(KEEP))"),
                        ("release", "ship a trained adapter as lazymem-135m with its model card")):
         s = train.add_parser(name, help=text)
-        s.add_argument("--config", required=True, help="YAML recipe (configs/train_*.yaml)")
+        s.add_argument("--config", required=True, help="YAML recipe (configs/train/*.yaml)")
         s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a recipe key (dotted for nested keys, e.g. lora.r=8)")
         s.add_argument("--json", action="store_true", help="print the card / result as JSON")
@@ -463,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_fusion_tuning)
 
     s = sub.add_parser("eval-table", help="several methods on the same questions: one eval run per cell, one table")
-    s.add_argument("--config", required=True, help="YAML: base recipe, sets, rows (configs/*_eval_table.yaml)")
+    s.add_argument("--config", required=True, help="YAML: base recipe, sets, rows (configs/tables/*.yaml)")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key (e.g. only=[sft])")
     s.add_argument("--json", action="store_true", help="print the table as JSON")
     s.add_argument("--no-progress", action="store_true")

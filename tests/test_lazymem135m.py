@@ -203,7 +203,7 @@ def test_shipped_adapter_alias_resolves_or_says_how_to_get_it(tmp_path, monkeypa
     import lazymem.llm.models as models
 
     monkeypatch.setattr(models, "ASSETS_DIR", tmp_path)
-    with pytest.raises(ConfigError, match="lazymem135m"):
+    with pytest.raises(ConfigError, match="lazymem train recipe"):
         models.resolve_adapter("lazymem-135m")
     (tmp_path / "lazymem-135m").mkdir()
     (tmp_path / "lazymem-135m" / "adapter_config.json").write_text("{}")

@@ -36,7 +36,7 @@ _OPERATIONAL = {
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """One evaluation: a pipeline, a dataset, which questions, which judge; keys as in configs/eval_*.yaml."""
+    """One evaluation: a pipeline, a dataset, which questions, which judge; keys as in configs/eval/*.yaml."""
 
     pipeline: PipelineConfig = field(default_factory=PipelineConfig, metadata=h("the query pipeline"))
     dataset: str = field(default="synthetic:messages=400,seed=0,histories=4,questions=12",
@@ -113,7 +113,7 @@ class EvalConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping) -> EvalConfig:
-        """Build from a mapping (a whole configs/eval_*.yaml); errors name the bad field."""
+        """Build from a mapping (a whole configs/eval/*.yaml); errors name the bad field."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"eval config: expected a mapping, got {type(values).__name__}")
         check_fields(cls, values, "eval config")

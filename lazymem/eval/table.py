@@ -85,7 +85,7 @@ def _overrides(value: Any, where: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class EvalTableConfig:
-    """Rows x sets over one base recipe; the keys of configs/*_eval_table.yaml."""
+    """Rows x sets over one base recipe; the keys of configs/tables/*.yaml."""
 
     base: str = field(default="", metadata=h("the base eval recipe (YAML) every cell starts from"))
     sets: Mapping[str, Any] = field(default_factory=dict, metadata=h("name -> overrides choosing the questions"))
@@ -107,7 +107,7 @@ class EvalTableConfig:
             raise ConfigError(f"EvalTableConfig.shards={self.shards}: shards are jobs; choose executor local or slurm "
                               "(--executor local)")
         if not self.base or not isinstance(self.base, str):
-            raise ConfigError("EvalTableConfig.base: the base eval recipe (a configs/eval_*.yaml path) is required, "
+            raise ConfigError("EvalTableConfig.base: the base eval recipe (a configs/eval/*.yaml path) is required, "
                               f"as one path (got {self.base!r})")
         for name in ("output_dir", "reference"):
             v = getattr(self, name)

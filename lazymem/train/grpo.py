@@ -55,7 +55,7 @@ CADENCE_KEYS = ("eval_every_rollout_batches", "save_every_rollout_batches", "eva
 
 @dataclass(frozen=True)
 class GRPORecipe:
-    """One GRPO run; the same keys as ``configs/train_grpo_*.yaml`` (defaults: the paper's table)."""
+    """One GRPO run; the same keys as ``configs/train/grpo_*.yaml`` (defaults: the paper's table)."""
 
     base: str = field(default="smollm2-offline", metadata=h("the SFT model dir (full FT), or the base of `adapter`"))
     adapter: str | None = field(default=None, metadata=h(

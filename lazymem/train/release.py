@@ -120,7 +120,7 @@ def ship(config: ReleaseConfig) -> dict:
     missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
     if missing:
         raise ConfigError(f"ReleaseConfig.adapter={config.adapter!r}: {', '.join(missing)} not found (train it first: "
-                          "configs/lazymem135m_*.yaml)")
+                          "configs/train/lazymem-135m/*.yaml)")
     dest = Path(config.dest) if config.dest else ASSETS_DIR / LAZYMEM_135M
     dest.mkdir(parents=True, exist_ok=True)
     for f in ADAPTER_FILES:

@@ -26,7 +26,7 @@ RESULT_FILE = "train_result.json"
 
 @dataclass(frozen=True)
 class SFTRecipe:
-    """One SFT run; the same keys as ``configs/train_sft_*.yaml``."""
+    """One SFT run; the same keys as ``configs/train/sft_*.yaml``."""
 
     base: str = field(default="smollm2-offline", metadata=h("base model: alias, local dir or hub id (paper: Qwen3-4B)"))
     data: str = field(default="", metadata=h("SFT JSONL (prompt/completion) from `lazymem train sft-data`"))

@@ -112,7 +112,7 @@ class PairsConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping):
-        """Build from a mapping (a whole configs/train_data_*.yaml); errors name the bad field."""
+        """Build from a mapping (a whole configs/train/data_*.yaml); errors name the bad field."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"{cls.__name__}: expected a mapping, got {type(values).__name__}")
         check_fields(cls, values, cls.__name__)
@@ -205,7 +205,7 @@ def pair_columns(pair: QueryWindow) -> dict:
 
 @dataclass(frozen=True)
 class SFTDataConfig(PairsConfig):
-    """SFT data: PairsConfig plus the teacher and balancing; the keys of configs/train_data_*.yaml."""
+    """SFT data: PairsConfig plus the teacher and balancing; the keys of configs/train/data_*.yaml."""
 
     questions: int | None = field(default=100, metadata=h("at most this many, by type (the paper: 100 of 360)"))
     teacher: LLMConfig | str | None = field(
