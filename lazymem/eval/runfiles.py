@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import socket
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +44,6 @@ WINDOWS_FILE = "windows.jsonl"  # read by lazymem.notebooks.load_window_records
 RESULT_FILES = (RECORDS_FILE, ERRORS_FILE, SUMMARY_FILE, WINDOWS_FILE)  # what force_new=True sets aside
 LOCK_FILE = ".lock"  # flock'ed by the one run writing the folder
 LOCK_INFO_FILE = ".lock.json"  # who holds it: pid, host, start, command
-PREVIOUS_PREFIX = "previous-"  # previous-<UTC time>/: results set aside by force_new
 WAY_OUT = ("rerun with --force-new (evaluate(..., force_new=True)) to move the old results aside into "
            "{out}/previous-<time>/ and start afresh, or use another output folder")
 
@@ -348,22 +346,15 @@ def identity_changes(old: Mapping, new: Mapping) -> list[str]:
 
 
 def set_aside(out: Path) -> Path | None:
-    """Move the results of `out` (records, errors, summary, windows) into ``out/previous-<UTC time>/``,
-    with a copy of the manifest; never deletes anything. Returns that folder (None: nothing to move)."""
-    names = [n for n in RESULT_FILES if (out / n).exists()]
-    if not names:
-        return None
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    dest, i = out / f"{PREVIOUS_PREFIX}{stamp}", 1
-    while dest.exists():
-        dest, i = out / f"{PREVIOUS_PREFIX}{stamp}-{i}", i + 1
-    dest.mkdir()
-    if (out / MANIFEST_FILE).exists():
+    """Move the results of `out` (records, errors, summary, windows) into ``out/previous-<UTC time>/``
+    (``lazymem.sweep.set_aside``), with a copy of the manifest; never deletes anything. Returns that
+    folder (None: nothing to move)."""
+    from lazymem.sweep import set_aside as move_aside
+
+    dest = move_aside(out, RESULT_FILES)
+    if dest is not None and (out / MANIFEST_FILE).exists():
         shutil.copy2(out / MANIFEST_FILE, dest / MANIFEST_FILE)
-    for name in names:
-        os.replace(out / name, dest / name)
-    fsync_dir(dest)
-    fsync_dir(out)
+        fsync_dir(dest)
     return dest
 
 
