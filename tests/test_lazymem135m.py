@@ -66,6 +66,20 @@ def test_scores_count_a_failed_window_as_keeping_nothing():
     assert sum(s["failures"].values()) == 2 and s["failures"]["wrong_count"] == 1
 
 
+def test_scores_break_down_by_style_and_window_shape_when_the_rows_carry_them():
+    rows = _rows(4)
+    for i, r in enumerate(rows):
+        r.update(style=("casual", "synthetic")[i % 2], window_shape=[i // 2 + 1, 4, 3])
+    drops = "[" + DROP + ", " + DROP + "]"
+    outs = ["[" + KEEP % "a" + ", " + DROP + "]", drops, "not json", drops]
+    s = summarize(score_rows(rows, outs))
+    assert s["by_style"]["casual"] == {"windows": 2, "gold_windows": 2, "gate_fmt": 0.5, "gold_keep_recall": 0.5,
+                                       "nongold_drop_rate": 1.0}
+    assert s["by_style"]["synthetic"]["gate_fmt"] == 1.0 and s["by_style"]["synthetic"]["gold_keep_recall"] is None
+    assert list(s["by_shape"]) == ["1,4,3", "2,4,3"] and s["by_shape"]["2,4,3"]["gate_fmt"] == 0.5
+    assert "by_style" not in summarize(score_rows(_rows(2), outs[:2]))  # rows without a style: no breakdown
+
+
 def test_balanced_subset_is_seeded_and_half_gold():
     rows = [{"gold_labels": [i % 3 == 0]} for i in range(30)]
     a, b = balanced_subset(rows, 8, seed=1), balanced_subset(rows, 8, seed=1)

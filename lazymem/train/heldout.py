@@ -149,6 +149,8 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
             "nongold_dropped": sum((not k) and (not g) for k, g in zip(kept, gold)),
             "r_act": r_act, "reward": r_act if r_act is not None else 0.0,
             "n_keep_decisions": n_keep_decisions, "n_rewritten": n_rewritten, "output": raw,
+            **({"style": row["style"]} if row.get("style") else {}),
+            **({"window_shape": list(row["window_shape"])} if row.get("window_shape") else {}),
         })
     return out
 
@@ -179,7 +181,35 @@ def summarize(records: Sequence[Mapping]) -> dict:
         "rewritten_rate": rate(sum(r["n_rewritten"] for r in judged), n_keeps),
         "failures": dict(sorted(Counter(r["reason"] for r in records if not r["strict_gate"]).items())),
         "by_size": by_size(records),
+        **({"by_style": by_group(records, "style")} if any(r.get("style") for r in records) else {}),
+        **({"by_shape": by_group(records, "window_shape")} if any(r.get("window_shape") for r in records) else {}),
     }
+
+
+def by_group(records: Sequence[Mapping], key: str) -> dict:
+    """Gate Fmt., gold-keep recall and non-gold drop per value of ``key`` (a window's data style, or its
+    shape ``w,L,s``): v2's data mixes styles and shapes, and a rate over the mixture hides which one fails.
+
+    >>> by_group([{"window_shape": [1, 4, 3], "n_messages": 4, "n_gold": 1, "gate_fmt": True, "gold_kept": 1,
+    ...            "nongold_dropped": 3},
+    ...           {"window_shape": [2, 8, 7], "n_messages": 8, "n_gold": 0, "gate_fmt": False, "gold_kept": 0,
+    ...            "nongold_dropped": 0}], "window_shape")
+    {'1,4,3': {'windows': 1, 'gold_windows': 1, 'gate_fmt': 1.0, 'gold_keep_recall': 1.0, 'nongold_drop_rate': 1.0}, \
+'2,8,7': {'windows': 1, 'gold_windows': 0, 'gate_fmt': 0.0, 'gold_keep_recall': None, 'nongold_drop_rate': 0.0}}
+    """
+    def name(r: Mapping) -> str:
+        v = r.get(key)
+        return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+    out = {}
+    for value in sorted({name(r) for r in records}):
+        rs = [r for r in records if name(r) == value]
+        n_gold, n_rest = sum(r["n_gold"] for r in rs), sum(r["n_messages"] - r["n_gold"] for r in rs)
+        out[value] = {"windows": len(rs), "gold_windows": sum(r["n_gold"] > 0 for r in rs),
+                      "gate_fmt": round(sum(r["gate_fmt"] for r in rs) / len(rs), 6),
+                      "gold_keep_recall": round(sum(r["gold_kept"] for r in rs) / n_gold, 6) if n_gold else None,
+                      "nongold_drop_rate": round(sum(r["nongold_dropped"] for r in rs) / n_rest, 6) if n_rest else None}
+    return out
 
 
 def by_size(records: Sequence[Mapping]) -> dict:
