@@ -172,6 +172,26 @@ def test_project_table_and_heldout_configs_parse():
     assert train.extra_windows == (WindowConfig(w=1, L=4, s=3),)
 
 
+def test_v2_development_windows_are_other_histories_than_v2_trains_on_and_no_test_set():
+    import re
+
+    from lazymem.train.recipe import load_recipe
+    from lazymem.train.sft_data import SFTDataConfig
+
+    def seeds(specs):
+        return {int(re.search(r"seed=(\d+)", s).group(1)) for s in specs}
+
+    dev = SFTDataConfig.from_yaml(str(STAGES / "v2_dev.yaml"))
+    train = SFTDataConfig.from_yaml(str(STAGES / "v2_sft_data.yaml"))
+    held = {s for n in ("synthetic", "default")
+            for s in SFTDataConfig.from_yaml(str(STAGES / f"heldout_{n}.yaml")).datasets}
+    assert all(s.startswith(("synthetic:", "synthetic-casual:")) for s in dev.datasets)  # never LoCoMo/LongMemEval
+    assert seeds(dev.datasets).isdisjoint(seeds(train.datasets) | seeds(held))
+    assert {dev.window, *dev.extra_windows} == {WindowConfig(w=2, L=8, s=7), WindowConfig(w=1, L=4, s=3)}
+    table = load_recipe(WindowTableConfig, STAGES / "v2_dev_windows.yaml")
+    assert set(table.sets) == {"v2_dev"} and "v1_keepbias" in table.rows
+
+
 # --- training data: several windowings, varied text ----------------------------------------------------
 
 
