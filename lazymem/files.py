@@ -95,6 +95,15 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Mapping]) -> int:
     return write_lines_atomic(path, (json.dumps(row, ensure_ascii=False) for row in rows))
 
 
+def print_json(obj: Any) -> None:
+    """``obj`` on standard output as indented JSON (UTF-8 kept as is; what JSON cannot hold, as text):
+    what every ``--json`` flag of the command line prints."""
+    import sys
+
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
 def write_json(path: str | os.PathLike, obj: Any, indent: int = 1, **dumps: Any) -> None:
     """Replace ``path`` with ``obj`` as indented JSON and a final newline, all at once.
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lazymem import cli
 from lazymem.cli import main
+from lazymem.data import command as data_command
 from lazymem.errors import ConfigError, LoadError, ModelLoadError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,13 +62,13 @@ def test_a_bug_prints_its_traceback_and_exits_1_and_only_the_projects_own_errors
         return boom
 
     for exc in BUGS:  # KeyError / ValueError / RuntimeError used to exit 2 as if the input were bad
-        monkeypatch.setattr(cli, "cmd_data_summary", raising(exc))
+        monkeypatch.setattr(data_command, "cmd_summary", raising(exc))
         assert main(["data", "summary", "anything"]) == 1, exc
         err = capsys.readouterr().err
         assert "Traceback (most recent call last)" in err and type(exc).__name__ in err and "in boom" in err
         assert "lazymem: error:" not in err
     for exc in OWN:
-        monkeypatch.setattr(cli, "cmd_data_summary", raising(exc))
+        monkeypatch.setattr(data_command, "cmd_summary", raising(exc))
         assert main(["data", "summary", "anything"]) == 2, exc
         line = one_error_line(capsys.readouterr().err)
         want = str(exc).encode("utf-8", "backslashreplace").decode()
@@ -76,9 +76,9 @@ def test_a_bug_prints_its_traceback_and_exits_1_and_only_the_projects_own_errors
 
 
 def test_a_bug_in_a_cli_subprocess_exits_1_with_its_traceback(tmp_path):
-    script = ("import sys; from lazymem import cli\n"
+    script = ("import sys; from lazymem import cli\nfrom lazymem.data import command\n"
               "def boom(args): return {}['status']\n"
-              "cli.cmd_data_summary = boom\n"
+              "command.cmd_summary = boom\n"
               "sys.exit(cli.main(['data', 'summary', 'x']))\n")
     r = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -130,7 +130,7 @@ def test_a_yaml_error_reaching_the_cli_unwrapped_is_one_line(tmp_path, monkeypat
         with open(args.spec, encoding="utf-8") as f:
             yaml.safe_load(f)
 
-    monkeypatch.setattr(cli, "cmd_data_summary", parse)
+    monkeypatch.setattr(data_command, "cmd_summary", parse)
     grid = tmp_path / "grid.yaml"
     grid.write_text("a: 1\nb: [2\n")
     assert main(["data", "summary", str(grid)]) == 2
