@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -98,8 +99,6 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Mapping]) -> int:
 def print_json(obj: Any) -> None:
     """``obj`` on standard output as indented JSON (UTF-8 kept as is; what JSON cannot hold, as text):
     what every ``--json`` flag of the command line prints."""
-    import sys
-
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
 

@@ -201,14 +201,20 @@ def by_group(records: Sequence[Mapping], key: str) -> dict:
         v = r.get(key)
         return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
 
-    out = {}
-    for value in sorted({name(r) for r in records}):
-        rs = [r for r in records if name(r) == value]
-        n_gold, n_rest = sum(r["n_gold"] for r in rs), sum(r["n_messages"] - r["n_gold"] for r in rs)
-        out[value] = {"windows": len(rs), "gold_windows": sum(r["n_gold"] > 0 for r in rs),
-                      "gate_fmt": round(sum(r["gate_fmt"] for r in rs) / len(rs), 6),
-                      "gold_keep_recall": round(sum(r["gold_kept"] for r in rs) / n_gold, 6) if n_gold else None,
-                      "nongold_drop_rate": round(sum(r["nongold_dropped"] for r in rs) / n_rest, 6) if n_rest else None}
+    return {value: _group_rates([r for r in records if name(r) == value], nongold=True)
+            for value in sorted({name(r) for r in records})}
+
+
+def _group_rates(rs: Sequence[Mapping], nongold: bool) -> dict:
+    """Windows, gold windows, Gate Fmt. and gold-keep recall of one group of window records (and, with
+    ``nongold``, the non-gold drop rate)."""
+    n_gold = sum(r["n_gold"] for r in rs)
+    out = {"windows": len(rs), "gold_windows": sum(r["n_gold"] > 0 for r in rs),
+           "gate_fmt": round(sum(r["gate_fmt"] for r in rs) / len(rs), 6),
+           "gold_keep_recall": round(sum(r["gold_kept"] for r in rs) / n_gold, 6) if n_gold else None}
+    if nongold:
+        n_rest = sum(r["n_messages"] - r["n_gold"] for r in rs)
+        out["nongold_drop_rate"] = round(sum(r["nongold_dropped"] for r in rs) / n_rest, 6) if n_rest else None
     return out
 
 
@@ -221,14 +227,8 @@ def by_size(records: Sequence[Mapping]) -> dict:
     {'5': {'windows': 1, 'gold_windows': 0, 'gate_fmt': 0.0, 'gold_keep_recall': None}, \
 '8': {'windows': 1, 'gold_windows': 1, 'gate_fmt': 1.0, 'gold_keep_recall': 1.0}}
     """
-    out = {}
-    for size in sorted({r["n_messages"] for r in records}):
-        rs = [r for r in records if r["n_messages"] == size]
-        n_gold = sum(r["n_gold"] for r in rs)
-        out[str(size)] = {"windows": len(rs), "gold_windows": sum(r["n_gold"] > 0 for r in rs),
-                          "gate_fmt": round(sum(r["gate_fmt"] for r in rs) / len(rs), 6),
-                          "gold_keep_recall": round(sum(r["gold_kept"] for r in rs) / n_gold, 6) if n_gold else None}
-    return out
+    return {str(size): _group_rates([r for r in records if r["n_messages"] == size], nongold=False)
+            for size in sorted({r["n_messages"] for r in records})}
 
 
 def _sampling(config: WindowEvalConfig, n: int, texts: tuple[str, ...] | None = None) -> Sampling:
