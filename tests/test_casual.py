@@ -111,3 +111,23 @@ def test_long_turns_keep_evidence_verbatim_and_leave_plain_specs_alone():
     assert max(words) >= 150 and sum(w >= 100 for w in words) >= len(words) / 4
     assert spec_style("synthetic:messages=120,seed=3,long=1") == "synthetic-long"
     assert load_dataset("synthetic:messages=120,seed=3,histories=1,questions=6,long=1").name.endswith(",long=1")
+
+
+def test_long2_keeps_evidence_verbatim_and_long1_bytes_unchanged():
+    from lazymem.data.synthetic import generate_records, records_sha256
+
+    # v2's SFT data (configs/train/lazymem-135m/v2_sft_data.yaml) was built from long=1: its bytes are pinned
+    assert records_sha256(generate_records(120, 3, 1, 6, varied=1, long=1)) == \
+        "462e1d7ee0a0e68dac749adb2095cdbe3feb4a683e5e760ca6ff561c6d532675"
+    plain, _ = generate_with_facts(120, 3, 1, 6, varied=1)
+    long, long_facts = generate_with_facts(120, 3, 1, 6, varied=1, long=2)
+    assert [r["question"] for r in plain] == [r["question"] for r in long]
+    sessions = {sid: s for r in long for sid, s in zip(r["haystack_session_ids"], r["haystack_sessions"])}
+    plain_sessions = {sid: s for r in plain for sid, s in zip(r["haystack_session_ids"], r["haystack_sessions"])}
+    for evidence in long_facts.values():
+        for ev in evidence:
+            assert all(c in sessions[ev.session_id][ev.turn]["content"] for c in ev.contains)
+    for sid, session in sessions.items():  # every turn starts with its plain text: only text is added
+        assert all(t["content"].startswith(p["content"]) for t, p in zip(session, plain_sessions[sid]))
+    with pytest.raises(ConfigError, match="long must be"):
+        generate_records(120, 3, 1, 6, long=3)

@@ -41,3 +41,31 @@ def test_command_prints_both_units_and_writes_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "words" in out and "characters" in out and out.count("| named speaker |") == 2
     assert set(json.loads((tmp_path / "l.json").read_text())) == {PLAIN, CASUAL}
+
+
+LONG2 = "synthetic:messages=400,seed=22,histories=3,questions=10,varied=1,long=2"
+LONGMEMEVAL_S = ROOT.parent / "shared" / "data" / "longmemeval" / "s_fragment_3haystacks.json"
+
+
+def test_long2_spans_longmemeval_s_lengths():
+    # long=2 is for real lengths: LongMemEval_S's assistant turns have median 311.5 words, p10 130, p90 484,
+    # max 659; its user turns median 35, p90 67, p99 249 (docs/results/message_lengths/lengths.md)
+    stats = message_lengths(load_dataset(LONG2))
+    a, u = stats["assistant"]["words"], stats["user"]["words"]
+    assert 260 <= a["median"] <= 360 and 100 <= a["p10"] <= 180 and 420 <= a["p90"] <= 560 and a["max"] >= 600
+    assert 25 <= u["median"] <= 50 and 50 <= u["p90"] <= 90 and u["p99"] >= 150
+
+
+def test_long2_beside_the_real_haystacks():
+    import pytest
+
+    if not LONGMEMEVAL_S.exists():
+        pytest.skip(f"{LONGMEMEVAL_S} not here")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        real = message_lengths(load_dataset(str(LONGMEMEVAL_S)))["assistant"]["words"]
+    ours = message_lengths(load_dataset(LONG2))["assistant"]["words"]
+    # the generator's assistant turns span the real ones: medians within 15%, a maximum past the real p99
+    assert abs(ours["median"] - real["median"]) <= 0.15 * real["median"] and ours["max"] >= real["p99"]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 from lazymem.data.synthetic.history import _history
-from lazymem.data.synthetic.long import lengthen
+from lazymem.data.synthetic.long import LEVELS, lengthen
 from lazymem.data.synthetic.model import Evidence, _stamp
 from lazymem.data.synthetic.vary import vary
 from lazymem.errors import ConfigError
@@ -30,6 +30,8 @@ def _generate(n_messages: int, seed: int, n_histories: int, questions_per_histor
             raise ConfigError(f"{name} must be an integer >= {lo}, got {value!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"seed must be an integer, got {seed!r}")
+    if long and long not in LEVELS:
+        raise ConfigError(f"long must be 0 (short turns) or one of {LEVELS} (long.py's levels), got {long!r}")
     records, facts_out = [], {}
     for h in range(n_histories):
         # A string seed is hashed with SHA-512 by `random`: stable across runs and PYTHONHASHSEED,
@@ -45,7 +47,7 @@ def _generate(n_messages: int, seed: int, n_histories: int, questions_per_histor
                             evidence)
             qa = [(q, a) for q, (_, a) in zip(asked_as, qa)]
         if long:  # its own rng too: specs without `long` stay byte-identical
-            lengthen(random.Random(f"lazymem-synthetic-long:{seed}:{h}"), sessions)
+            lengthen(random.Random(f"lazymem-synthetic-long:{seed}:{h}"), sessions, level=long)
         for i, (fact, ev, (question, answer)) in enumerate(zip(facts, evidence, qa)):
             qid = f"{prefix}-q{i}" + ("_abs" if fact.abstention else "")
             hay = list(sessions)
@@ -74,7 +76,8 @@ def generate_records(n_messages: int = 400, seed: int = 0, n_histories: int = 1,
     (~200; past ~60 the six types are no longer balanced, as types run out of distinct facts).
     ``varied=1`` adds surface variety for training data (``vary``: paraphrased questions,
     openers, hard negatives); 0 is the plain data set. ``long=1`` makes about half the assistant
-    turns LongMemEval_S-like long answers (``long.lengthen``: the text kept, a list added).
+    turns LongMemEval_S-like long answers (``long.lengthen``: the text kept, a list added); ``long=2``
+    gives assistant and user turns LongMemEval_S's length spread (median ~310 / ~35 words).
 
     >>> r = generate_records(n_messages=100, seed=0, questions_per_history=6)[0]
     >>> r["question_id"], r["haystack_dates"][0] < r["haystack_dates"][-1] < r["question_date"]
