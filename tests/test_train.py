@@ -48,7 +48,9 @@ def sft_run(tiny, tmp_path_factory):
     from lazymem.train.sft import SFTRecipe, run_sft
 
     d = tmp_path_factory.mktemp("sft")
-    recipe = SFTRecipe(base=str(tiny), data=_jsonl(d / "sft.jsonl", _sft_rows()), output_dir=str(d / "out"),
+    rows = _sft_rows()  # two files, one data set: the trainer reads a list of SFT JSONLs as their concatenation
+    data = (_jsonl(d / "sft.jsonl", rows[:5]), _jsonl(d / "extra.jsonl", rows[5:]))
+    recipe = SFTRecipe(base=str(tiny), data=data, output_dir=str(d / "out"),
                        lora=LoraSettings(r=4, alpha=8), learning_rate=1e-3, warmup_ratio=0.0, max_steps=1,
                        per_device_train_batch_size=2, gradient_accumulation_steps=1, save_steps=1, max_length=256)
     first = run_sft(recipe)  # "interrupted" after one step: its checkpoint is what a kill leaves behind
@@ -148,6 +150,28 @@ def test_grpo_stays_in_phase_1_without_a_judge(tiny, tmp_path):
                             max_completion_length=4, save_steps=5, eval_steps=5, tau=0.0),
                  validator=lambda m, t: [VALID] * 4)
     assert r["curriculum"]["lam"] == 0.0 and r["curriculum"]["switched_at"] is None
+
+
+def test_sft_data_lists_concatenate_in_order_and_name_bad_files(tmp_path):
+    from lazymem.train.sft import SFTRecipe, load_sft_dataset
+
+    rows = _sft_rows(5)
+    a, b = _jsonl(tmp_path / "a.jsonl", rows[:2]), _jsonl(tmp_path / "b.jsonl", rows[2:])
+    ds = load_sft_dataset([a, b])
+    assert len(ds) == 5 and [r["prompt"][1]["content"] for r in ds] == [f"window {i}" for i in range(5)]
+    assert len(load_sft_dataset(a)) == 2
+    p = tmp_path / "r.yaml"
+    p.write_text(f"data: [{a}, {b}]\n")
+    assert SFTRecipe.from_yaml(p).data == (a, b)
+    with pytest.raises(ConfigError, match="twice"):
+        SFTRecipe(data=(a, a))
+    with pytest.raises(ConfigError, match="path or a list of paths"):
+        SFTRecipe(data=(a, 3))
+    bad = _jsonl(tmp_path / "bad.jsonl", [{"prompt": "p"}])
+    with pytest.raises(ConfigError, match="bad.jsonl: SFT data needs the columns prompt and completion"):
+        load_sft_dataset([a, bad])
+    with pytest.raises(ConfigError, match="missing.jsonl not found"):
+        load_sft_dataset([a, str(tmp_path / "missing.jsonl")])
 
 
 def test_recipes_parse_and_name_bad_fields(tmp_path):

@@ -29,7 +29,9 @@ class SFTRecipe:
     """One SFT run; the same keys as ``configs/train/sft_*.yaml``."""
 
     base: str = field(default="smollm2-offline", metadata=h("base model: alias, local dir or hub id (paper: Qwen3-4B)"))
-    data: str = field(default="", metadata=h("SFT JSONL (prompt/completion) from `lazymem train sft-data`"))
+    data: str | tuple[str, ...] = field(default="", metadata=h(
+        "SFT JSONL (prompt/completion) from `lazymem train sft-data`, or a list of them (concatenated in order; "
+        "the trainer shuffles): e.g. a data set plus an in-domain ablation's extra pairs"))
     output_dir: str = field(default="runs/train/sft", metadata=h(
         "checkpoints, the final model/adapter, train_result.json"))
     lora: LoraSettings | None = field(default_factory=LoraSettings, metadata=h("LoRA adapter; null = full fine-tuning"))
@@ -68,6 +70,11 @@ class SFTRecipe:
             raise ConfigError(f"SFTRecipe.warmup_ratio must be in [0, 1), got {self.warmup_ratio!r}")
         if self.dtype not in DTYPES:
             raise ConfigError(f"SFTRecipe.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        paths = (self.data,) if isinstance(self.data, str) else self.data
+        if not (isinstance(paths, tuple) and all(isinstance(d, str) for d in paths)):
+            raise ConfigError(f"SFTRecipe.data must be a path or a list of paths, got {self.data!r}")
+        if len(set(paths)) != len(paths):
+            raise ConfigError(f"SFTRecipe.data names a file twice: {list(paths)}")
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> SFTRecipe:
@@ -98,18 +105,22 @@ def finished_result(output_dir: str | Path, recipe: Any) -> dict | None:
     return {**done, "already_finished": True} if same else None
 
 
-def load_sft_dataset(path: str | Path) -> Any:
-    """The prompt/completion columns of an SFT JSONL as a ``datasets.Dataset``."""
-    from datasets import load_dataset
+def load_sft_dataset(path: str | Path | tuple[str | Path, ...] | list[str | Path]) -> Any:
+    """The prompt/completion columns of an SFT JSONL (or of several, concatenated in order) as a
+    ``datasets.Dataset``."""
+    from datasets import concatenate_datasets, load_dataset
 
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"SFT data {p} not found: build it with `lazymem train sft-data --config ...`")
-    ds = load_dataset("json", data_files=str(p), split="train")
-    missing = {"prompt", "completion"} - set(ds.column_names)
-    if missing:
-        raise ConfigError(f"{p}: SFT data needs the columns prompt and completion; missing {sorted(missing)}")
-    return ds.select_columns(["prompt", "completion"])
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    parts = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise ConfigError(f"SFT data {p} not found: build it with `lazymem train sft-data --config ...`")
+        ds = load_dataset("json", data_files=str(p), split="train")
+        missing = {"prompt", "completion"} - set(ds.column_names)
+        if missing:
+            raise ConfigError(f"{p}: SFT data needs the columns prompt and completion; missing {sorted(missing)}")
+        parts.append(ds.select_columns(["prompt", "completion"]))
+    return parts[0] if len(parts) == 1 else concatenate_datasets(parts)
 
 
 def run_sft(recipe: SFTRecipe, callbacks: list | None = None) -> dict:
