@@ -192,6 +192,27 @@ def test_v2_development_windows_are_other_histories_than_v2_trains_on_and_no_tes
     assert set(table.sets) == {"v2_dev"} and "v1_keepbias" in table.rows
 
 
+def test_locomo_ablation_is_v2s_recipe_plus_conversations_1_to_8_and_v2_has_no_test_set():
+    import dataclasses
+
+    from lazymem.train.selection import HELD_OUT_HISTORIES
+    from lazymem.train.sft import SFTRecipe
+    from lazymem.train.sft_data import SFTDataConfig
+
+    v2 = SFTRecipe.from_yaml(STAGES / "v2_sft.yaml")
+    ablation = SFTRecipe.from_yaml(STAGES / "ablation_locomo_sft.yaml")
+    extra = SFTDataConfig.from_yaml(str(STAGES / "ablation_locomo_data.yaml"))
+    v2_data = SFTDataConfig.from_yaml(str(STAGES / "v2_sft_data.yaml"))
+    # the same recipe, line for line, but for the data (v2's file first) and where it writes
+    assert dataclasses.replace(ablation, data=v2.data, output_dir=v2.output_dir) == v2
+    assert ablation.data == (v2.data, f"{extra.output_dir}/sft.jsonl") and ablation.output_dir != v2.output_dir
+    assert len(extra.datasets) == 1 and "locomo" in extra.datasets[0] and extra.teacher == v2_data.teacher
+    assert len(extra.histories) == 8 and not set(extra.histories) & HELD_OUT_HISTORIES
+    assert (extra.window, extra.extra_windows) == (v2_data.window, v2_data.extra_windows)
+    # the default model's data stays generated: no LoCoMo or LongMemEval source in v2's SFT data
+    assert all(s.startswith(("synthetic:", "synthetic-casual:")) for s in v2_data.datasets)
+
+
 # --- training data: several windowings, varied text ----------------------------------------------------
 
 
