@@ -58,3 +58,30 @@ def training_curves(rows: Sequence[Mapping], metrics: Sequence[str], title: str 
     fig.update_layout(title=title, height=220 * len(metrics) + 80, showlegend=False, template="plotly_white")
     fig.update_xaxes(title_text="step", row=len(metrics), col=1)
     return fig
+
+
+def message_length_ranges(lengths: Mapping[str, Mapping[str, Mapping]], unit: str = "words",
+                          title: str = "Message lengths: training data beside the test sets"):
+    """One horizontal bar per (data set, role kind): p10 to p90 of the message length, the median
+    marked, the max as a faint whisker; ``lengths`` is ``lazymem data lengths --json``'s content
+    ({spec: {role kind: {"words": distribution, "chars": distribution}}}).
+
+    >>> fig = message_length_ranges({"d": {"user": {"words": {"p10": 5, "median": 9, "p90": 20, "max": 40}}}})
+    >>> [t.name for t in fig.data], list(fig.data[0].y)
+    (['p10-p90', 'median', 'max'], ['d · user'])
+    """
+    import plotly.graph_objects as go
+
+    rows = [(f"{spec.split('/')[-1]} · {role}", d[unit]) for spec, roles in lengths.items()
+            for role, d in roles.items() if d.get(unit, {}).get("median") is not None]
+    labels = [r for r, _ in rows]
+    fig = go.Figure()
+    fig.add_bar(name="p10-p90", y=labels, x=[d["p90"] - d["p10"] for _, d in rows], base=[d["p10"] for _, d in rows],
+                orientation="h", marker_color="#9ecae1")
+    fig.add_scatter(name="median", y=labels, x=[d["median"] for _, d in rows], mode="markers",
+                    marker={"symbol": "line-ns-open", "size": 18, "color": "#08519c", "line": {"width": 3}})
+    fig.add_scatter(name="max", y=labels, x=[d["max"] for _, d in rows], mode="markers",
+                    marker={"symbol": "x-thin-open", "size": 8, "color": "#bdbdbd"})
+    fig.update_layout(title=title, xaxis_title=unit, xaxis_type="log", template="plotly_white",
+                      height=140 + 36 * len(rows), yaxis={"autorange": "reversed"})
+    return fig

@@ -46,6 +46,9 @@ grpo_dir = "models/lazymem-135m/train/grpo"  # the GRPO run
 card_path = "lazymem/assets/lazymem-135m/card.json"  # the shipped adapter's card (tables, times)
 figures_dir = "figures"  # save_figures writes <figures_dir>/<name>.html and <name>.png here
 png = True  # also write PNGs (kaleido + Chromium; skipped with a warning when missing)
+v2_dir = "models/lazymem-135m/train/v2_sft"  # v2's SFT (issue 25): its newest committed checkpoint is read
+lengths_path = "docs/results/message_lengths/lengths.json"  # `lazymem data lengths ... --json` (training vs test)
+v2_dev_table = "docs/results/lazymem-135m/v2_dev/table.json"  # v1 vs v2 steps on v2's development windows
 metrics_path = ""  # set by `lazymem notebooks run`: the last cell writes its metrics JSON here
 
 # %%
@@ -90,7 +93,45 @@ for name, t in tables.items():
         display(pd.DataFrame(rows).T.select_dtypes("number").round(3))
 
 # %% [markdown]
-# ## 3. Record the recipe's settings
+# ## 3. v2 in training (issue 25)
+#
+# v1 learned one register (user/assistant, short turns) and fails on LoCoMo's named speakers and on
+# LongMemEval_S's long turns. v2 is the same recipe on generated dialogue in three styles (varied
+# user/assistant, long assistant turns, casual two-person sessions) at every window shape, still never
+# LoCoMo or LongMemEval text (docs/training.md, "LazyMem-135M v2"). Its SFT runs across sessions from
+# committed checkpoints; here: the loss so far, the message lengths of the training styles beside the
+# test sets, and v1 against v2 steps on the development windows (where v2's step and bias are chosen).
+
+# %%
+from lazymem.train.sft import last_checkpoint
+
+v2_checkpoint = last_checkpoint(v2_dir)
+v2_log = json.loads((Path(v2_checkpoint) / "trainer_state.json").read_text())["log_history"] if v2_checkpoint else []
+v2_rows = log_rows(v2_log)
+print(f"v2 SFT: {v2_checkpoint or 'no checkpoint yet'}; {len(v2_rows)} steps logged")
+if v2_rows:
+    figs["07_v2_sft_curves"] = viz.training_curves(v2_rows, ["loss", "mean_token_accuracy"],
+                                                   title="LazyMem-135M v2 SFT (so far)")
+    figs["07_v2_sft_curves"].show()
+
+# %%
+lengths = json.loads(Path(lengths_path).read_text()) if Path(lengths_path).is_file() else {}
+if lengths:
+    figs["07_message_lengths"] = viz.message_length_ranges(lengths)
+    figs["07_message_lengths"].show()
+saved = viz.save_figures(figs, figures_dir, png=png) if figs else {}
+
+# %%
+dev = json.loads(Path(v2_dev_table).read_text()) if Path(v2_dev_table).is_file() else {}
+cols = ["windows", "gate_fmt", "rewritten_rate", "gold_keep_recall", "nongold_drop_rate", "keep_share", "reward"]
+for set_name, rows in dev.items():
+    print(f"development windows / {set_name}")
+    display(pd.DataFrame(rows).T.reindex(columns=cols).round(3))
+if not dev:
+    print("v2 development windows: not measured yet")
+
+# %% [markdown]
+# ## 4. Record the recipe's settings
 
 # %%
 # NBVAL_CHECK_OUTPUT
