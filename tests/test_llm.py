@@ -434,6 +434,22 @@ def test_vllm_in_process_on_the_tiny_model(tiny_model):
 
 
 @pytest.mark.slow
+def test_transformers_keeps_a_bounded_number_of_schema_indexes(tiny_backend):
+    """One index per window size, oldest dropped first: all sizes at once got an evaluation OOM-killed."""
+    pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")
+    from lazymem.construct import decision_schema
+    from lazymem.llm.hf import INDEX_CACHE
+
+    schemas = [decision_schema(n, None, 4) for n in range(1, INDEX_CACHE + 2)]
+    for schema in schemas:
+        tiny_backend._json_processor(schema)
+    kept = [json.loads(k)["minItems"] for k in tiny_backend._indexes]
+    assert kept == list(range(2, INDEX_CACHE + 2))  # the first size went, the newest stay
+    tiny_backend._json_processor(schemas[-1])  # reused, nothing dropped
+    assert len(tiny_backend._indexes) == INDEX_CACHE
+
+
+@pytest.mark.slow
 def test_transformers_constrained_trace_then_array_has_the_exact_count(tiny_backend):
     """decision_schema(n, think=True): a random model writes exactly n trace lines, then n items."""
     pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")

@@ -219,7 +219,8 @@ def strip_think(raw: str) -> str:
     return _THINK.sub("", raw, count=1)
 
 
-def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 128, think: bool = False) -> dict:
+def decision_schema(n_messages: int, max_len: int | None = 512, max_reason_len: int = 128,
+                    think: bool = False) -> dict:
     """A bounded JSON schema of a valid output, for constrained decoding.
 
     ``think``: the output opens with a ``<think>`` trace of exactly ``n_messages`` numbered
@@ -232,11 +233,18 @@ def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 1
     "" (maxLength 0); no other keys. Bounded strings matter: unbounded ones let constrained
     decoding run away. The one gap to the gate: whitespace-only KEEP content satisfies the
     schema but fails the gate (regex "pattern" support differs between grammar engines).
+    ``max_len=None`` leaves a KEEP's content unbounded: only for grounded decoding, where the
+    content can only be a span of its message (bounded by it), and the grammar is much smaller
+    (a bounded string is one automaton state per character: at n=3 the transformers index took
+    1.67 GB with ``max_len=512`` and 0.74 GB without).
+
+    >>> decision_schema(1, None)["items"]["anyOf"][0]["properties"]["compressed_content"]
+    {'type': 'string', 'minLength': 1}
 
     >>> decision_schema(2)["minItems"], decision_schema(2)["maxItems"]
     (2, 2)
     """
-    if n_messages < 0 or max_len < 1 or max_reason_len < 0:
+    if n_messages < 0 or (max_len is not None and max_len < 1) or max_reason_len < 0:
         raise ValueError(f"bad schema bounds: n={n_messages}, max_len={max_len}, max_reason_len={max_reason_len}")
     reason = {"type": "string", "maxLength": max_reason_len}
 
@@ -247,7 +255,8 @@ def decision_schema(n_messages: int, max_len: int = 512, max_reason_len: int = 1
 
     schema = {
         "type": "array", "minItems": n_messages, "maxItems": n_messages,
-        "items": {"anyOf": [item("KEEP", {"type": "string", "minLength": 1, "maxLength": max_len}),
+        "items": {"anyOf": [item("KEEP", {"type": "string", "minLength": 1,
+                                          **({} if max_len is None else {"maxLength": max_len})}),
                             item("DROP", {"type": "string", "maxLength": 0})]},
     }
     return {**schema, THINK_LINES: n_messages, ARRAY_FOLLOWS_TRACE: True} if think else schema

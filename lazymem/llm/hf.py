@@ -29,6 +29,11 @@ from lazymem.runtime import check_device, torch_threads
 
 log = logging.getLogger("lazymem.llm")
 
+# Compiled JSON-schema indexes kept, oldest dropped first: one per window size, and at 8 items with the
+# trace's bounded lines one takes ~2 GB (measured: 0.74 GB at 3 items with unbounded content, 1.67 GB with
+# 512-character content); every size kept at once got an evaluation OOM-killed on a 23 GB machine.
+INDEX_CACHE = 3
+
 
 class TransformersBackend:
     """A causal LM in this process: chat template, left-padded batches, optional JSON constraint."""
@@ -116,6 +121,8 @@ class TransformersBackend:
             regex = build_regex_from_schema(json.dumps(schema))
             if lines is not None:
                 regex = "<think>\n" + rf"(?:[0-9]{{1,3}}\. [^\n]{{1,300}}\n){{{int(lines)}}}" + "</think>\n" + regex
+            while len(self._indexes) >= INDEX_CACHE:  # the oldest goes: an index of 8 items takes gigabytes
+                self._indexes.pop(next(iter(self._indexes)))
             self._indexes[key] = Index(regex, self._outlines.vocabulary)
         return OutlinesCoreLogitsProcessor(self._indexes[key], "torch")
 

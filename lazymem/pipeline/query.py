@@ -194,8 +194,9 @@ class LazyMemPipeline:
 
         def run(key: Any) -> list[Completion]:
             n, grounded = key if c.grounded else (key, None)
-            schema = decision_schema(n, c.schema_max_content, c.schema_max_reason, think=c.structured_trace) \
-                if c.structured else None
+            # grounded: the span bounds a KEEP's content, so the schema leaves it unbounded (a far smaller grammar)
+            schema = decision_schema(n, None if c.grounded else c.schema_max_content, c.schema_max_reason,
+                                     think=c.structured_trace) if c.structured else None
             sampling = dataclasses.replace(c.mpm_sampling, json_schema=schema, grounded=grounded)
             return client.generate([prompts[i] for i in groups[key]], sampling)
 

@@ -237,8 +237,9 @@ def _sampling(config: WindowEvalConfig, n: int, texts: tuple[str, ...] | None = 
         return s
     from lazymem.construct import decision_schema
 
-    return replace(s, json_schema=decision_schema(n, config.schema_max_content, config.schema_max_reason,
-                                                  think=config.structured_trace))
+    # grounded: the span bounds a KEEP's content, so the schema leaves it unbounded (a far smaller grammar)
+    return replace(s, json_schema=decision_schema(n, None if config.grounded else config.schema_max_content,
+                                                  config.schema_max_reason, think=config.structured_trace))
 
 
 def _texts(row: Mapping) -> tuple[str, ...]:
