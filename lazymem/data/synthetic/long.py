@@ -134,7 +134,11 @@ def long_answer(rng: random.Random, text: str) -> str:
     >>> out.startswith("Short answer.\\n\\n"), out.count("\\n\\n") >= 3
     (True, True)
     """
-    items = rng.sample(ITEMS, rng.randint(3, MAX_ITEMS))
+    return _with_list(rng, text, rng.sample(ITEMS, rng.randint(3, MAX_ITEMS)))
+
+
+def _with_list(rng: random.Random, text: str, items) -> str:
+    """``text``, an intro, ``items`` numbered or bulleted, a closing (the draws in the order v2's data used)."""
     numbered = rng.random() < 0.6
     lines = [f"{i}. **{head}.** {body}" if numbered else f"- **{head}:** {body}"
              for i, (head, body) in enumerate(items, start=1)]
@@ -150,11 +154,7 @@ def long_answer_2(rng: random.Random, text: str) -> str:
     """
     mean, sd, least = ITEMS_2
     k = min(len(ITEMS_ALL), max(least, round(rng.gauss(mean, sd))))
-    items = rng.sample(ITEMS_ALL, k)
-    numbered = rng.random() < 0.6
-    lines = [f"{i}. **{head}.** {body}" if numbered else f"- **{head}:** {body}"
-             for i, (head, body) in enumerate(items, start=1)]
-    return "\n\n".join([text, rng.choice(INTROS), "\n".join(lines), rng.choice(CLOSINGS)])
+    return _with_list(rng, text, rng.sample(ITEMS_ALL, k))
 
 
 def long_question(rng: random.Random, text: str) -> str:
