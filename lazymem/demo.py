@@ -70,6 +70,7 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
     """Run every stage on `spec` (default: the embedded synthetic set) and print a summary."""
     from lazymem.data import DEFAULT_SPEC, load_dataset, summarize, summary_text
     from lazymem.eval import coverage_table
+    from lazymem.eval.paper import all_at_50_reference
     from lazymem.pipeline import LazyMemPipeline, PipelineConfig
     from lazymem.retrieve import RetrievalConfig, Retriever, retrieve_many
     from lazymem.viz import all_at_k_vs_w, save_figures, window_strip
@@ -112,7 +113,8 @@ def run_demo(spec: str | None = None, n_construct: int = 4, figures_dir: str = "
             shown = (history, c, q)
 
     print(f"\n== 4. figures -> {figures_dir}/ ==")
-    figs = {"demo_all_at_k_vs_w": all_at_k_vs_w({int(w): v for w, v in cov["all_at_k"].items()}, paper=True)}
+    figs = {"demo_all_at_k_vs_w": all_at_k_vs_w({int(w): v for w, v in cov["all_at_k"].items()},
+                                                        paper=all_at_50_reference("both"))}
     if shown is not None:
         history, c, q = shown
         figs["demo_window_strip"] = window_strip(history, [w.window for w in c.windows],

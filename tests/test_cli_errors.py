@@ -199,6 +199,21 @@ def test_coverage_on_a_history_without_messages_prints_a_table(tmp_path, capsys)
     assert [r[:2] for r in rows] == [["0", "-"], ["1", "-"], ["2", "-"], ["3", "-"]], out
 
 
+def test_coverage_sets_the_papers_all_at_50_beside_a_named_benchmark_and_writes_out(tmp_path, capsys):
+    from lazymem.data.synthetic import generate_records
+
+    path = tmp_path / "my_longmemeval_slice.json"  # a LongMemEval-format file: its name names the benchmark
+    path.write_text(json.dumps(generate_records(60, seed=3, n_histories=1, questions_per_history=2)))
+    out_json = tmp_path / "cov" / "coverage.json"
+    assert main(["coverage", str(path), "--dense-model", "none", "--out", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert "paper" in next(line for line in out.splitlines() if "All@50" in line), out
+    rows = {r[0]: r for r in (line.split() for line in out.splitlines() if line.strip()[:1].isdigit())}
+    assert [rows[w][2] for w in "0123"] == ["0.950", "0.970", "0.980", "0.980"], out  # paper Table 2, LongMemEval
+    saved = json.loads(out_json.read_text())
+    assert out_json.read_text().endswith("\n") and saved["n_questions"] == 2
+
+
 # --- a killed or terminated run is never shown as running --------------------------------------------
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lazymem.eval.paper import REPORTED
+from lazymem.eval.paper import ALL_AT_50, REPORTED
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "000_f05d87ef766985fc.txt"
 
@@ -61,3 +61,12 @@ def test_reported_tokens_match_the_papers_token_table():
     for system, (lme, loco) in got.items():
         assert REPORTED["longmemeval"][system]["tokens"] == lme, system
         assert (REPORTED["locomo"].get(system) or {}).get("tokens") == loco, system
+
+
+def test_all_at_50_matches_the_papers_window_radius_table():
+    got = {"longmemeval": {}, "locomo": {}}
+    for cells in _rows("tab:window_radius"):
+        if len(cells) == 5 and cells[0].isdigit():
+            got["longmemeval"][int(cells[0])] = float(cells[2])
+            got["locomo"][int(cells[0])] = float(cells[4])
+    assert got == ALL_AT_50 and len(got["locomo"]) == 4

@@ -107,16 +107,21 @@ def test_window_strip_without_decisions_is_not_processed():
 
 
 def test_all_at_k_vs_w_inputs_and_paper_reference():
-    fig = viz.all_at_k_vs_w({"0": 0.5, "2": 0.75, "1": 0.6}, paper=True)
+    from lazymem.eval.paper import all_at_50_reference
+
+    fig = viz.all_at_k_vs_w({"0": 0.5, "2": 0.75, "1": 0.6}, paper=all_at_50_reference(True))
     assert list(fig.data[0].x) == [0, 1, 2] and list(fig.data[0].y) == [0.5, 0.6, 0.75]
-    assert [t.name for t in fig.data[1:]] == list(viz.PAPER_ALL_AT_50)
+    assert [t.name for t in fig.data[1:]] == ["LongMemEval (paper)", "LoCoMo (paper)"]
     assert list(fig.data[2].y) == [0.781, 0.847, 0.889, 0.892]  # LoCoMo, paper Table 2
     table = {"all_at_k": {"0": 0.9, "1": None}, "k": 50}  # a coverage_table result; None skipped
     assert list(viz.all_at_k_vs_w(table).data[0].x) == [0]
-    multi = viz.all_at_k_vs_w({"bm25": {0: 0.1}, "hybrid": {0: 0.2}}, paper="locomo")
+    multi = viz.all_at_k_vs_w({"bm25": {0: 0.1}, "hybrid": {0: 0.2}}, paper=all_at_50_reference("locomo"))
     assert [t.name for t in multi.data] == ["bm25", "hybrid", "LoCoMo (paper)"]
-    with pytest.raises(ValueError, match="paper="):
-        viz.all_at_k_vs_w({0: 1.0}, paper="nope")
+    assert len(viz.all_at_k_vs_w({0: 1.0}, paper=all_at_50_reference("")).data) == 1  # no reference lines
+    with pytest.raises(ValueError, match="paper reference 'nope'"):
+        all_at_50_reference("nope")
+    with pytest.raises(TypeError, match="all_at_50_reference"):
+        viz.all_at_k_vs_w({0: 1.0}, paper="locomo")
 
 
 def test_histograms_and_tables(case):

@@ -47,6 +47,31 @@ REPORTED: dict[str, dict[str, dict]] = {
     "locomo": {s: {"lj": lo, "tokens": tk, "mpm": m} for s, (m, _, lo, _, tk) in _ROWS.items() if lo is not None},
 }
 
+# The paper's Table 2 (tab:window_radius): All@50 by window radius w, as ALL_AT_50[benchmark][w].
+ALL_AT_50: dict[str, dict[int, float]] = {
+    "longmemeval": {0: 0.950, 1: 0.970, 2: 0.980, 3: 0.980},
+    "locomo": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892},
+}
+_BENCHMARK_LABEL = {"longmemeval": "LongMemEval (paper)", "locomo": "LoCoMo (paper)"}
+
+
+def all_at_50_reference(which: bool | str = True) -> dict[str, dict[int, float]]:
+    """The paper's All@50 lines for ``viz.all_at_k_vs_w(paper=...)``, labelled "(paper)".
+
+    ``which``: True or "both" for both benchmarks, "locomo" or "longmemeval" for one, False or "" for none.
+
+    >>> all_at_50_reference("locomo")
+    {'LoCoMo (paper)': {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892}}
+    """
+    if which is False or which == "":
+        return {}
+    if which is True or which == "both":
+        return {_BENCHMARK_LABEL[b]: dict(v) for b, v in ALL_AT_50.items()}
+    if isinstance(which, str) and which.lower() in ALL_AT_50:
+        return {_BENCHMARK_LABEL[which.lower()]: dict(ALL_AT_50[which.lower()])}
+    raise ValueError(f"paper reference {which!r}: choose 'locomo', 'longmemeval', 'both', True or ''")
+
+
 # the project's methods that are systems of the paper's Table 1, by its name there (``Method.in_paper``)
 PAPER_SYSTEM = {name: method_class(name).label for name in method_names() if method_class(name).in_paper}
 NOT_IN_PAPER = "ours, not in the paper"

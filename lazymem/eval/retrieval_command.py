@@ -6,12 +6,11 @@ retrieval flags that ``lazymem bench`` shares.
 """
 from __future__ import annotations
 
-import json
 import time
 
 from lazymem.data.command import SPEC_HELP
 from lazymem.errors import ConfigError, int_at_least
-from lazymem.files import print_json
+from lazymem.files import print_json, write_json
 
 
 def retrieval_config(args):
@@ -72,16 +71,12 @@ def cmd_retrieve(args) -> int:
     return 0
 
 
-# The paper's Table 2 (All@50 by radius w) for reference next to our numbers.
-PAPER_ALL_AT_50 = {"locomo": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892},
-                   "longmemeval": {0: 0.950, 1: 0.970, 2: 0.980, 3: 0.980}}
-
-
 def cmd_coverage(args) -> int:
     from dataclasses import asdict
 
     from lazymem.data.datasets import load_dataset
     from lazymem.eval.metrics import coverage_table
+    from lazymem.eval.paper import ALL_AT_50, benchmark_of
     from lazymem.retrieve import WindowConfig, retrieve_many
 
     radii = _ints(args.w)  # bad flags first, before the retrieval's minutes
@@ -101,11 +96,11 @@ def cmd_coverage(args) -> int:
         from pathlib import Path
 
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=2, default=str))
+        write_json(args.out, out, indent=2, default=str)
     if args.json:
         print_json(out)
         return 0
-    ref = next((v for k, v in PAPER_ALL_AT_50.items() if k in ds.name.lower()), None) if args.k == 50 else None
+    ref = ALL_AT_50.get(benchmark_of(ds.name)) if args.k == 50 else None
     print(f"{ds.name}: {table['n_with_evidence']} of {table['n_questions']} questions with gold evidence; "
           f"reranker: {', '.join(rerankers)}; retrieval {t_retrieve:.1f} s")
     if not table["n_with_evidence"]:  # e.g. histories without messages: All@k and recall are undefined

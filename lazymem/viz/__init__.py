@@ -8,8 +8,8 @@ Modules:
 
 - ``records``: ``window_records`` (one plain record per window), ``cell_states`` and the
   state colours and labels shared by the figures and the explorer;
-- ``figures``: plotly figures: ``window_strip``, ``all_at_k_vs_w`` (beside the paper's
-  Table 2), ``window_length_hist``, ``type_counts``, ``split_table_fig``, ``history_stats``,
+- ``figures``: plotly figures: ``window_strip``, ``all_at_k_vs_w`` (beside reference
+  lines such as the paper's Table 2), ``window_length_hist``, ``type_counts``, ``split_table_fig``, ``history_stats``,
   ``method_comparison``, ``attribution_bars`` (wrong answers by first failing stage and type);
 - ``training``: ``keep_drop_balance``, ``length_histograms``, ``message_length_ranges``, ``training_curves``
   (SFT data cards, message lengths and trainer logs);
@@ -22,7 +22,6 @@ Modules:
 """
 from lazymem.viz.explorer import explorer_view, window_explorer_html
 from lazymem.viz.figures import (
-    PAPER_ALL_AT_50,
     all_at_k_vs_w,
     attribution_bars,
     history_stats,
@@ -38,7 +37,7 @@ from lazymem.viz.save import PNG_FIX, save_figure, save_figures
 from lazymem.viz.training import keep_drop_balance, length_histograms, message_length_ranges, training_curves
 
 __all__ = [
-    "explorer_view", "window_explorer_html", "PAPER_ALL_AT_50", "all_at_k_vs_w", "attribution_bars", "history_stats",
+    "explorer_view", "window_explorer_html", "all_at_k_vs_w", "attribution_bars", "history_stats",
     "method_comparison",
     "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
     "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",

@@ -23,12 +23,6 @@ from lazymem.viz.records import (
     window_records,
 )
 
-# Paper Table 2 (window radius ablation): All@50 at w = 0..3.
-PAPER_ALL_AT_50: dict[str, dict[int, float]] = {
-    "LongMemEval (paper)": {0: 0.950, 1: 0.970, 2: 0.980, 3: 0.980},
-    "LoCoMo (paper)": {0: 0.781, 1: 0.847, 2: 0.889, 3: 0.892},
-}
-
 
 def _wrap(text: str, width: int = 70, limit: int = 700) -> str:
     text = text if len(text) <= limit else text[:limit] + " ..."
@@ -128,14 +122,14 @@ def _series(coverage: Mapping) -> dict[str, dict[int, float]]:
             for name, s in nested.items()}
 
 
-def all_at_k_vs_w(coverage_by_w: Mapping, paper: bool | str | Mapping | None = None, k: int = 50):
-    """All@k against the window radius w, optionally beside the paper's Table 2.
+def all_at_k_vs_w(coverage_by_w: Mapping, paper: Mapping | None = None, k: int = 50):
+    """All@k against the window radius w, optionally beside reference lines (dashed).
 
     Args:
         coverage_by_w: ``{w: value}`` (keys int or str), a coverage_table result, or
             ``{series name: {w: value}}`` for several lines.
-        paper: None/False/"" for no reference; True or "both" for both datasets; "locomo" or
-            "longmemeval" for one; or a ``{name: {w: value}}`` mapping.
+        paper: None for no reference, or ``{name: {w: value}}``: the paper's Table 2 is
+            ``lazymem.eval.paper.all_at_50_reference("locomo" | "longmemeval" | "both")``.
         k: the pool size, for the axis title.
     """
     import plotly.graph_objects as go
@@ -144,16 +138,10 @@ def all_at_k_vs_w(coverage_by_w: Mapping, paper: bool | str | Mapping | None = N
     for name, s in _series(coverage_by_w).items():
         fig.add_trace(go.Scatter(x=list(s), y=list(s.values()), mode="lines+markers+text", name=name,
                                  text=[f"{v:.3f}" for v in s.values()], textposition="top center"))
-    refs: Mapping = {}
-    if paper is True or paper == "both":
-        refs = PAPER_ALL_AT_50
-    elif isinstance(paper, str):
-        refs = {n: v for n, v in PAPER_ALL_AT_50.items() if n.lower().startswith(paper.lower())}
-        if not refs:
-            raise ValueError(f"paper={paper!r}: choose 'locomo', 'longmemeval', True or a mapping")
-    elif isinstance(paper, Mapping):
-        refs = paper
-    for name, s in refs.items():
+    if paper is not None and not isinstance(paper, Mapping):
+        raise TypeError(f"paper={paper!r}: pass None or a {{name: {{w: value}}}} mapping, e.g. "
+                        "lazymem.eval.paper.all_at_50_reference('locomo')")
+    for name, s in (paper or {}).items():
         fig.add_trace(go.Scatter(x=list(s), y=list(s.values()), mode="lines+markers", name=name,
                                  line=dict(dash="dash"), marker=dict(symbol="x")))
     fig.update_layout(template="plotly_white", title=f"Evidence coverage All@{k} vs window radius w",

@@ -22,6 +22,7 @@ import pandas as pd
 from lazymem import viz
 from lazymem.data import load_dataset
 from lazymem.eval import coverage_table, dataset_windows, windows_summary
+from lazymem.eval.paper import all_at_50_reference
 from lazymem.retrieve import RetrievalConfig, WindowConfig, retrieve_many
 
 # %% tags=["parameters"]
@@ -65,7 +66,7 @@ pd.DataFrame(coverage["window_stats"]).T.rename_axis("w")  # per-question means:
 # %%
 windows = dataset_windows(ds, {qid: pool.positions for qid, pool in pools.items()}, windowing, k=k)
 figs = {
-    "02_all_at_k_vs_w": viz.all_at_k_vs_w(coverage, paper=paper_reference or None, k=k),
+    "02_all_at_k_vs_w": viz.all_at_k_vs_w(coverage, paper=all_at_50_reference(paper_reference), k=k),
     "02_window_lengths": viz.window_length_hist(windows),
 }
 for fig in figs.values():
