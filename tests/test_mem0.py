@@ -93,6 +93,8 @@ def test_real_mem0_ingests_once_searches_and_answers_with_the_shared_prompt(mem0
     assert ing["empty_adds"] >= len(chunks) // 3
     assert ing["memories_added"] == ing["memories"] == r1.baseline["n_memories"] > 0
     assert ing["resumes"] == ing["dropped_on_resume"] == 0
+    cost = ing["add_seconds"]  # each add timed in progress.json; the record holds the statistics
+    assert cost["n"] == len(chunks) and 0 < cost["median"] <= cost["max"]
     # what Mem0 sent: JSON mode, the session date as Observation Date, each chunk's messages
     first = srv.requests[0]
     assert first["response_format"] == {"type": "json_object"} and first["model"] == "scripted"
@@ -157,6 +159,7 @@ def test_a_process_killed_mid_chunk_resumes_without_duplicate_memories(mem0, dat
     assert r.ok, r.error
     ing = r.baseline["ingestion"]
     assert ing["resumes"] == 1 and ing["dropped_on_resume"] == 1 and ing["complete"]
+    assert ing["add_seconds"]["n"] == len(chunks) + 1  # the add that died is timed too, and its redo
     assert len(srv.requests) == len(chunks) + 1  # chunk k asked twice, every other chunk once
     per_chunk = collections.Counter(row["metadata"]["chunk"] for row in rows)
     assert set(per_chunk.values()) == {1} and k in per_chunk

@@ -37,7 +37,8 @@ date as the Observation Date (``add(timestamp=...)`` is platform-only); with
 Counted per history (``progress.json``, each record's ``baseline.ingestion``): ``llm_calls``,
 ``parse_failed`` (replies Mem0's parser cannot read: it logs "Error parsing extraction
 response" and stores nothing), ``no_facts`` (replies without an item Mem0 can store, one with a
-"text"), ``empty_adds`` (adds that stored nothing), ``memories_added``, ``seconds``.
+"text"), ``empty_adds`` (adds that stored nothing), ``memories_added``, ``seconds`` and ``add_seconds``
+(each add's seconds, kept across resumes; a record holds their mean, median, P90, P95 and max).
 Resuming: ``progress.json`` in the store records the chunks done after each add; a process that
 died mid-chunk is continued from the recorded chunk after the memories that chunk had already
 written (metadata ``chunk`` >= that number) are deleted, so nothing is added twice (Mem0's
@@ -97,10 +98,24 @@ from lazymem.errors import ConfigError
 from lazymem.files import write_atomic
 from lazymem.paths import cache_root
 from lazymem.records import History, Message, Question
+from lazymem.stats import percentiles
 
 INSTALL_HINT = "pip install -e '.[mem0]'"
 PROGRESS_FILE = "progress.json"
 STATS = ("llm_calls", "parse_failed", "no_facts", "empty_adds", "memories_added", "dropped_on_resume", "resumes")
+
+
+def ingestion_record(prog: dict, built_now: bool) -> dict:
+    """A question record's ``ingestion``: the store's progress with its per-add seconds as one summary.
+
+    >>> ingestion_record({"chunks_done": 3, "add_seconds": [120.0, 20.0, 30.0]}, False)["add_seconds"]
+    {'mean': 56.6666666667, 'median': 30.0, 'p90': 102.0, 'p95': 111.0, 'n': 3, 'max': 120.0}
+    """
+    out = dict(prog, built_now=built_now)
+    if "add_seconds" in out:  # kept whole in progress.json; a record holds its statistics
+        xs = out["add_seconds"]
+        out["add_seconds"] = {**percentiles(xs), "max": max(xs) if xs else None}
+    return out
 
 
 def mem0_environment() -> None:
@@ -328,7 +343,9 @@ class Mem0Store:
                                   prompt=observation_note(chunk[0].timestamp) if self.config.mem0.observation_date
                                   else None)
                 finally:
-                    prog["seconds"] += time.perf_counter() - t0
+                    dt = time.perf_counter() - t0
+                    prog["seconds"] += dt
+                    prog.setdefault("add_seconds", []).append(round(dt, 2))  # each add's cost, across resumes
                     prog["llm_calls"] += counter.calls - calls
                 added = len(out.get("results", []))
                 counts = [extracted_count(r) for r in counter.replies]
@@ -372,11 +389,11 @@ class Mem0Store:
                 prog, built = self.ingest(history)
             except Exception as e:
                 timings["index"] = time.perf_counter() - t0
-                record["ingestion"] = dict(self.read_progress(history), built_now=True)
+                record["ingestion"] = ingestion_record(self.read_progress(history), True)
                 return "", record, f"mem0 add: {type(e).__name__}: {e}"
             if opened or built:
                 timings["index"] = time.perf_counter() - t0
-            record["ingestion"], record["n_memories"] = dict(prog, built_now=built), prog["memories"]
+            record["ingestion"], record["n_memories"] = ingestion_record(prog, built), prog["memories"]
             t1 = time.perf_counter()
             try:
                 results = self.search(history, question.text)
