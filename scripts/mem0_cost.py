@@ -3,7 +3,8 @@
     python scripts/mem0_cost.py [--adds 8] [--history conv-49] [--serve] [--out FILE]
 
 ``--serve`` starts ``python -m llama_cpp.server`` with ``SERVER`` (SmolLM2-135M, Q8_0, its 8,192-token
-context extended to 16,384 with YaRN, the RAM prompt cache on) and stops it at the end; without it,
+context extended to 16,384 with YaRN; no ``--cache``: llama.cpp reuses the prompt prefix it holds, and the RAM cache
+grew the server past 18 GB in 8 adds) and stops it at the end; without it,
 the server at ``--base-url`` is used. Mem0 runs as method ``mem0`` runs it (``Mem0Store``, the
 settings of ``configs/eval/mem0.yaml``), on the first ``--adds`` + 1 chunks of one history, in a
 scratch store (``LAZYMEM_CACHE`` is pointed at a temporary folder: the real store is not touched).
@@ -27,7 +28,7 @@ from pathlib import Path
 
 ALIAS = "smollm2-135m-q8-yarn16k"
 SERVER = {"n_ctx": 16384, "rope_scaling_type": 2, "rope_freq_scale": 0.5, "yarn_orig_ctx": 8192,  # 2 = YaRN
-          "cache": True, "cache_type": "ram", "n_threads": 2, "n_batch": 512, "model_alias": ALIAS}
+          "n_threads": 2, "n_batch": 512, "model_alias": ALIAS}
 
 
 def serve(port: int, gguf: str) -> tuple[subprocess.Popen, list[str]]:
@@ -60,12 +61,17 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=SERVER["n_threads"],
                     help="llama.cpp threads (1 on a shared machine: 2 threads spin at every barrier when the cores "
                          "are oversubscribed; a decode step took ~8 s at load 7 on 2 cores)")
+    ap.add_argument("--flash-attn", action="store_true",
+                    help="serve with --flash_attn true (llama.cpp's fused attention; compare the warm adds with and "
+                         "without on the same idle cores)")
     ap.add_argument("--port", type=int, default=8011)
     ap.add_argument("--base-url", default=None, help="without --serve: the server (default http://127.0.0.1:PORT/v1)")
     ap.add_argument("--model", default=ALIAS, help="the name the server serves")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     SERVER["n_threads"] = args.threads
+    if args.flash_attn:
+        SERVER["flash_attn"] = True
     from lazymem.llm.llamacpp import gguf_for
 
     gguf = str(gguf_for("smollm2-offline"))  # the Q8_0 GGUF the llamacpp backend uses, in the real cache

@@ -74,10 +74,11 @@ The local LLM needs a long context: that system prompt is 33.6k characters, 8,72
 2-message chunk in SmolLM2's tokenizer, so SmolLM2-135M (the only model shipped here, 8,192
 tokens) gets HTTP 400 "maximum context length" from llama_cpp.server at its trained context.
 Served with its context extended by YaRN (``--n_ctx 16384 --rope_scaling_type 2 --rope_freq_scale
-0.5 --yarn_orig_ctx 8192 --cache true --cache_type ram``, configs/eval/mem0.yaml), the fixed system
-prompt stays in llama.cpp's KV cache between adds: the first add evaluates all ~8.7k prompt
-tokens, each later one only its ~300 new ones (last messages, existing memories, the chunk) and
-its reply. Measured with ``scripts/mem0_cost.py --serve --threads 1`` on conversation 49, 2 cores
+0.5 --yarn_orig_ctx 8192``, configs/eval/mem0.yaml), the fixed system prompt stays in llama.cpp's
+KV cache between adds (llama-cpp-python reuses the longest prefix it holds; its ``--cache true
+--cache_type ram`` state cache is not needed for one client, and it grew the server to 18.6 GB in
+8 adds, OOM-killed): the first add evaluates all ~8.7k prompt tokens, each later one only its ~300
+new ones (last messages, existing memories, the chunk) and its reply. Measured with ``scripts/mem0_cost.py --serve --threads 1`` on conversation 49, 2 cores
 shared with other jobs (load ~6): first add 645 s, a warm add 120 s (181 reply tokens: decoding
 at ~9k context dominates), so one conversation's 260 adds take hours; with ``--n_threads 2`` on
 those oversubscribed cores a decode step took ~8 s (threads spinning at barriers): use 1 thread
