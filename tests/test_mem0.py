@@ -166,6 +166,33 @@ def test_a_process_killed_mid_chunk_resumes_without_duplicate_memories(mem0, dat
     assert len(rows) == ing["memories"] == sum(any(m.role == "user" for m in c) for c in chunks)
 
 
+def test_a_reply_mem0_itself_crashes_on_is_an_add_error_and_ingestion_goes_on(mem0, data):
+    """mem0ai 2.2.1 raises AttributeError on a "memory" list with a bare string (SmolLM2 wrote one at LoCoMo
+    conversation 49's chunk 51): that add is counted, keeps what it wrote, and the later chunks are added.
+    (A server that does not answer still fails the question: test_eval_run_records_mem0_and_a_down_server...)"""
+    ds, h = data
+    chunks = chunk_history(h, 2)
+    calls = iter(range(1, 10**6))
+    bad = next(i for i, c in enumerate(chunks) if any(m.role == "user" for m in c)) + 1  # the bad reply's call
+
+    def reply(body):
+        if next(calls) == bad:  # the shape SmolLM2 wrote: a dict item, then an id as a bare string
+            return json.dumps({"memory": [{"id": "0", "text": "User's dog Max has a birthday."}, "1b2c3d4"]})
+        return mem0_extraction(body)
+
+    with ChatServer(reply=reply) as url:
+        p = LazyMemPipeline(mem0_config(url), clients={"answer": FakeBackend()})
+        r = p.answer(h, ds.questions[0])
+        p.mem0.close()
+    assert r.ok, r.error
+    ing = r.baseline["ingestion"]
+    assert ing["complete"] and ing["chunks_done"] == len(chunks) and ing["add_errors"] == 1
+    (err,) = ing["add_error_chunks"]
+    assert err["chunk"] == bad - 1 and err["error"].startswith("AttributeError")
+    assert ing["llm_calls"] == len(chunks) and ing["add_seconds"]["n"] == len(chunks)
+    assert ing["memories"] == ing["memories_added"] > 0
+
+
 def test_chunks_stay_in_their_session_and_locomo_speakers_are_written_as_mem0_s_evaluation_does():
     from lazymem.pipeline.mem0 import mem0_message
     from lazymem.records import History, Message

@@ -38,7 +38,10 @@ Counted per history (``progress.json``, each record's ``baseline.ingestion``): `
 ``parse_failed`` (replies Mem0's parser cannot read: it logs "Error parsing extraction
 response" and stores nothing), ``no_facts`` (replies without an item Mem0 can store, one with a
 "text"), ``empty_adds`` (adds that stored nothing), ``memories_added``, ``seconds`` and ``add_seconds``
-(each add's seconds, kept across resumes; a record holds their mean, median, P90, P95 and max).
+(each add's seconds, kept across resumes; a record holds their mean, median, P90, P95 and max), and
+``add_errors`` with ``add_error_chunks`` (adds where Mem0 raised on a reply it got, e.g. mem0ai 2.2.1's
+AttributeError on a "memory" list holding a bare string: the add keeps what it wrote and ingestion goes
+on; an add that got no reply, a server down, still fails the question).
 Resuming: ``progress.json`` in the store records the chunks done after each add; a process that
 died mid-chunk is continued from the recorded chunk after the memories that chunk had already
 written (metadata ``chunk`` >= that number) are deleted, so nothing is added twice (Mem0's
@@ -343,6 +346,18 @@ class Mem0Store:
                                             "chunk": i, "positions": [m.pos for m in chunk]},
                                   prompt=observation_note(chunk[0].timestamp) if self.config.mem0.observation_date
                                   else None)
+                except Exception as e:
+                    if not counter.replies:  # no reply reached Mem0 (the server is down, ...): the question fails
+                        raise
+                    # Mem0 itself failed on a reply it got (mem0ai 2.2.1 calls .get on every item of "memory"
+                    # and crashes on a bare string): that add stores what it wrote before failing, as Mem0 does
+                    # when it cannot parse a reply, and ingestion goes on (the reply is deterministic: a retry
+                    # would fail the same way, at every question).
+                    prog["add_errors"] = prog.get("add_errors", 0) + 1
+                    prog.setdefault("add_error_chunks", []).append(
+                        {"chunk": i, "error": f"{type(e).__name__}: {e}"[:300]})
+                    out = {"results": [r for r in self._rows(mem, uid)
+                                       if (r.get("metadata") or {}).get("chunk") == i]}
                 finally:
                     dt = time.perf_counter() - t0
                     prog["seconds"] += dt
