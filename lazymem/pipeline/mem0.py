@@ -81,11 +81,12 @@ Served with its context extended by YaRN (``--n_ctx 16384 --rope_scaling_type 2 
 KV cache between adds (llama-cpp-python reuses the longest prefix it holds; its ``--cache true
 --cache_type ram`` state cache is not needed for one client, and it grew the server to 18.6 GB in
 8 adds, OOM-killed): the first add evaluates all ~8.7k prompt tokens, each later one only its ~300
-new ones (last messages, existing memories, the chunk) and its reply. Measured with ``scripts/mem0_cost.py --serve --threads 1`` on conversation 49, 2 cores
-shared with other jobs (load ~6): first add 645 s, a warm add 120 s (181 reply tokens: decoding
-at ~9k context dominates), so one conversation's 260 adds take hours; with ``--n_threads 2`` on
-those oversubscribed cores a decode step took ~8 s (threads spinning at barriers): use 1 thread
-on a shared machine. Ingestion is resumable (``progress.json``) across sessions.
+new ones (last messages, existing memories, the chunk) and its reply. Measured with
+``scripts/mem0_cost.py --serve`` on conversation 49: on 2 idle cores (``--threads 2``) the first add
+took 123 s and warm adds ~21 s; on 2 cores shared with other jobs (load ~6, ``--threads 1``) 645 s
+and ~114 s; a reply SmolLM2 runs on to Mem0's 2,000-token cap costs minutes. With ``--n_threads 2``
+on oversubscribed cores a decode step took ~8 s (threads spinning at barriers): use 1 thread on a
+shared machine. Ingestion is resumable (``progress.json``) across sessions.
 """
 from __future__ import annotations
 
