@@ -52,3 +52,13 @@ def test_report_tables_and_pareto_show_the_mark():
                               "rag_top50": table_row(_summary("rag"))}}
     md = table_markdown(table)
     assert "| oracle_session (ours, not in the paper) |" in md and "| rag_top50 |" in md
+
+
+def test_a_row_that_answered_fewer_questions_than_it_was_asked_says_so():
+    part = {**_summary("mem0"), "counts": {"selected": 36, "recorded": 36, "ok": 0, "error": 36, "missing": 0}}
+    some = {**_summary("oracle_session"), "counts": {"selected": 36, "recorded": 36, "ok": 35, "error": 1}}
+    assert table_row(part)["note"] == "0 of 36 answered"
+    assert table_row(some)["note"] == "ours, not in the paper; 35 of 36 answered"
+    assert table_row(_summary("rag"))["note"] is None  # every question answered: no note
+    md = table_markdown({"locomo_paper": {"mem0": table_row(part)}})
+    assert "| mem0 (0 of 36 answered) | 0 |" in md

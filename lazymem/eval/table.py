@@ -140,8 +140,13 @@ def table_row(summary: Mapping, reference: Mapping | None = None) -> dict:
     ref = ((reference or {}).get("memory_tokens") or {}).get("mean")
     proc = ((summary.get("latency_s") or {}).get("processing") or {}).get("mean")
     measures = summary.get("memory_measures") or {}  # absent from summaries made before it existed
+    counts = summary.get("counts") or {}
+    notes = [NOT_IN_PAPER] if not_in_paper(summary.get("method"), summary.get("dataset")) else []
+    asked = counts.get("selected") or counts.get("recorded")
+    if asked and (counts.get("ok") or 0) < asked:  # errors or unfinished: the means are over fewer questions
+        notes.append(f"{counts.get('ok') or 0} of {asked} answered")
     return {
-        "questions": (summary.get("counts") or {}).get("ok"),
+        "questions": counts.get("ok"),
         "all_gold_shown": c.get("all_gold_shown"),
         "gate_fmt": c.get("gate_fmt"), "rewritten_rate": c.get("rewritten_rate"),
         "gold_keep_recall": c.get("gold_keep_recall"),
@@ -152,8 +157,8 @@ def table_row(summary: Mapping, reference: Mapping | None = None) -> dict:
         "locomo_f1": (summary.get("locomo_f1") or {}).get("overall"),
         "answer_f1": (summary.get("proxy") or {}).get("answer_f1"),
         "processing_s": proc,
-        # Oracle Session on LoCoMo: a cell the paper's Table 1 leaves empty, shown as ours
-        "note": NOT_IN_PAPER if not_in_paper(summary.get("method"), summary.get("dataset")) else None,
+        # Oracle Session on LoCoMo (a cell the paper's Table 1 leaves empty, shown as ours); questions not answered
+        "note": "; ".join(notes) or None,
     }
 
 
