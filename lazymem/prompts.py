@@ -457,6 +457,7 @@ def reward_judge_prompt(*, query_time: str, query: str, gold_answer: str, reason
 # Decision-schema annotation (construct.gate.decision_schema(think=True)): a <think> trace of this
 # many numbered lines precedes the JSON array; the transformers backend builds it into the grammar.
 THINK_LINES = "x-lazymem-think-lines"
+TRACE_LINE_CHARS = 300  # most characters of one trace line under the grammar (after its "N. ")
 # With it, item i's op is the op trace line i ends with (the transformers backend masks the other
 # op where the grammar opens item i's op), so the decision is made once, in the trace, and the
 # array cannot contradict it.

@@ -122,9 +122,30 @@ def test_span_tokens_allow_only_span_continuations_and_whole_closes():
 def test_the_grounded_grammar_compiles_in_llama_cpp():
     llama_cpp = pytest.importorskip("llama_cpp")
     for text in (grounded_gbnf(TEXTS, free_think=True), grounded_gbnf(TEXTS, think_lines=3, max_reason=16),
-                 grounded_gbnf(["   ", "ok"])):
+                 grounded_gbnf(["   ", "ok"]), grounded_gbnf(TEXTS, ops=["KEEP", None, "DROP"])):
         llama_cpp.LlamaGrammar.from_string(text, verbose=False)
     assert '"\\\\\\"Biscuit\\\\\\""' in grounded_gbnf(TEXTS)  # the JSON escape, escaped again for GBNF
+
+
+def test_trace_following_grammars_fix_each_items_op_and_compile_in_llama_cpp():
+    """llama.cpp's trace-following second pass: item i can only be the op its trace line named."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from lazymem.llm.llamacpp import followed_schema, grounded_grammar, schema_grammar, trace_grammar
+
+    fixed = grounded_gbnf(TEXTS, ops=["KEEP", None, "DROP"])
+    items = {line.split(" ::= ")[0]: line for line in fixed.splitlines() if line.startswith("item-")}
+    assert "span-0" in items["item-0"] and '\\"DROP\\"' not in items["item-0"]  # KEEP only
+    assert "span-1" in items["item-1"] and '\\"DROP\\"' in items["item-1"]  # open: either
+    assert "span-2" not in fixed and '\\"KEEP\\"' not in items["item-2"]  # DROP only: no span rule either
+    assert grounded_gbnf(["   "], ops=["KEEP"]) == grounded_gbnf(["   "], ops=["DROP"])  # no word: DROP
+    with pytest.raises(ValueError, match="2 ops for 3 texts"):
+        grounded_gbnf(TEXTS, ops=["KEEP", "DROP"])
+    schema = decision_schema(3, 64, 16, think=True)
+    for text in (trace_grammar(3), grounded_grammar(schema, TEXTS, ["KEEP", None, "DROP"]),
+                 schema_grammar(followed_schema(schema, ["DROP", "KEEP", None]))):
+        llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+    assert not grounded_grammar(schema, TEXTS, [None] * 3).startswith("root ::= \"<think>")  # the array alone
+    assert trace_grammar(2).count("trace-line") == 3 and "{1,300}" in trace_grammar(2)
 
 
 # --- configuration and the pipeline ------------------------------------------------------------------------

@@ -71,10 +71,6 @@ def test_greedy_generation_reads_the_same_prompt_tokens_as_transformers(client):
     assert a.text.split()[:3] == b.text.split()[:3] and a.completion_tokens <= 24
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "2026-11-27, this machine: the greedy trace of SmolLM2 under the trace grammar runs to max_tokens "
-    "(finish_reason 'length') on this CPU's llama.cpp build, at commit 652f7c5 as well (it passed on "
-    "earlier machines): the trace grammar does not bound a line's length; to fix in the grammar"))
 def test_grammar_gives_a_valid_decision_array_after_its_trace(client):
     schema = {k: v for k, v in decision_schema(3, think=True).items() if k != "x-lazymem-array-follows-trace"}
     user = ("Query: Where does the user live?\nMessages:\n1. user: I moved to Lisbon.\n2. assistant: Nice!\n"
@@ -82,8 +78,50 @@ def test_grammar_gives_a_valid_decision_array_after_its_trace(client):
     out = client.generate([[{"role": "user", "content": user}]], Sampling(max_tokens=400, json_schema=schema))[0]
     assert out.ok and out.text.startswith("<think>\n1. ") and out.finish_reason == "stop", out
     assert parse_decisions(strip_think(out.text), [0, 1, 2]).fmt_ok
-    with pytest.raises(ConfigError, match="trace-following"):
-        client.generate([PROMPT], Sampling(max_tokens=8, json_schema=decision_schema(3, think=True)))
+
+
+def test_the_array_follows_its_trace_in_a_second_pass(client):
+    """decision_schema(n, think=True) on llama.cpp: the trace under its grammar, then the array under a
+    grammar whose item i is the op trace line i ends with. The shipped adapter on a real window, grounded;
+    a bias on the trace's " DROP" (first token " D") makes every trace line DROP, and one on the array's
+    "KEEP" (first token "KE", no space) pushes the array the other way: with the annotation removed (one
+    pass, one grammar) the array contradicts its trace, with it the array follows."""
+    from test_grounded import TEXTS, _check_grounded, _prompt
+
+    from lazymem.construct.grounded import window_texts
+    from lazymem.llm.base import trace_ops
+    from lazymem.prompts import ARRAY_FOLLOWS_TRACE
+
+    prompt = _prompt()
+    schema = decision_schema(3, None, 8, think=True)
+    s = Sampling(max_tokens=300, json_schema=schema, grounded=window_texts(prompt),
+                 logit_bias={" DROP": 8.0, "KEEP": 8.0})
+    out = client.generate([prompt], s)[0]
+    assert out.ok and out.finish_reason == "stop", out
+    assert trace_ops(out.text) == ["DROP"] * 3, out.text
+    assert [d.op for d in parse_decisions(strip_think(out.text).strip(), [0, 1, 2]).decisions] == ["DROP"] * 3
+    one_pass = {k: v for k, v in schema.items() if k != ARRAY_FOLLOWS_TRACE}
+    free = client.generate([prompt], Sampling(**{**s.as_dict(), "json_schema": one_pass}))[0]
+    assert trace_ops(free.text) == ["DROP"] * 3, free.text
+    assert "KEEP" in [d.op for d in parse_decisions(strip_think(free.text).strip(), [0, 1, 2]).decisions], free.text
+    # without the bias tricks: the adapter's own trace, the array after it, each KEEP a span of its message
+    plain = client.generate([prompt], Sampling(max_tokens=300, json_schema=schema, grounded=window_texts(prompt),
+                                               logit_bias={" KEEP": 6.0}))[0]
+    assert plain.ok and plain.finish_reason == "stop", plain
+    ops = [d.op for d in parse_decisions(strip_think(plain.text).strip(), [0, 1, 2]).decisions]
+    assert ops == trace_ops(plain.text) and "KEEP" in ops, plain.text
+    _check_grounded(plain.text, TEXTS)
+
+
+def test_a_trace_that_takes_every_token_ends_as_length_without_an_array(client):
+    from test_grounded import _prompt
+
+    from lazymem.construct.grounded import window_texts
+
+    prompt = _prompt()
+    out = client.generate([prompt], Sampling(max_tokens=12, json_schema=decision_schema(3, None, 8, think=True),
+                                             grounded=window_texts(prompt)))[0]
+    assert out.finish_reason == "length" and out.completion_tokens <= 12 and "[" not in out.text, out
 
 
 def test_logit_bias_by_token_text(client):

@@ -138,6 +138,23 @@ def bias_token_ids(tokenizer: Any, logit_bias: Mapping[str, float]) -> dict[int,
     return out
 
 
+_LINE_OP = re.compile(r"(KEEP|DROP)\W*$")
+
+
+def trace_ops(text: str) -> list[str | None]:
+    """The op each line of a ``<think>`` trace ends with (None where a line names none).
+
+    >>> trace_ops('<think>\\n1. user: "hi ..." -> DROP\\n2. assistant: "x" -> KEEP\\n3. ?\\n</think>\\n[')
+    ['DROP', 'KEEP', None]
+    """
+    start = text.find("<think>\n")
+    end = text.find("\n</think>")
+    if start < 0 or end < 0:
+        return []
+    lines = text[start + len("<think>\n"):end].split("\n")
+    return [m.group(1) if (m := _LINE_OP.search(line)) else None for line in lines]
+
+
 @dataclass(frozen=True)
 class Completion:
     """The answer to one prompt, or the error that stopped it."""

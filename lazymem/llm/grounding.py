@@ -31,6 +31,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from lazymem.prompts import TRACE_LINE_CHARS
+
 CONTENT_KEY = "compressed_content"
 _WORD = re.compile(r"\S+")
 # JSON string characters (llama.cpp's own json-schema-to-grammar rule) and optional whitespace.
@@ -69,7 +71,7 @@ def spans_gbnf_rule(name: str, text: str) -> str:
 
 
 def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_think: bool = False,
-                  max_reason: int | None = None) -> str:
+                  max_reason: int | None = None, ops: Sequence[str | None] | None = None) -> str:
     """A llama.cpp grammar: exactly ``len(texts)`` decisions, KEEP content a span of its text.
 
     Args:
@@ -77,7 +79,12 @@ def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_thi
             ``decision_schema(n, think=True)`` asks).
         free_think: otherwise, an optional ``<think>...</think>`` of free text (without ``<``) first.
         max_reason: most characters of each ``reason`` (None: unbounded).
+        ops: item i's op fixed to ``ops[i]`` ("KEEP" or "DROP"; None leaves it open), as a trace decided
+            it (llama.cpp's trace-following second pass). A KEEP of a text without a word is impossible,
+            so there the item is DROP.
     """
+    if ops is not None and len(ops) != len(texts):
+        raise ValueError(f"grounded_gbnf: {len(ops)} ops for {len(texts)} texts")
     head = ""
     if think_lines is not None:
         head = '"<think>\\n" ' + " ".join(["trace-line"] * int(think_lines)) + ' "</think>\\n" '
@@ -89,15 +96,19 @@ def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_thi
     drop = f'"\\"DROP\\"" ws "," ws {key} "\\"\\""'
     for i, text in enumerate(texts):
         keep = f'"\\"KEEP\\"" ws "," ws {key} "\\"" span-{i} "\\""'
-        ops = f"({keep} | {drop})" if _WORD.search(text) else f"({drop})"
+        fixed = ops[i] if ops is not None else None
+        if not _WORD.search(text) or fixed == "DROP":
+            choice = f"({drop})"
+        else:
+            choice = f"({keep})" if fixed == "KEEP" else f"({keep} | {drop})"
         rules.append(f'item-{i} ::= '
-                     f'"{{" ws "\\"op\\"" ws ":" ws {ops} ws "," ws "\\"reason\\"" ws ":" ws reason ws "}}"')
-        if _WORD.search(text):
+                     f'"{{" ws "\\"op\\"" ws ":" ws {choice} ws "," ws "\\"reason\\"" ws ":" ws reason ws "}}"')
+        if keep in choice:
             rules.append(spans_gbnf_rule(f"span-{i}", text))
     reps = "char*" if max_reason is None else f"char{{0,{int(max_reason)}}}"
     rules.append(f'reason ::= "\\"" {reps} "\\""')
     if think_lines is not None:
-        rules.append('trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]+ "\\n"')
+        rules.append(f'trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]{{1,{TRACE_LINE_CHARS}}} "\\n"')
     return "\n".join(rules) + "\n" + _COMMON_RULES
 
 

@@ -23,8 +23,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lazymem.errors import ConfigError, ModelLoadError
-from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
-from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
+from lazymem.llm.base import (
+    Completion,
+    LLMConfig,
+    Prompt,
+    Sampling,
+    bias_token_ids,
+    error_completion,
+    to_messages,
+    trace_ops,
+)
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
 from lazymem.runtime import check_device, torch_threads
 
 log = logging.getLogger("lazymem.llm")
@@ -120,7 +129,8 @@ class TransformersBackend:
             lines = schema.pop(THINK_LINES, None)  # a trace of exactly that many numbered lines first
             regex = build_regex_from_schema(json.dumps(schema))
             if lines is not None:
-                regex = "<think>\n" + rf"(?:[0-9]{{1,3}}\. [^\n]{{1,300}}\n){{{int(lines)}}}" + "</think>\n" + regex
+                line = rf"[0-9]{{1,3}}\. [^\n]{{1,{TRACE_LINE_CHARS}}}\n"
+                regex = "<think>\n" + f"(?:{line}){{{int(lines)}}}" + "</think>\n" + regex
             while len(self._indexes) >= INDEX_CACHE:  # the oldest goes: an index of 8 items takes gigabytes
                 self._indexes.pop(next(iter(self._indexes)))
             self._indexes[key] = Index(regex, self._outlines.vocabulary)
@@ -224,23 +234,6 @@ class TransformersBackend:
 
 _OP_SET = re.compile(r'"op"[ ]?:[ ]?"([A-Z])')  # an item's op, from its first letter
 _OP_OPEN = re.compile(r'"op"[ ]?:[ ]?"$')  # an op value opened, its letter not yet written
-_LINE_OP = re.compile(r"(KEEP|DROP)\W*$")
-
-
-def trace_ops(text: str) -> list[str | None]:
-    """The op each line of a ``<think>`` trace ends with (None where a line names none).
-
-    >>> trace_ops('<think>\\n1. user: "hi ..." -> DROP\\n2. assistant: "x" -> KEEP\\n3. ?\\n</think>\\n[')
-    ['DROP', 'KEEP', None]
-    """
-    start = text.find("<think>\n")
-    end = text.find("\n</think>")
-    if start < 0 or end < 0:
-        return []
-    lines = text[start + len("<think>\n"):end].split("\n")
-    return [m.group(1) if (m := _LINE_OP.search(line)) else None for line in lines]
-
-
 class _FollowTrace:
     """Item i's op = the op trace line i ends with (a transformers LogitsProcessor after the grammar).
 

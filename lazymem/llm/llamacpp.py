@@ -18,9 +18,13 @@ prompts. Greedy outputs can still differ after a near-tie: llama.cpp multiplies 
 by 8-bit activations, transformers multiplies the dequantised fp32 weights.
 
 A ``json_schema`` becomes a llama.cpp grammar (its JSON-schema converter, with the numbered
-``<think>`` lines of ``decision_schema(n, think=True)`` in front); the trace-following
-annotation (``x-lazymem-array-follows-trace``) needs token-level control the grammar has no
-way to express, so it is refused with a clear error: use backend ``transformers`` for it.
+``<think>`` lines of ``decision_schema(n, think=True)`` in front). One grammar cannot make the
+array follow its trace (``x-lazymem-array-follows-trace``: item i's op is the op trace line i
+ends with), so that decoding runs in two passes on the same instance: the trace alone under
+its grammar (where a logit bias on " KEEP" acts), then, with the trace appended to the prompt
+(its KV cache reused), the array under a grammar whose item i can only be the op trace line i
+named (either op where a line names none). The two passes share ``max_tokens``; the
+completion is the trace and the array, as the transformers backend writes it in one pass.
 
 ``Sampling.grounded`` (grounded decoding) becomes the grammar of ``lazymem.llm.grounding.grounded_gbnf``
 instead: exactly one decision per text, each KEEP's content a word-level span of its text (its
@@ -44,8 +48,17 @@ from typing import Any
 
 from lazymem.errors import ConfigError, ModelLoadError
 from lazymem.files import sha256_file
-from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, bias_token_ids, error_completion, to_messages
-from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
+from lazymem.llm.base import (
+    Completion,
+    LLMConfig,
+    Prompt,
+    Sampling,
+    bias_token_ids,
+    error_completion,
+    to_messages,
+    trace_ops,
+)
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
 
 log = logging.getLogger("lazymem.llm")
 
@@ -200,40 +213,63 @@ def gguf_for(model: str, adapter: str | None = None, quant: str = "q8_0", root: 
     return dest
 
 
-_NO_FOLLOW = ("backend 'llamacpp': trace-following decoding (structured_trace with an array that "
-              "follows its trace) needs token-level control a grammar cannot express; use backend "
-              "'transformers' for it, or structured_trace: false")
 _GRAMMAR_CACHE = 256  # compiled grammars kept (grounded ones are per window)
+_TRACE_LINE = f'trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]{{1,{TRACE_LINE_CHARS}}} "\\n"\n'
 
 
-def grounded_grammar(schema: Mapping | None, texts: Sequence[str]) -> str:
-    """GBNF of grounded decoding over ``texts``, keeping a decision schema's trace lines and reason bound."""
+def _split(schema: Mapping | None) -> tuple[dict, int | None, bool]:
+    """A decision schema without its annotations, its trace lines (None: no trace), whether the array follows it."""
+    schema = dict(schema or {})
+    follows = bool(schema.pop(ARRAY_FOLLOWS_TRACE, None))
+    return schema, schema.pop(THINK_LINES, None), follows
+
+
+def grounded_grammar(schema: Mapping | None, texts: Sequence[str], ops: Sequence[str | None] | None = None) -> str:
+    """GBNF of grounded decoding over ``texts``, keeping a decision schema's trace lines and reason bound;
+    with ``ops`` (the array pass of trace-following) the array alone, item i's op fixed to ``ops[i]``."""
     from lazymem.llm.grounding import grounded_gbnf
 
-    schema = dict(schema or {})
-    if schema.pop(ARRAY_FOLLOWS_TRACE, None):
-        raise ConfigError(_NO_FOLLOW)
-    lines = schema.pop(THINK_LINES, None)
+    schema, lines, _ = _split(schema)
     if schema and schema.get("minItems", len(texts)) != len(texts):
         raise ConfigError(f"Sampling.grounded has {len(texts)} texts for a schema of {schema.get('minItems')} items")
     reason = ((schema.get("items") or {}).get("anyOf") or [{}])[0].get("properties", {}).get("reason", {})
+    if ops is not None:
+        return grounded_gbnf(texts, max_reason=reason.get("maxLength"), ops=ops)
     return grounded_gbnf(texts, think_lines=lines, free_think=not schema, max_reason=reason.get("maxLength"))
+
+
+def trace_grammar(lines: int) -> str:
+    """GBNF of the trace alone (trace-following's first pass): exactly ``lines`` numbered lines."""
+    return f'root ::= "<think>\\n" {" ".join(["trace-line"] * int(lines))} "</think>\\n"\n' + _TRACE_LINE
+
+
+def followed_schema(schema: Mapping, ops: Sequence[str | None]) -> dict:
+    """A decision schema's array with item i's op fixed to ``ops[i]`` (its KEEP or DROP branch; both
+    where None): the JSON schema of trace-following's second pass (``prefixItems``, one per item).
+
+    >>> from lazymem.construct import decision_schema
+    >>> s = followed_schema(decision_schema(2, think=True), ["DROP", None])
+    >>> s["prefixItems"][0]["properties"]["op"], len(s["prefixItems"][1]["anyOf"])
+    ({'const': 'DROP'}, 2)
+    """
+    schema, _, _ = _split(schema)
+    items = schema.get("items") or {}
+    by_op = {b.get("properties", {}).get("op", {}).get("const"): b for b in items.get("anyOf") or []}
+    if len(ops) != schema.get("minItems", len(ops)):
+        raise ConfigError(f"followed_schema: {len(ops)} trace ops for a schema of {schema.get('minItems')} items")
+    return {"type": "array", "prefixItems": [by_op.get(op, items) for op in ops]}
 
 
 def schema_grammar(schema: Mapping) -> str:
     """GBNF for a JSON schema, with ``decision_schema``'s numbered ``<think>`` lines in front."""
     llama_cpp = _require_llama_cpp()
-    schema = dict(schema)
-    if schema.pop(ARRAY_FOLLOWS_TRACE, None):
-        raise ConfigError(_NO_FOLLOW)
-    lines = schema.pop(THINK_LINES, None)
+    schema, lines, _ = _split(schema)
     gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
     if lines is None:
         return gbnf
     gbnf = gbnf.replace("root ::=", "json-root ::=", 1)
     head = " ".join(["trace-line"] * int(lines))
-    return (f'root ::= "<think>\\n" {head} "</think>\\n" json-root\n'
-            'trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]+ "\\n"\n' + gbnf)
+    return f'root ::= "<think>\\n" {head} "</think>\\n" json-root\n' + _TRACE_LINE + gbnf
 
 
 class LlamaCppBackend:
@@ -291,17 +327,30 @@ class LlamaCppBackend:
         return tok.apply_chat_template(to_messages(prompt), tokenize=False, add_generation_prompt=True,
                                        **(self.config.chat_template_kwargs or {}))
 
-    def _grammar(self, s: Sampling) -> Any:
-        key = json.dumps([s.json_schema, s.grounded], sort_keys=True)
+    def _compiled(self, key: str, text: Any) -> Any:
+        """The compiled grammar cached under ``key``; ``text()`` builds its GBNF when it is not."""
         with self._lock:
             if key not in self._grammars:
                 llama_cpp = _require_llama_cpp()
-                text = grounded_grammar(s.json_schema, s.grounded) if s.grounded is not None \
-                    else schema_grammar(s.json_schema)
                 if len(self._grammars) >= _GRAMMAR_CACHE:
                     del self._grammars[next(iter(self._grammars))]
-                self._grammars[key] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+                self._grammars[key] = llama_cpp.LlamaGrammar.from_string(text(), verbose=False)
             return self._grammars[key]
+
+    def _grammar(self, s: Sampling, ops: Sequence[str | None] | None = None) -> Any:
+        """The grammar of ``s`` (its schema, grounded or not); with ``ops``, of the array pass that follows them."""
+        key = json.dumps([s.json_schema, s.grounded, ops], sort_keys=True)
+        if ops is not None:
+            return self._compiled(key, lambda: grounded_grammar(s.json_schema, s.grounded, ops)
+                                  if s.grounded is not None else schema_grammar(followed_schema(s.json_schema, ops)))
+        return self._compiled(key, lambda: grounded_grammar(s.json_schema, s.grounded) if s.grounded is not None
+                              else schema_grammar(s.json_schema))
+
+    @staticmethod
+    def _follows(s: Sampling) -> int | None:
+        """The trace's line count where the array must follow the trace (two passes), else None."""
+        _, lines, follows = _split(s.json_schema)
+        return int(lines) if follows and lines is not None else None
 
     def _one(self, text: str, s: Sampling) -> Completion:
         free, tok = self.load()
@@ -312,19 +361,36 @@ class LlamaCppBackend:
                                   "stop": list(s.stop) if s.stop else None}
         if s.logit_bias:
             kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
-        if s.json_schema is not None or s.grounded is not None:
+        lines = self._follows(s)
+        if lines is not None:
+            kwargs["grammar"] = self._compiled(f"trace:{lines}", lambda: trace_grammar(lines))
+        elif s.json_schema is not None or s.grounded is not None:
             kwargs["grammar"] = self._grammar(s)
         llm = free.get()  # an instance that is free (ctypes calls release the GIL: instances run in parallel)
         try:
             t0 = time.perf_counter()
             out = llm.create_completion(prompt=ids, **kwargs)
+            choice, usage = out["choices"][0], out.get("usage") or {}
+            text_out, done = choice["text"], usage.get("completion_tokens")
+            finish = choice.get("finish_reason")
+            if lines is not None and finish == "stop" and done is not None and done < s.max_tokens:
+                # the array pass: the trace appended (its KV cache reused), each op fixed to the trace's
+                ops = trace_ops(text_out)
+                trace_ids = tok(text_out, add_special_tokens=False)["input_ids"]
+                more = llm.create_completion(prompt=ids + trace_ids, **dict(
+                    kwargs, max_tokens=s.max_tokens - done, grammar=self._grammar(s, ops)))
+                choice = more["choices"][0]
+                text_out += choice["text"]
+                done += (more.get("usage") or {}).get("completion_tokens") or 0
+                finish = choice.get("finish_reason")
+            elif lines is not None and finish == "stop":
+                finish = "length"  # the trace took every token: the array was never written
             latency = time.perf_counter() - t0
         finally:
             free.put(llm)
-        choice, usage = out["choices"][0], out.get("usage") or {}
-        return Completion(text=choice["text"], prompt_tokens=usage.get("prompt_tokens", len(ids)),
-                          completion_tokens=usage.get("completion_tokens"), latency_s=latency,
-                          model=self.model_id, finish_reason=choice.get("finish_reason"))
+        return Completion(text=text_out, prompt_tokens=usage.get("prompt_tokens", len(ids)),
+                          completion_tokens=done, latency_s=latency,
+                          model=self.model_id, finish_reason=finish)
 
     def _safe(self, text: str, s: Sampling) -> Completion:
         try:
@@ -337,8 +403,11 @@ class LlamaCppBackend:
         if not prompts:
             return []
         texts = [self.render(p) for p in prompts]
-        if sampling.json_schema is not None or sampling.grounded is not None:
-            self._grammar(sampling)  # a bad schema raises here, for every prompt
+        if (lines := self._follows(sampling)) is not None:  # a bad schema raises here, for every prompt
+            self._compiled(f"trace:{lines}", lambda: trace_grammar(lines))
+            self._grammar(sampling, [None] * lines)
+        elif sampling.json_schema is not None or sampling.grounded is not None:
+            self._grammar(sampling)
         if self.n_instances == 1 or len(texts) == 1:
             return [self._safe(t, sampling) for t in texts]
         with ThreadPoolExecutor(min(self.n_instances, len(texts))) as pool:

@@ -79,8 +79,8 @@ class PipelineConfig:
         metadata=h("constrain MPM decoding to decision_schema(n) of each window (untrained small models need it)"))
     structured_trace: bool = field(
         default=False,
-        metadata=h("structured: the MPM writes its n-line <think> trace before the array (models trained with "
-                   "teacher gold-trace, e.g. LazyMem-135M; transformers backend)"))
+        metadata=h("structured: the MPM writes its n-line <think> trace before the array, whose ops follow it "
+                   "(models trained with teacher gold-trace, e.g. LazyMem-135M; transformers or llamacpp)"))
     grounded: bool = field(
         default=False,
         metadata=h("grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
@@ -117,9 +117,10 @@ class PipelineConfig:
                 "must be true or false")
         require(isinstance(self.structured_trace, bool), "PipelineConfig", "structured_trace", self.structured_trace,
                 "must be true or false")
-        require(not self.structured_trace or self.mpm.backend in ("transformers", "fake"),
+        require(not self.structured_trace or self.mpm.backend in ("transformers", "llamacpp", "fake"),
                 "PipelineConfig", "structured_trace", self.structured_trace,
-                "needs the transformers backend (its grammar takes the trace; a server's JSON schema does not)")
+                "needs backend transformers or llamacpp (the array follows the trace token by token, or in a "
+                "second pass; a server's JSON schema cannot make it)")
         require(isinstance(self.grounded, bool), "PipelineConfig", "grounded", self.grounded, "must be true or false")
         require(not self.grounded or self.mpm.backend in GROUNDED_BACKENDS, "PipelineConfig", "grounded", self.grounded,
                 f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
