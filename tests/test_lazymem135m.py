@@ -447,6 +447,40 @@ def test_trace_constrained_decoding_is_wired_through_pipeline_and_window_eval(tm
     assert s["gate_fmt"] == 1.0 and all(sp.json_schema[THINK_LINES] == 2 for _, sp in fake.calls)
 
 
+def test_window_eval_runs_separate_calls_side_by_side_on_llama_cpp_instances(tmp_path):
+    """Structured (or grounded) windows of different shapes need separate calls; with backend llamacpp they
+    run on batch_size model instances at once, as the pipeline's do, and each output lands on its window."""
+    import threading
+    import time
+
+    from lazymem.llm import FakeBackend
+
+    rows = [dict(r, decision_positions=list(range(10 * i, 10 * i + 1 + i % 3)), gold_labels=[True] + [False] * (i % 3))
+            for i, r in enumerate(_rows(6))]
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def slow(prompt, sampling):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.2)
+        with lock:
+            active[0] -= 1
+        n = sampling.json_schema["minItems"]
+        return "[" + ", ".join([KEEP % prompt[-1]["content"]] + [DROP] * (n - 1)) + "]"
+
+    data = _jsonl(tmp_path / "pairs.jsonl", rows)
+    cpp = LLMConfig(backend="llamacpp", model="smollm2-offline", batch_size=2)
+    s = evaluate_windows(WindowEvalConfig(data=data, mpm=cpp, structured=True), tmp_path / "out",
+                         client=FakeBackend(slow), progress=False)
+    assert peak[0] == 2 and s["gate_fmt"] == 1.0 and s["gold_keep_recall"] == 1.0
+    records = [json.loads(line) for line in (tmp_path / "out" / "windows.jsonl").read_text().splitlines()]
+    assert [r["question_id"] for r in records] == [f"q{i}" for i in range(6)]
+    peak[0] = 0
+    evaluate_windows(WindowEvalConfig(data=data, structured=True), None, client=FakeBackend(slow), progress=False)
+    assert peak[0] == 1  # transformers (and the fake) take one call at a time
+
+
 def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp_path):
     from lazymem.train.probe import THRESHOLDS, KeepBiasConfig, choose_keep_bias, keep_bias
 

@@ -33,6 +33,7 @@ up to where it stopped. Rows keep their order; ``limit`` takes a balanced, seede
 """
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import random
 import time
@@ -276,10 +277,21 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
         for i in idx:  # grounded: one call per window (its own texts)
             by_n.setdefault(i if config.grounded else len(chosen[i]["decision_positions"]) if config.structured
                             else 0, []).append(i)
-        for group in by_n.values():
+        def run(group: list[int]) -> list[Completion]:
             n = len(chosen[group[0]]["decision_positions"])
-            res = client.generate([chosen[i]["prompt"] for i in group],
-                                  _sampling(config, n, _texts(chosen[group[0]]) if config.grounded else None))
+            return client.generate([chosen[i]["prompt"] for i in group],
+                                   _sampling(config, n, _texts(chosen[group[0]]) if config.grounded else None))
+
+        groups = list(by_n.values())
+        # llama.cpp's model instances (or a server) take separate calls side by side, as the pipeline's do;
+        # transformers would only queue them on its model lock
+        workers = min(len(groups), config.mpm.batch_size) if config.mpm.backend in ("llamacpp", "openai") else 1
+        if workers > 1:
+            with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+                results = list(pool.map(run, groups))
+        else:
+            results = [run(g) for g in groups]
+        for group, res in zip(groups, results):
             done.update(zip(group, res))
         bar.update(len(idx))
     bar.close()
