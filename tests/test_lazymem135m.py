@@ -213,6 +213,22 @@ def test_locomo_ablation_is_v2s_recipe_plus_conversations_1_to_8_and_v2_has_no_t
     assert all(s.startswith(("synthetic:", "synthetic-casual:")) for s in v2_data.datasets)
 
 
+def test_the_gpu_variants_of_v2_and_the_ablation_are_their_cpu_recipes_batched_in_bf16():
+    import dataclasses
+
+    from lazymem.train.sft import SFTRecipe
+
+    for name in ("v2_sft", "ablation_locomo_sft"):
+        cpu, gpu = SFTRecipe.from_yaml(STAGES / f"{name}.yaml"), SFTRecipe.from_yaml(STAGES / f"{name}_gpu.yaml")
+        # the same 8 examples an optimizer step, one batch instead of 8 accumulated; bf16; its own output
+        assert cpu.per_device_train_batch_size * cpu.gradient_accumulation_steps == \
+            gpu.per_device_train_batch_size * gpu.gradient_accumulation_steps == 8
+        assert gpu.bf16 and not cpu.bf16 and gpu.output_dir != cpu.output_dir
+        same = {f: getattr(cpu, f) for f in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16",
+                                               "output_dir", "logging_steps", "save_steps", "save_total_limit")}
+        assert dataclasses.replace(gpu, **same) == cpu
+
+
 # --- training data: several windowings, varied text ----------------------------------------------------
 
 
