@@ -33,6 +33,7 @@ from typing import Any
 from lazymem.errors import ConfigError, check_fields
 from lazymem.files import write_json
 from lazymem.runinfo import now
+from lazymem.runtime import usable_cores
 
 EXECUTORS = ("inline", "local", "slurm")
 STATES = ("queued", "running", "done", "failed")
@@ -50,7 +51,7 @@ class JobsConfig:
     gpus_per_job: int = 0  # slurm: --gpus-per-node; local: CUDA_VISIBLE_DEVICES of the first N GPUs
     time_min: int = 60  # the job's time limit (slurm --time; local: killed after it)
     mem_gb: float | None = None  # slurm: --mem
-    cpus_per_job: int | None = None  # slurm: --cpus-per-task
+    cpus_per_job: int | None = None  # slurm: --cpus-per-task; local: cores a job is pinned to (default: an even share)
     setup: tuple[str, ...] = ()  # shell lines before the job starts (module load ..., source venv)
     slurm_extra: Mapping[str, Any] = field(default_factory=dict)  # more sbatch options, e.g. {account: x, qos: y}
     poll_s: float = 1.0  # how often the sweep looks at its jobs
@@ -150,11 +151,45 @@ class TaskFailed(Exception):
     """A job's task raised; the message is the sweep's description of the error."""
 
 
-def run_task(fn: Callable, args: tuple, cwd: str, describe: Callable[[BaseException], str] | None) -> Any:
-    """What a job process runs: ``fn(*args)`` from the sweep's working directory, its start and end logged."""
+def core_slots(config: JobsConfig, cores: Sequence[int] | None = None) -> list[tuple[int, ...]] | None:
+    """The cores each of a local sweep's ``max_parallel`` job slots is pinned to: ``cpus_per_job`` each
+    (default: the usable cores divided evenly), disjoint while they fit, wrapping round where they do
+    not; None for other executors (Slurm gives each job its own ``cpus_per_task``).
+
+    >>> core_slots(JobsConfig(kind="local", max_parallel=2), range(8))
+    [(0, 1, 2, 3), (4, 5, 6, 7)]
+    >>> core_slots(JobsConfig(kind="local", max_parallel=3, cpus_per_job=2), range(4))
+    [(0, 1), (2, 3), (0, 1)]
+    """
+    if config.kind != "local":
+        return None
+    cores = list(usable_cores() if cores is None else cores)
+    per = min(len(cores), config.cpus_per_job or max(1, len(cores) // config.max_parallel))
+    return [tuple(cores[(i * per + j) % len(cores)] for j in range(per)) for i in range(config.max_parallel)]
+
+
+def pin_cores(cores: Sequence[int]) -> None:
+    """Run this process (and the thread pools it starts: OpenMP, torch, llama.cpp) on ``cores`` only."""
+    try:
+        os.sched_setaffinity(0, set(cores))
+    except (AttributeError, OSError):
+        pass  # no affinity call here: the thread counts below still divide the machine
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(len(cores))
+    if "torch" in sys.modules:  # imported while the task was unpickled: set its pool now
+        sys.modules["torch"].set_num_threads(len(cores))
+
+
+def run_task(fn: Callable, args: tuple, cwd: str, describe: Callable[[BaseException], str] | None,
+             cores: Sequence[int] | None = None) -> Any:
+    """What a job process runs: ``fn(*args)`` from the sweep's working directory (on ``cores`` only, where a
+    local sweep divides the machine among its jobs), its start and end logged."""
     os.chdir(cwd)
+    if cores:
+        pin_cores(cores)
     t0 = time.perf_counter()
-    print(f"[job] start pid={os.getpid()} host={os.uname().nodename} at {now()}", flush=True)
+    print(f"[job] start pid={os.getpid()} host={os.uname().nodename} at {now()}"
+          + (f" on cores {','.join(map(str, cores))}" if cores else ""), flush=True)
     try:
         out = fn(*args)
     except Exception as e:
@@ -235,10 +270,13 @@ def run_tasks(tasks: Sequence[Task], config: JobsConfig, out_dir: str | os.PathL
                                           "previous": previous[-200:]}, indent=1)
 
     queue, running, ended = list(enumerate(tasks)), {}, {}
+    slots = core_slots(config)  # local: each job on its share of the cores, not every job on all of them
+    free = list(range(config.max_parallel))
     while queue or running:
         while queue and len(running) < config.max_parallel:
             i, t = queue.pop(0)
-            job = executor.submit(run_task, t.fn, t.args, os.getcwd(), describe)
+            slot = free.pop(0)
+            job = executor.submit(run_task, t.fn, t.args, os.getcwd(), describe, slots[slot] if slots else None)
             old = entries.pop((t.key, t.name), None)
             if old:
                 previous.append(old)
@@ -246,18 +284,19 @@ def run_tasks(tasks: Sequence[Task], config: JobsConfig, out_dir: str | os.PathL
                                         "job_id": str(job.job_id), "executor": config.kind, "submitted": now(),
                                         "ended": None, "state": "queued" if config.kind == "slurm" else "running",
                                         "log": str(job.paths.stdout), "error": None}
-            running[i] = (t, job, time.perf_counter())
+            running[i] = (t, job, time.perf_counter(), slot)
             if lines:
                 print(f"[{label}] {' / '.join(t.key)}{' ' + t.name if t.name else ''}: job {job.job_id} "
                       f"({config.kind})", flush=True)
             save()
         time.sleep(config.poll_s if running else 0)
-        for i, (t, job, t0) in list(running.items()):
+        for i, (t, job, t0, slot) in list(running.items()):
             if not job.done():
                 if config.kind == "slurm" and job.state == "RUNNING":
                     entries[(t.key, t.name)]["state"] = "running"
                 continue
             del running[i]
+            free.append(slot)
             got = _outcome(job)
             ok = got is not None and got[0] == "success"
             ended[i] = Ended(t, ok, got[1] if ok else None, None if ok else _error_of(job, got),

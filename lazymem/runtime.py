@@ -1,4 +1,4 @@
-"""Process-level runtime helpers shared by the stages: torch thread limits.
+"""Process-level runtime helpers shared by the stages: torch thread limits, the cores this process may use.
 
 Nothing heavy is imported at module import time; torch is imported only when a limit
 is actually set.
@@ -10,6 +10,7 @@ unchanged
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 
@@ -63,3 +64,11 @@ def check_device(device: str, where: str = "device") -> None:
             raise ConfigError(f"{where}={device!r}: no Apple MPS device is available here; use 'cpu'")
     else:
         raise ConfigError(f"{where}={device!r}: unknown device; use 'cpu', 'cuda', 'cuda:N' or 'mps'")
+
+
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on (its affinity mask: taskset, a cgroup's cpuset, Slurm), else all."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call here (macOS)
+        return list(range(os.cpu_count() or 1))

@@ -65,6 +65,31 @@ def test_cells_run_as_real_local_processes_two_at_a_time_and_are_reused(tmp_path
     assert again["previous"][0]["job_id"] == index["jobs"][1]["job_id"]  # the earlier try stays on record
 
 
+def where_i_run(tag: str) -> dict:
+    """A job's view of its cores: the affinity mask and the thread count it was given."""
+    return {"tag": tag, "cores": sorted(os.sched_getaffinity(0)), "omp": os.environ.get("OMP_NUM_THREADS")}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity call on this platform")
+def test_a_local_sweep_divides_the_cores_among_the_jobs_it_runs_at_once(tmp_path):
+    from lazymem.jobs import Task, core_slots, run_tasks
+    from lazymem.runtime import usable_cores
+
+    config = JobsConfig("local", max_parallel=2, poll_s=0.2)
+    slots = core_slots(config)
+    cores = usable_cores()
+    assert len(slots) == 2 and all(len(s) == max(1, len(cores) // 2) and set(s) <= set(cores) for s in slots)
+    if len(cores) >= 2:
+        assert not set(slots[0]) & set(slots[1])  # disjoint while they fit
+    tasks = [Task((k,), tmp_path / k, where_i_run, (k,)) for k in "abc"]
+    ended = run_tasks(tasks, config, tmp_path, lines=False)
+    got = [e.result for e in ended]
+    assert all(e.ok for e in ended) and [g["tag"] for g in got] == ["a", "b", "c"]
+    assert all(tuple(g["cores"]) in slots and g["omp"] == str(len(g["cores"])) for g in got)
+    assert got[0]["cores"] != got[1]["cores"] or len(cores) < 2  # the two first jobs ran side by side, apart
+    assert core_slots(JobsConfig("slurm")) is None and core_slots(JobsConfig("inline")) is None
+
+
 def _records(path: Path) -> list[dict]:
     def clean(x):
         if isinstance(x, dict):

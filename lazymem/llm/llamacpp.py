@@ -59,6 +59,7 @@ from lazymem.llm.base import (
     trace_ops,
 )
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
+from lazymem.runtime import usable_cores
 
 log = logging.getLogger("lazymem.llm")
 
@@ -287,7 +288,7 @@ class LlamaCppBackend:
         if unknown:
             raise ConfigError(f"LLMConfig.extra_body {unknown}: backend 'llamacpp' takes {list(self.OPTIONS)}")
         self.identity = {**config.identity(), "quant": self._quant()}
-        threads = config.num_threads or max(1, min(os.cpu_count() or 1, 8))
+        threads = config.num_threads or max(1, min(len(usable_cores()), 8))  # a local job's share, not the machine
         self.n_instances = max(1, min(config.batch_size, threads))
         self.threads_per_instance = max(1, threads // self.n_instances)
         self._tok = None
