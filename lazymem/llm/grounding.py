@@ -70,6 +70,15 @@ def spans_gbnf_rule(name: str, text: str) -> str:
     return "\n".join(lines)
 
 
+# The numbered lines of a ``<think>`` trace (``decision_schema(n, think=True)``), as llama.cpp grammars write them.
+TRACE_LINE_RULE = f'trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]{{1,{TRACE_LINE_CHARS}}} "\\n"'
+
+
+def trace_head(lines: int) -> str:
+    """The GBNF of a trace of exactly ``lines`` numbered lines (uses ``TRACE_LINE_RULE``'s ``trace-line``)."""
+    return '"<think>\\n" ' + " ".join(["trace-line"] * int(lines)) + ' "</think>\\n"'
+
+
 def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_think: bool = False,
                   max_reason: int | None = None, ops: Sequence[str | None] | None = None) -> str:
     """A llama.cpp grammar: exactly ``len(texts)`` decisions, KEEP content a span of its text.
@@ -87,7 +96,7 @@ def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_thi
         raise ValueError(f"grounded_gbnf: {len(ops)} ops for {len(texts)} texts")
     head = ""
     if think_lines is not None:
-        head = '"<think>\\n" ' + " ".join(["trace-line"] * int(think_lines)) + ' "</think>\\n" '
+        head = trace_head(think_lines) + " "
     elif free_think:
         head = '("<think>" [^<]* "</think>" ws)? '
     items = ' ws "," ws '.join(f"item-{i}" for i in range(len(texts)))
@@ -108,7 +117,7 @@ def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_thi
     reps = "char*" if max_reason is None else f"char{{0,{int(max_reason)}}}"
     rules.append(f'reason ::= "\\"" {reps} "\\""')
     if think_lines is not None:
-        rules.append(f'trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]{{1,{TRACE_LINE_CHARS}}} "\\n"')
+        rules.append(TRACE_LINE_RULE)
     return "\n".join(rules) + "\n" + _COMMON_RULES
 
 

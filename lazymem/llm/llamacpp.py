@@ -58,7 +58,7 @@ from lazymem.llm.base import (
     to_messages,
     trace_ops,
 )
-from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.runtime import usable_cores
 
 log = logging.getLogger("lazymem.llm")
@@ -215,7 +215,6 @@ def gguf_for(model: str, adapter: str | None = None, quant: str = "q8_0", root: 
 
 
 _GRAMMAR_CACHE = 256  # compiled grammars kept (grounded ones are per window)
-_TRACE_LINE = f'trace-line ::= [0-9] [0-9]? [0-9]? ". " [^\\n]{{1,{TRACE_LINE_CHARS}}} "\\n"\n'
 
 
 def _split(schema: Mapping | None) -> tuple[dict, int | None, bool]:
@@ -241,7 +240,9 @@ def grounded_grammar(schema: Mapping | None, texts: Sequence[str], ops: Sequence
 
 def trace_grammar(lines: int) -> str:
     """GBNF of the trace alone (trace-following's first pass): exactly ``lines`` numbered lines."""
-    return f'root ::= "<think>\\n" {" ".join(["trace-line"] * int(lines))} "</think>\\n"\n' + _TRACE_LINE
+    from lazymem.llm.grounding import TRACE_LINE_RULE, trace_head
+
+    return f"root ::= {trace_head(lines)}\n{TRACE_LINE_RULE}\n"
 
 
 def followed_schema(schema: Mapping, ops: Sequence[str | None]) -> dict:
@@ -268,9 +269,10 @@ def schema_grammar(schema: Mapping) -> str:
     gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
     if lines is None:
         return gbnf
+    from lazymem.llm.grounding import TRACE_LINE_RULE, trace_head
+
     gbnf = gbnf.replace("root ::=", "json-root ::=", 1)
-    head = " ".join(["trace-line"] * int(lines))
-    return f'root ::= "<think>\\n" {head} "</think>\\n" json-root\n' + _TRACE_LINE + gbnf
+    return f"root ::= {trace_head(lines)} json-root\n{TRACE_LINE_RULE}\n" + gbnf
 
 
 class LlamaCppBackend:
@@ -347,6 +349,10 @@ class LlamaCppBackend:
         return self._compiled(key, lambda: grounded_grammar(s.json_schema, s.grounded) if s.grounded is not None
                               else schema_grammar(s.json_schema))
 
+    def _trace_grammar(self, lines: int) -> Any:
+        """The compiled grammar of trace-following's first pass (the trace alone)."""
+        return self._compiled(f"trace:{lines}", lambda: trace_grammar(lines))
+
     @staticmethod
     def _follows(s: Sampling) -> int | None:
         """The trace's line count where the array must follow the trace (two passes), else None."""
@@ -364,7 +370,7 @@ class LlamaCppBackend:
             kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
         lines = self._follows(s)
         if lines is not None:
-            kwargs["grammar"] = self._compiled(f"trace:{lines}", lambda: trace_grammar(lines))
+            kwargs["grammar"] = self._trace_grammar(lines)
         elif s.json_schema is not None or s.grounded is not None:
             kwargs["grammar"] = self._grammar(s)
         llm = free.get()  # an instance that is free (ctypes calls release the GIL: instances run in parallel)
@@ -405,7 +411,7 @@ class LlamaCppBackend:
             return []
         texts = [self.render(p) for p in prompts]
         if (lines := self._follows(sampling)) is not None:  # a bad schema raises here, for every prompt
-            self._compiled(f"trace:{lines}", lambda: trace_grammar(lines))
+            self._trace_grammar(lines)
             self._grammar(sampling, [None] * lines)
         elif sampling.json_schema is not None or sampling.grounded is not None:
             self._grammar(sampling)
