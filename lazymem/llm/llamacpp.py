@@ -58,6 +58,7 @@ from lazymem.llm.base import (
     to_messages,
     trace_ops,
 )
+from lazymem.llm.grounding import TRACE_LINE_RULE, grounded_gbnf, trace_head
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.runtime import usable_cores
 
@@ -227,8 +228,6 @@ def _split(schema: Mapping | None) -> tuple[dict, int | None, bool]:
 def grounded_grammar(schema: Mapping | None, texts: Sequence[str], ops: Sequence[str | None] | None = None) -> str:
     """GBNF of grounded decoding over ``texts``, keeping a decision schema's trace lines and reason bound;
     with ``ops`` (the array pass of trace-following) the array alone, item i's op fixed to ``ops[i]``."""
-    from lazymem.llm.grounding import grounded_gbnf
-
     schema, lines, _ = _split(schema)
     if schema and schema.get("minItems", len(texts)) != len(texts):
         raise ConfigError(f"Sampling.grounded has {len(texts)} texts for a schema of {schema.get('minItems')} items")
@@ -240,8 +239,6 @@ def grounded_grammar(schema: Mapping | None, texts: Sequence[str], ops: Sequence
 
 def trace_grammar(lines: int) -> str:
     """GBNF of the trace alone (trace-following's first pass): exactly ``lines`` numbered lines."""
-    from lazymem.llm.grounding import TRACE_LINE_RULE, trace_head
-
     return f"root ::= {trace_head(lines)}\n{TRACE_LINE_RULE}\n"
 
 
@@ -269,8 +266,6 @@ def schema_grammar(schema: Mapping) -> str:
     gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
     if lines is None:
         return gbnf
-    from lazymem.llm.grounding import TRACE_LINE_RULE, trace_head
-
     gbnf = gbnf.replace("root ::=", "json-root ::=", 1)
     return f"root ::= {trace_head(lines)} json-root\n{TRACE_LINE_RULE}\n" + gbnf
 
