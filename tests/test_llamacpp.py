@@ -21,7 +21,9 @@ PROMPT = [{"role": "system", "content": "You answer briefly."},
 def _llama_logits(path, ids):
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=2, logits_all=True, verbose=False)
+    from lazymem.llm.llamacpp import new_llama
+
+    llm = new_llama(llama_cpp, model_path=str(path), n_ctx=512, n_threads=2, logits_all=True, verbose=False)
     llm.eval(ids)
     return np.array(llm.scores[len(ids) - 1], dtype=np.float64)
 
@@ -139,3 +141,43 @@ def test_instances_side_by_side_give_the_sequential_outputs(client):
     assert [c.text for c in par.generate(prompts, s)] == [c.text for c in client.generate(prompts, s)]
     with pytest.raises(ConfigError, match="extra_body"):
         make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", extra_body={"top_k": 5}))
+
+
+def _fake_llama_cpp(system_info: bytes, fail: bool = False):
+    """A stand-in for the llama_cpp package: its Llama records the model params it would load with."""
+    from types import SimpleNamespace
+
+    seen = []
+
+    def default_params():
+        return SimpleNamespace(use_extra_bufts=True)
+
+    module = SimpleNamespace(llama_model_default_params=default_params)
+
+    def llama(**kwargs):
+        seen.append(module.llama_model_default_params().use_extra_bufts)
+        if fail:
+            raise ValueError("Failed to load model from file")
+        return SimpleNamespace(**kwargs)
+
+    return SimpleNamespace(llama_cpp=module, Llama=llama, llama_print_system_info=lambda: system_info), seen
+
+
+def test_an_amx_build_loads_without_repacking_and_the_default_params_come_back():
+    """ggml's AMX kernels segfault on the first decode (llama.cpp#20824): an AMX build loads
+    without extra buffer types; any other build loads as llama.cpp defaults; the swap never leaks."""
+    from lazymem.llm.llamacpp import new_llama
+
+    amx, seen = _fake_llama_cpp(b"CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 |")
+    default = amx.llama_cpp.llama_model_default_params
+    assert new_llama(amx, model_path="m.gguf").model_path == "m.gguf" and seen == [False]
+    assert amx.llama_cpp.llama_model_default_params is default
+    plain, seen = _fake_llama_cpp(b"CPU : AVX2 = 1 | AVX512 = 1 | REPACK = 1 |")
+    new_llama(plain, model_path="m.gguf")
+    assert seen == [True]
+    broken, seen = _fake_llama_cpp(b"AMX_INT8 = 1", fail=True)
+    default = broken.llama_cpp.llama_model_default_params
+    with pytest.raises(ValueError):
+        new_llama(broken, model_path="m.gguf")
+    assert seen == [False] and broken.llama_cpp.llama_model_default_params is default
+

@@ -30,6 +30,12 @@ completion is the trace and the array, as the transformers backend writes it in 
 instead: exactly one decision per text, each KEEP's content a word-level span of its text (its
 ``reason`` bounded as the schema bounds it; without a schema an optional free ``<think>`` block
 first). It is compiled per window and cached by content.
+
+On CPUs with AMX (Sapphire Rapids and later), a llama.cpp built with ``-march=native`` repacks
+the Q8_0 weights into its AMX buffer and segfaults in the first decode
+(``ggml_backend_amx_mul_mat``: ggml-org/llama.cpp#20824, unfixed upstream). Where the build
+reports ``AMX_INT8 = 1`` the instances load without extra buffer types (no weight repacking), the
+same kernels as on a CPU without AMX (``new_llama``).
 """
 from __future__ import annotations
 
@@ -77,6 +83,37 @@ def _require_llama_cpp():
     except ImportError as e:
         raise ModelLoadError(f"backend='llamacpp' needs llama-cpp-python ({e}): {INSTALL}") from e
     return llama_cpp
+
+
+def amx_build(llama_cpp) -> bool:
+    """Whether this llama.cpp build runs ggml's AMX kernels (its system info says ``AMX_INT8 = 1``)."""
+    return "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+
+
+_PARAMS_LOCK = threading.Lock()
+
+
+def new_llama(llama_cpp, **kwargs) -> Any:
+    """``llama_cpp.Llama(**kwargs)``; on an AMX build (``amx_build``) loaded without extra buffer
+    types (``use_extra_bufts`` false: no AMX buffer, no weight repacking). ``Llama`` takes no
+    argument for it, so its default model params function is swapped while it loads, under a
+    module-level lock (no other load sees the swap half done)."""
+    if not amx_build(llama_cpp):
+        return llama_cpp.Llama(**kwargs)
+    module = llama_cpp.llama_cpp
+    with _PARAMS_LOCK:
+        default = module.llama_model_default_params
+
+        def params():
+            p = default()
+            p.use_extra_bufts = False
+            return p
+
+        module.llama_model_default_params = params
+        try:
+            return llama_cpp.Llama(**kwargs)
+        finally:
+            module.llama_model_default_params = default
 
 
 def _source(model: str) -> tuple[Path, str]:
@@ -312,10 +349,10 @@ class LlamaCppBackend:
                 _, hf_dir = _source(self.config.model)
                 self._tok = AutoTokenizer.from_pretrained(hf_dir)
                 free: queue.Queue = queue.Queue()
+                n_ctx = int((self.config.extra_body or {}).get("n_ctx", DEFAULT_N_CTX))
                 for _ in range(self.n_instances):
-                    n_ctx = int((self.config.extra_body or {}).get("n_ctx", DEFAULT_N_CTX))
-                    free.put(llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx,
-                                             n_threads=self.threads_per_instance, n_batch=512, seed=0, verbose=False))
+                    free.put(new_llama(llama_cpp, model_path=str(path), n_ctx=n_ctx,
+                                       n_threads=self.threads_per_instance, n_batch=512, seed=0, verbose=False))
                 self._free = free
                 self.load_s = time.perf_counter() - t0
         return self._free, self._tok
