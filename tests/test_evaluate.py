@@ -565,17 +565,20 @@ def test_baseline_ratios(tmp_path):
 
 def test_recipes_in_configs_load():
     demo = EvalConfig.from_yaml(REPO / "configs" / "eval" / "demo.yaml")
-    assert demo.pipeline.method == "lazymem" and not demo.pipeline.structured and demo.judge == "none"
+    assert demo.pipeline.method == "lazymem" and demo.judge == "none"
+    # the default LazyMem-135M (v2) under the decoding it was chosen with: count-constrained with its trace, grounded
+    assert demo.pipeline.structured and demo.pipeline.structured_trace and demo.pipeline.grounded
     from lazymem.llm.base import cpu_backend
 
     # the fastest installed engine: llama.cpp where `make env` built it, else transformers
     assert demo.pipeline.mpm.backend == cpu_backend("smollm2-offline") and demo.pipeline.mpm.model == "smollm2-offline"
-    assert demo.pipeline.mpm.adapter == "lazymem-135m"  # the shipped LazyMem-135M, free generation
+    assert demo.pipeline.mpm.adapter == "lazymem-135m"  # the shipped default
     assert demo.dataset.startswith("synthetic") and demo.limit <= 6
     from lazymem.demo import demo_eval_config
 
     base = demo_eval_config("base")
     assert base.pipeline.mpm.adapter is None and base.pipeline.structured and base.pipeline.schema_max_reason == 0
+    assert not base.pipeline.structured_trace and not base.pipeline.grounded  # the untrained base writes no trace
     assert base.pipeline.mpm_sampling.logit_bias is None  # the KEEP bias belongs to LazyMem-135M
     assert demo_eval_config("extractive").pipeline.method == "extractive"
     with pytest.raises(ConfigError, match="demo mpm"):

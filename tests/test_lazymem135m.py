@@ -282,6 +282,32 @@ def test_shipped_adapter_alias_resolves_or_says_how_to_get_it(tmp_path, monkeypa
     assert models.resolve_adapter("some/dir") == "some/dir"
     ident = LLMConfig(model="smollm2-offline", adapter="lazymem-135m").identity()["adapter"]
     assert ident.startswith(str((tmp_path / "lazymem-135m").resolve()))
+    assert models.resolve_adapter("lazymem-135m-v2") == str(tmp_path / "lazymem-135m")  # the default, by name
+    with pytest.raises(ConfigError, match="'lazymem-135m-v1'"):
+        models.resolve_adapter("lazymem-135m-v1")
+    (tmp_path / "lazymem-135m-v1").mkdir()
+    (tmp_path / "lazymem-135m-v1" / "adapter_config.json").write_text("{}")
+    assert models.resolve_adapter("lazymem-135m-v1") == str(tmp_path / "lazymem-135m-v1")
+
+
+def test_a_shipped_version_is_fingerprinted_under_one_name_and_v1_runs_stay_fresh():
+    from lazymem.eval.config import EvalConfig, config_fingerprints
+    from lazymem.pipeline.config import PipelineConfig
+    from lazymem.train.heldout import WindowEvalConfig
+    from lazymem.train.window_table import window_identity
+
+    def fp(adapter):
+        return config_fingerprints(EvalConfig(pipeline=PipelineConfig(mpm=LLMConfig(adapter=adapter))))[0]
+
+    # the default alias and v2's name are one model; v1's runs were recorded as `lazymem-135m` while it was the
+    # default, so they match `lazymem-135m-v1` and no longer match `lazymem-135m`
+    assert fp("lazymem-135m") == fp("lazymem-135m-v2") != fp("lazymem-135m-v1")
+    old_v1 = fp("lazymem-135m-v1")
+    assert fp("x/final") not in (old_v1, fp("lazymem-135m"))
+    win = {a: window_identity(WindowEvalConfig(data="d.jsonl", mpm=LLMConfig(adapter=a)))["mpm"]["adapter"]
+           for a in ("lazymem-135m", "lazymem-135m-v1", "lazymem-135m-v2", None)}
+    assert win == {"lazymem-135m": "lazymem-135m-v2", "lazymem-135m-v1": "lazymem-135m",
+                   "lazymem-135m-v2": "lazymem-135m-v2", None: None}
 
 
 # --- the pipeline table (lazymem.eval.table) -----------------------------------------------------------
@@ -526,21 +552,39 @@ def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp
 def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_windows():
     import yaml
 
-    records = [json.loads(p.read_text()) for p in sorted((ROOT / "docs/results/lazymem-135m").glob("keep_bias*.json"))]
+    import lazymem.llm.models as models
+
+    results = ROOT / "docs/results/lazymem-135m"
+    records = [json.loads(p.read_text()) for p in sorted([*results.glob("keep_bias*.json"),
+                                                          *results.glob("v2_dev/keep_bias*.json")])]
     if not records:
         pytest.skip("no keep_bias*.json yet (recipe steps keep-bias*)")
     chosen: dict[str, set] = {}  # an adapter may have several operating points (best R_act, a recall floor)
     for r in records:
         chosen.setdefault(r["settings"]["adapter"], set()).add(r["keep_bias"])
-    shipped = "models/lazymem-135m/train/grpo_sft_gpu/step3"  # lazymem/assets/lazymem-135m is its copy
-    rows = yaml.safe_load((ROOT / "configs/train/lazymem-135m/eval_windows.yaml").read_text())["rows"]
-    biased = {name: (r["mpm"]["adapter"], r["sampling"]["logit_bias"][" KEEP"]) for name, r in rows.items()
-              if (r.get("sampling") or {}).get("logit_bias")}
-    demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]["mpm_sampling"]
-    biased["demo"] = (shipped, demo["logit_bias"][" KEEP"])
+    # each shipped version is a copy of a training output (its card says which)
+    shipped = {name: json.loads((ROOT / "lazymem/assets" / d / "card.json").read_text())
+               for name, d in models.LAZYMEM_135M_VERSIONS.items()}
+    source = {name: card["shipped_from"] for name, card in shipped.items()}
+    assert source["lazymem-135m-v1"] == "models/lazymem-135m/train/grpo_sft_gpu/step3"
+    source["lazymem-135m"] = source[models.LAZYMEM_135M_DEFAULT]
+    biased = {}
+    for cfg in ("eval_windows.yaml", "v2_dev_windows.yaml"):
+        rows = yaml.safe_load((ROOT / "configs/train/lazymem-135m" / cfg).read_text())["rows"]
+        biased.update({f"{cfg}.{name}": (source.get(r["mpm"]["adapter"], r["mpm"]["adapter"]),
+                                         r["sampling"]["logit_bias"][" KEEP"])
+                       for name, r in rows.items() if (r.get("sampling") or {}).get("logit_bias")})
+    demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]
+    biased["demo"] = (source[demo["mpm"]["adapter"]], demo["mpm_sampling"]["logit_bias"][" KEEP"])
     table = yaml.safe_load((ROOT / "configs/tables/lazymem135m.yaml").read_text())["rows"]
     biased.update({f"table.{n}": (r["pipeline.mpm.adapter"], r["pipeline.mpm_sampling.logit_bias"][" KEEP"])
                    for n, r in table.items() if r.get("pipeline.mpm_sampling.logit_bias")})  # null: no bias
-    assert len(biased) >= 2 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)
-    card = json.loads((ROOT / "lazymem/assets/lazymem-135m/card.json").read_text())
-    assert card["keep_bias"]["keep_bias"] in chosen[shipped] and card["shipped_from"] == shipped
+    for cfg in ("main_table_locomo.yaml", "paper_shape_locomo.yaml", "longmemeval_s_real.yaml"):
+        rows = yaml.safe_load((ROOT / "configs/tables" / cfg).read_text())["rows"]
+        for n, r in rows.items():
+            bias = r.get("pipeline.mpm_sampling.logit_bias") or (r.get("pipeline.mpm_sampling") or {}).get("logit_bias")
+            if r.get("pipeline.mpm.adapter") in source and bias:
+                biased[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], bias[" KEEP"])
+    assert len(biased) >= 4 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)
+    for card in shipped.values():
+        assert card["keep_bias"]["keep_bias"] in chosen[card["shipped_from"]]

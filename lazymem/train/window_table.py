@@ -101,6 +101,9 @@ def window_identity(cfg: WindowEvalConfig) -> dict:
         d["mpm"].pop("thinking_budget", None)
         d["mpm"].pop("thinking_budget_mode", None)
     d.pop("batch_windows", None)
+    from lazymem.llm.models import recorded_adapter
+
+    d["mpm"]["adapter"] = recorded_adapter(d["mpm"].get("adapter"))  # a shipped version under one name
     if not cfg.grounded:  # cells finished before the option existed stay valid
         d.pop("grounded", None)
     return d

@@ -7,7 +7,8 @@
 # (format gate x eta-weighted action reward), evaluated on held-out windows (synthetic seed 2, the
 # default data set, LoCoMo conversations 1-8) and through the whole pipeline (base free /
 # constrained, SFT, GRPO, extractive, RAG Top50), and shipped with its model card
-# (`lazymem/assets/lazymem-135m`).
+# (`lazymem/assets/lazymem-135m-v1`: v1, selectable as `adapter: lazymem-135m-v1`). Section 3 is v2, the
+# default `adapter: lazymem-135m` since issue 25 (`lazymem/assets/lazymem-135m`).
 #
 # With `run = False` (the default) it only reads what the recipe wrote: the committed training
 # checkpoints, the tables, the model card. `run = True` runs the recipe (`lazymem.notebooks.recipe`:
@@ -43,12 +44,15 @@ run = False  # True: run the recipe (hours on CPU; each step resumes, finished s
 until = ""  # with run: stop after this step (sft-data, sft, ..., release); "" = every step
 sft_dir = "models/lazymem-135m/train/sft"  # the SFT run (committed checkpoints resume on any machine)
 grpo_dir = "models/lazymem-135m/train/grpo"  # the GRPO run
-card_path = "lazymem/assets/lazymem-135m/card.json"  # the shipped adapter's card (tables, times)
+card_path = "lazymem/assets/lazymem-135m-v1/card.json"  # v1's card (its held-out and pipeline tables, times)
 figures_dir = "figures"  # save_figures writes <figures_dir>/<name>.html and <name>.png here
 png = True  # also write PNGs (kaleido + Chromium; skipped with a warning when missing)
-v2_dir = "models/lazymem-135m/train/v2_sft"  # v2's SFT (issue 25): its newest committed checkpoint is read
+v2_dir = "models/lazymem-135m/train/v2_sft"  # v2's SFT (issue 25): train_result.json (or its newest checkpoint)
+v2_card_path = "lazymem/assets/lazymem-135m/card.json"  # the default's card: v2 since issue 25
 lengths_path = "docs/results/message_lengths/lengths.json"  # `lazymem data lengths ... --json` (training vs test)
 v2_dev_table = "docs/results/lazymem-135m/v2_dev/table.json"  # v1 vs v2 steps on v2's development windows
+test_tables = ["docs/results/main_table/table.json", "docs/results/paper_shape/table.json",
+               "docs/results/longmemeval_s_real/table.json"]  # eval-table outputs with v1 and v2 rows (test sets)
 metrics_path = ""  # set by `lazymem notebooks run`: the last cell writes its metrics JSON here
 
 # %%
@@ -93,25 +97,26 @@ for name, t in tables.items():
         display(pd.DataFrame(rows).T.select_dtypes("number").round(3))
 
 # %% [markdown]
-# ## 3. v2 in training (issue 25)
+# ## 3. v2, the default since issue 25
 #
 # v1 learned one register (user/assistant, short turns) and fails on LoCoMo's named speakers and on
 # LongMemEval_S's long turns. v2 is the same recipe on generated dialogue in three styles (varied
 # user/assistant, long assistant turns, casual two-person sessions) at every window shape, still never
-# LoCoMo or LongMemEval text (docs/training.md, "LazyMem-135M v2"). Its SFT runs across sessions from
-# committed checkpoints; here: the loss so far, the message lengths of the training styles beside the
-# test sets, and v1 against v2 steps on the development windows (where v2's step and bias are chosen).
+# LoCoMo or LongMemEval text (docs/training.md, "LazyMem-135M v2"). Its SFT ran across sessions from
+# committed checkpoints; here: its loss, the message lengths of the training styles beside the test
+# sets, v1 against v2's steps on the development windows (where v2's step and bias were chosen), and
+# v1 against v2 on the test tables (LoCoMo at both window shapes, the real LongMemEval_S haystacks).
 
 # %%
-from lazymem.train.sft import last_checkpoint
-
-v2_checkpoint = last_checkpoint(v2_dir)
-v2_log = json.loads((Path(v2_checkpoint) / "trainer_state.json").read_text())["log_history"] if v2_checkpoint else []
-v2_rows = log_rows(v2_log)
-print(f"v2 SFT: {v2_checkpoint or 'no checkpoint yet'}; {len(v2_rows)} steps logged")
+v2 = run_summary(v2_dir)
+v2_card = json.loads(Path(v2_card_path).read_text()) if Path(v2_card_path).is_file() else {}
+v2_rows = log_rows(v2["log_history"]) if v2 else []
+print(f"v2 SFT: {v2['global_step'] if v2 else 0} steps, finished {v2['finished'] if v2 else False}; "
+      f"shipped: {v2_card.get('version')} from {v2_card.get('shipped_from')}, "
+      f"KEEP bias {(v2_card.get('keep_bias') or {}).get('keep_bias')}, decoding {v2_card.get('decoding')}")
 if v2_rows:
     figs["07_v2_sft_curves"] = viz.training_curves(v2_rows, ["loss", "mean_token_accuracy"],
-                                                   title="LazyMem-135M v2 SFT (so far)")
+                                                   title="LazyMem-135M v2 SFT")
     figs["07_v2_sft_curves"].show()
 
 # %%
@@ -129,6 +134,19 @@ for set_name, rows in dev.items():
     display(pd.DataFrame(rows).T.reindex(columns=cols).round(3))
 if not dev:
     print("v2 development windows: not measured yet")
+
+# %%
+# v1 against v2 on the test sets (reported, never chosen on): every lazymem_135m_* row and extractive beside
+test_cols = ["questions", "gate_fmt", "rewritten_rate", "gold_keep_recall", "nongold_drop_rate", "evidence_recall",
+             "answer_recall_in_memory", "memory_tokens", "locomo_f1", "answer_f1", "processing_s"]
+for path in test_tables:
+    t = json.loads(Path(path).read_text()) if Path(path).is_file() else {}
+    for set_name, rows in t.items():
+        picked = {r: v for r, v in rows.items() if r.startswith("lazymem_135m") or r in ("extractive",
+                                                                                          "lazymem_untrained")}
+        if picked:
+            print(f"{path} / {set_name}")
+            display(pd.DataFrame(picked).T.reindex(columns=test_cols).dropna(axis=1, how="all").round(3))
 
 # %% [markdown]
 # ## 4. Record the recipe's settings
