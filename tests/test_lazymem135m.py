@@ -537,7 +537,7 @@ def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp
         KeepBiasConfig(pairs="x.jsonl", target_recall=1.5)
     grid = [{"threshold": t} for t in THRESHOLDS]
     # a record written before target_recall existed has no such key, and stays valid
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "target_recall"}
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("target_recall", "styles")}
     done = {"settings": settings, "keep_bias": keep_bias(0.1), "thresholds": grid}
     (tmp_path / "kb.json").write_text(json.dumps(done))
     assert choose_keep_bias(cfg) == done  # same settings, same grid: no model call
@@ -547,6 +547,15 @@ def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp
     with pytest.raises(ConfigError, match="missing.jsonl"):
         choose_keep_bias(cfg)  # a record from a shorter grid is recomputed, not reused
     assert round(keep_bias(0.1), 3) == 2.197 and keep_bias(0.9) < 0
+    # a style subset: a list of names; a file without that style says so before any model loads
+    with pytest.raises(ConfigError, match="styles"):
+        KeepBiasConfig(pairs="x.jsonl", styles="casual")
+    row = {"prompt": [], "decision_positions": [0], "gold_labels": [True], "style": "synthetic"}
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(row) + "\n")
+    casual = KeepBiasConfig(pairs=str(tmp_path / "pairs.jsonl"), output=str(tmp_path / "c.json"), styles=["casual"])
+    assert casual.styles == ("casual",)
+    with pytest.raises(ConfigError, match="no pair of .*pairs.jsonl has one of these styles"):
+        choose_keep_bias(casual)
 
 
 def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_windows():

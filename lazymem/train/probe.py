@@ -163,6 +163,8 @@ class KeepBiasConfig:
     target_recall: float | None = field(default=None, metadata={"help": (
         "None: the threshold with the best mean R_act; a number: the smallest bias whose gold-line recall on "
         "the development windows reaches it (an operating point for a recall floor)")})
+    styles: tuple[str, ...] | None = field(default=None, metadata={"help": (
+        "only the pairs of these training styles (a pair's `style`: synthetic, synthetic-long, casual); None = all")})
 
     def __post_init__(self):
         if not self.pairs:
@@ -172,6 +174,10 @@ class KeepBiasConfig:
         if self.target_recall is not None and not (isinstance(self.target_recall, (int, float))
                                                    and 0 < self.target_recall <= 1):
             raise ConfigError(f"KeepBiasConfig.target_recall={self.target_recall!r}: must be in (0, 1] or null")
+        if self.styles is not None:
+            if isinstance(self.styles, str) or not all(isinstance(x, str) for x in self.styles):
+                raise ConfigError(f"KeepBiasConfig.styles={self.styles!r}: a list of style names or null")
+            object.__setattr__(self, "styles", tuple(self.styles))
 
 
 def choose_keep_bias(config: KeepBiasConfig) -> dict:
@@ -187,13 +193,23 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     settings = dataclasses.asdict(config)
     if config.target_recall is None:
         settings.pop("target_recall")  # records written before the option stay valid
+    if config.styles is None:
+        settings.pop("styles")  # likewise
+    else:
+        settings["styles"] = list(config.styles)
     out = Path(config.output)
     if out.is_file():
         done = json.loads(out.read_text(encoding="utf-8"))
         grid = [t.get("threshold") for t in done.get("thresholds", [])]
         if done.get("settings") == settings and grid == list(THRESHOLDS):  # same windows, same grid
             return done
-    rows = balanced(load_pairs(config.pairs), config.limit, config.seed)  # a bad file fails before the model loads
+    pairs = load_pairs(config.pairs)  # a bad file fails before the model loads
+    if config.styles is not None:
+        pairs = [r for r in pairs if r.get("style") in config.styles]
+        if not pairs:
+            raise ConfigError(f"KeepBiasConfig.styles={list(config.styles)}: no pair of {config.pairs} has one of "
+                              "these styles (a pair's `style` field)")
+    rows = balanced(pairs, config.limit, config.seed)
     model = load_policy(config.base, config.adapter, trainable=False)
     model.eval()
     res = keep_probe(rows, model, load_tokenizer(config.base))
