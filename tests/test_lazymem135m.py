@@ -564,19 +564,23 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     import lazymem.llm.models as models
 
     results = ROOT / "docs/results/lazymem-135m"
+    # the development windows: synthetic (keep_bias*.json, v2_dev/) and, for labelled target-calibrated rows,
+    # LoCoMo conversations 1-8 (locomo_dev/; never the test conversations 9-10)
     records = [json.loads(p.read_text()) for p in sorted([*results.glob("keep_bias*.json"),
-                                                          *results.glob("v2_dev/keep_bias*.json")])]
+                                                          *results.glob("v2_dev/keep_bias*.json"),
+                                                          *results.glob("locomo_dev/keep_bias*.json")])]
     if not records:
         pytest.skip("no keep_bias*.json yet (recipe steps keep-bias*)")
-    chosen: dict[str, set] = {}  # an adapter may have several operating points (best R_act, a recall floor)
-    for r in records:
-        chosen.setdefault(r["settings"]["adapter"], set()).add(r["keep_bias"])
     # each shipped version is a copy of a training output (its card says which)
     shipped = {name: json.loads((ROOT / "lazymem/assets" / d / "card.json").read_text())
                for name, d in models.LAZYMEM_135M_VERSIONS.items()}
     source = {name: card["shipped_from"] for name, card in shipped.items()}
     assert source["lazymem-135m-v1"] == "models/lazymem-135m/train/grpo_sft_gpu/step3"
     source["lazymem-135m"] = source[models.LAZYMEM_135M_DEFAULT]
+    chosen: dict[str, set] = {}  # an adapter may have several operating points (best R_act, a recall floor)
+    for r in records:
+        adapter = r["settings"]["adapter"]
+        chosen.setdefault(source.get(adapter, adapter), set()).add(r["keep_bias"])
     biased = {}
     for cfg in ("eval_windows.yaml", "v2_dev_windows.yaml"):
         rows = yaml.safe_load((ROOT / "configs/train/lazymem-135m" / cfg).read_text())["rows"]
