@@ -199,3 +199,35 @@ def test_save_figures_png(tmp_path, case):
 
     # the image has the figure's own layout size, not kaleido's default 700 x 500
     assert struct.unpack(">II", (tmp_path / "sized.png").read_bytes()[16:24]) == (900, 420)
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.3, 0.5, 0.9]), st.booleans()), min_size=2, max_size=30))
+@settings(max_examples=80, deadline=None)
+def test_roc_curve_area_is_the_probe_auc_and_runs_from_nothing_to_everything(lines):
+    from lazymem.train.probe import auc, roc_curve
+
+    pos = [p for p, g in lines if g]
+    neg = [p for p, g in lines if not g]
+    pts = roc_curve(pos, neg)
+    if not pos or not neg:
+        assert pts == []
+        return
+    assert pts[0] == (0.0, 0.0) and pts[-1] == (1.0, 1.0)
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(pts, pts[1:]))  # thresholds only fall
+    area = sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:]))
+    assert area == pytest.approx(auc(pos, neg))
+
+
+def test_keep_probe_roc_one_line_per_record_and_its_chosen_bias():
+    good = {"auc": 1.0, "gold_lines": 2, "scores": [[[0.9, True], [0.1, False]], [[0.8, True], [0.2, False]]],
+            "chosen": {"keep_bias": 1.386294, "gold_recall": 1.0, "nongold_keep_rate": 0.0}}
+    chance = {"auc": 0.5, "gold_lines": 1, "scores": [[[0.5, True], [0.5, False]]]}
+    empty = {"auc": None, "scores": [[[0.4, False]]]}  # no gold line: no curve, no error
+    fig = viz.keep_probe_roc({"trained": good, "untrained": chance, "none": empty})
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert [t.name.split(" (")[0] for t in lines] == ["chance", "trained", "untrained"]
+    assert "AUC 1.000, 2 gold lines" in lines[1].name
+    assert list(lines[1].x) == [0.0, 0.0, 0.0, 0.5, 1.0] and list(lines[1].y) == [0.0, 0.5, 1.0, 1.0, 1.0]
+    markers = [t for t in fig.data if t.mode == "markers"]
+    assert len(markers) == 1 and (markers[0].x[0], markers[0].y[0]) == (0.0, 1.0)
+    assert "1.386" in markers[0].hovertemplate

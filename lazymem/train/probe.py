@@ -60,6 +60,30 @@ def auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
     return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
 
 
+def roc_curve(pos: Sequence[float], neg: Sequence[float]) -> list[tuple[float, float]]:
+    """(non-gold kept, gold kept) at every threshold of the scores, from keeping nothing to keeping
+    everything: the ROC of P(KEEP), whose area is ``auc``; tied scores move together.
+
+    >>> roc_curve([0.9, 0.4], [0.1, 0.4])
+    [(0.0, 0.0), (0.0, 0.5), (0.5, 1.0), (1.0, 1.0)]
+    """
+    if not pos or not neg:
+        return []
+    points, tp, fp = [(0.0, 0.0)], 0, 0
+    marked = sorted([(s, True) for s in pos] + [(s, False) for s in neg], key=lambda x: -x[0])
+    for i, (score, gold) in enumerate(marked):
+        tp, fp = tp + gold, fp + (not gold)
+        if i + 1 == len(marked) or marked[i + 1][0] != score:
+            points.append((fp / len(neg), tp / len(pos)))
+    return points
+
+
+def record_roc(record: Mapping) -> list[tuple[float, float]]:
+    """``roc_curve`` of a ``keep_probe`` record's per-line scores (``scores``: windows of [P(KEEP), gold])."""
+    lines = [(p, g) for w in record.get("scores", []) for p, g in w]
+    return roc_curve([p for p, g in lines if g], [p for p, g in lines if not g])
+
+
 def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any) -> dict:
     """Teacher-forced P(KEEP) per decision line of each row (prompt, gold_labels); the summary."""
     import torch

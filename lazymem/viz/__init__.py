@@ -11,8 +11,8 @@ Modules:
 - ``figures``: plotly figures: ``window_strip``, ``all_at_k_vs_w`` (beside reference
   lines such as the paper's Table 2), ``window_length_hist``, ``type_counts``, ``split_table_fig``, ``history_stats``,
   ``method_comparison``, ``attribution_bars`` (wrong answers by first failing stage and type);
-- ``training``: ``keep_drop_balance``, ``length_histograms``, ``message_length_ranges``, ``training_curves``
-  (SFT data cards, message lengths and trainer logs);
+- ``training``: ``keep_drop_balance``, ``keep_probe_roc``, ``length_histograms``, ``message_length_ranges``,
+  ``training_curves`` (SFT data cards, KEEP probes, message lengths and trainer logs);
 - ``pareto``: ``pareto_figure`` (score vs memory tokens, log x, and vs mean latency with P50-P95
   bars; evidence recall vs memory tokens when the runs carry it; dashed frontiers; the paper's
   reported points overlaid hollow) and ``pareto_front``;
@@ -34,13 +34,19 @@ from lazymem.viz.figures import (
 from lazymem.viz.pareto import pareto_figure, pareto_front
 from lazymem.viz.records import COLORS, GOLD_COLOR, HIT_COLOR, STATE_CODE, STATE_LABELS, cell_states, window_records
 from lazymem.viz.save import PNG_FIX, save_figure, save_figures
-from lazymem.viz.training import keep_drop_balance, length_histograms, message_length_ranges, training_curves
+from lazymem.viz.training import (
+    keep_drop_balance,
+    keep_probe_roc,
+    length_histograms,
+    message_length_ranges,
+    training_curves,
+)
 
 __all__ = [
     "explorer_view", "window_explorer_html", "all_at_k_vs_w", "attribution_bars", "history_stats",
     "method_comparison",
     "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
     "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",
-    "keep_drop_balance", "length_histograms", "message_length_ranges", "training_curves", "pareto_figure",
-    "pareto_front",
+    "keep_drop_balance", "keep_probe_roc", "length_histograms", "message_length_ranges", "training_curves",
+    "pareto_figure", "pareto_front",
 ]

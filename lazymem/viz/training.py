@@ -85,3 +85,38 @@ def message_length_ranges(lengths: Mapping[str, Mapping[str, Mapping]], unit: st
     fig.update_layout(title=title, xaxis_title=unit, xaxis_type="log", template="plotly_white",
                       height=140 + 36 * len(rows), yaxis={"autorange": "reversed"})
     return fig
+
+
+def keep_probe_roc(records: Mapping[str, Mapping], title: str = "What the model tells apart: P(KEEP), gold lines "
+                   "against the rest (teacher-forced)"):
+    """One ROC line per ``keep_probe`` record ({label: record}, e.g. ``keep_bias_*.json``): the share of
+    non-gold lines kept against the share of gold lines kept as the KEEP threshold falls, its AUC in the
+    legend, and a marker in the line's colour at the record's chosen bias (``chosen``)."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+
+    from lazymem.train.probe import record_roc
+
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#bdbdbd"},
+                             name="chance", hoverinfo="skip"))
+    for i, (label, rec) in enumerate(records.items()):
+        pts = record_roc(rec)
+        if not pts:
+            continue
+        color = qualitative.D3[i % len(qualitative.D3)]  # the line and its chosen bias's marker alike
+        line = go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", line={"color": color},
+                          name=f"{label} (AUC {rec.get('auc', 0):.3f}, {rec.get('gold_lines')} gold lines)")
+        fig.add_trace(line)
+        chosen = rec.get("chosen") or {}
+        if chosen.get("gold_recall") is not None:
+            fig.add_trace(go.Scatter(
+                x=[chosen["nongold_keep_rate"]], y=[chosen["gold_recall"]], mode="markers", showlegend=False,
+                marker={"size": 11, "symbol": "diamond", "color": color, "line": {"width": 1, "color": "black"}},
+                name=f"{label}: bias {chosen['keep_bias']:.3f}",
+                hovertemplate=f"{label}: KEEP bias {chosen['keep_bias']:.3f}<br>non-gold kept %{{x:.3f}}, "
+                              "gold kept %{y:.3f}<extra></extra>"))
+    fig.update_layout(title=title, xaxis_title="non-gold lines kept", yaxis_title="gold lines kept",
+                      xaxis_range=[0, 1], yaxis_range=[0, 1.02], template="plotly_white", height=560,
+                      legend={"orientation": "h", "y": -0.18})
+    return fig

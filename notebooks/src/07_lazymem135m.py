@@ -53,6 +53,12 @@ lengths_path = "docs/results/message_lengths/lengths.json"  # `lazymem data leng
 v2_dev_table = "docs/results/lazymem-135m/v2_dev/table.json"  # v1 vs v2 steps on v2's development windows
 test_tables = ["docs/results/main_table/table.json", "docs/results/paper_shape/table.json",
                "docs/results/longmemeval_s_real/table.json"]  # eval-table outputs with v1 and v2 rows (test sets)
+probe_records = {  # teacher-forced P(KEEP) probes (`lazymem train keep-bias`): label -> keep_bias*.json
+    "v2, synthetic casual dev": "docs/results/lazymem-135m/v2_dev/keep_bias_step296_casual.json",
+    "v2, LoCoMo dev": "docs/results/lazymem-135m/locomo_dev/keep_bias_v2.json",
+    "v1, LoCoMo dev": "docs/results/lazymem-135m/locomo_dev/keep_bias_v1.json",
+    "untrained, LoCoMo dev": "docs/results/lazymem-135m/locomo_dev/keep_bias_base.json",
+}
 metrics_path = ""  # set by `lazymem notebooks run`: the last cell writes its metrics JSON here
 
 # %%
@@ -147,6 +153,26 @@ for path in test_tables:
         if picked:
             print(f"{path} / {set_name}")
             display(pd.DataFrame(picked).T.reindex(columns=test_cols).dropna(axis=1, how="all").round(3))
+
+# %% [markdown]
+# What the model can tell apart, apart from where its threshold sits: the ROC of the teacher-forced
+# P(KEEP) of gold lines against the rest on development windows (never the test conversations), each
+# model's best-R_act bias marked. On LoCoMo's conversations 1-8 v2 ranks gold better than v1 and the
+# untrained base, but far worse than on its own casual style: the LoCoMo gap is mostly the model, not the
+# bias (docs/numbers.md, "Is it the operating point or the model?").
+
+# %%
+probes = {label: json.loads(Path(path).read_text()) for label, path in probe_records.items() if Path(path).is_file()}
+if probes:
+    roc = viz.keep_probe_roc(probes)
+    roc.show()
+    saved.update(viz.save_figures({"07_keep_probe_roc": roc}, figures_dir, png=png))
+    display(pd.DataFrame({label: {"windows": r["windows"], "gold lines": r["gold_lines"], "AUC": r["auc"],
+                                  "best bias": r["keep_bias"], "its gold kept": r["chosen"]["gold_recall"],
+                                  "its non-gold kept": r["chosen"]["nongold_keep_rate"]}
+                          for label, r in probes.items()}).T.round(3))
+else:
+    print("no probe records yet (lazymem train keep-bias)")
 
 # %% [markdown]
 # ## 4. Record the recipe's settings
