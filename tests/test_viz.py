@@ -223,7 +223,10 @@ def test_keep_probe_roc_one_line_per_record_and_its_chosen_bias():
             "chosen": {"keep_bias": 1.386294, "gold_recall": 1.0, "nongold_keep_rate": 0.0}}
     chance = {"auc": 0.5, "gold_lines": 1, "scores": [[[0.5, True], [0.5, False]]]}
     empty = {"auc": None, "scores": [[[0.4, False]]]}  # no gold line: no curve, no error
-    fig = viz.keep_probe_roc({"trained": good, "untrained": chance, "none": empty})
+    from lazymem.train.probe import record_roc
+
+    fig = viz.keep_probe_roc({k: {**r, "roc": record_roc(r)} for k, r in
+                              (("trained", good), ("untrained", chance), ("none", empty))})
     lines = [t for t in fig.data if t.mode == "lines"]
     assert [t.name.split(" (")[0] for t in lines] == ["chance", "trained", "untrained"]
     assert "AUC 1.000, 2 gold lines" in lines[1].name

@@ -89,19 +89,18 @@ def message_length_ranges(lengths: Mapping[str, Mapping[str, Mapping]], unit: st
 
 def keep_probe_roc(records: Mapping[str, Mapping], title: str = "What the model tells apart: P(KEEP), gold lines "
                    "against the rest (teacher-forced)"):
-    """One ROC line per ``keep_probe`` record ({label: record}, e.g. ``keep_bias_*.json``): the share of
-    non-gold lines kept against the share of gold lines kept as the KEEP threshold falls, its AUC in the
-    legend, and a marker in the line's colour at the record's chosen bias (``chosen``)."""
+    """One ROC line per ``keep_probe`` record ({label: record}, e.g. ``keep_bias_*.json`` with its
+    ``roc`` added by ``lazymem.train.probe.record_roc``): the share of non-gold lines kept against the
+    share of gold lines kept as the KEEP threshold falls, its AUC in the legend, and a marker in the
+    line's colour at the record's chosen bias (``chosen``). A record without ``roc`` points is left out."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
-
-    from lazymem.train.probe import record_roc
 
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#bdbdbd"},
                              name="chance", hoverinfo="skip"))
     for i, (label, rec) in enumerate(records.items()):
-        pts = record_roc(rec)
+        pts = rec.get("roc") or []
         if not pts:
             continue
         color = qualitative.D3[i % len(qualitative.D3)]  # the line and its chosen bias's marker alike

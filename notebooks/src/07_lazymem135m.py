@@ -36,6 +36,7 @@ from IPython.display import display
 from lazymem import viz
 from lazymem.notebooks.recipe import RECIPE, run_recipe
 from lazymem.train.logs import log_rows
+from lazymem.train.probe import record_roc
 from lazymem.train.release import run_summary
 from lazymem.yamlio import read_mapping
 
@@ -163,6 +164,7 @@ for path in test_tables:
 
 # %%
 probes = {label: json.loads(Path(path).read_text()) for label, path in probe_records.items() if Path(path).is_file()}
+probes = {label: {**r, "roc": record_roc(r)} for label, r in probes.items()}
 if probes:
     roc = viz.keep_probe_roc(probes)
     roc.show()
