@@ -16,6 +16,7 @@
     lazymem train sft-data|rl-data|sft|grpo|eval-windows|keep-bias|release --config FILE [--set k=v]
     lazymem train recipe [--only STEP ...] [--until STEP] [--list]
     lazymem train probe PAIRS [--adapter DIR]
+    lazymem train lexical-check RECORD.json... [--out FILE]
     lazymem remeasure RUN_DIR [RUN_DIR ...]
     lazymem fusion-tuning SPEC [--verify] [--out FILE]
     lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v] [--executor local|slurm]
@@ -231,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = probe.add_arguments(train.add_parser("probe",
                                              help="teacher-forced P(KEEP) on held-out windows (no generation)"))
     s.set_defaults(func=probe.run_from_args)
+    s = probe.add_lexical_arguments(train.add_parser(
+        "lexical-check", help="is a probe's P(KEEP) more than word overlap with the query? (no model)"))
+    s.set_defaults(func=probe.run_lexical_from_args)
     from lazymem.eval import remeasure
 
     s = remeasure.add_arguments(sub.add_parser("remeasure",

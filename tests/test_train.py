@@ -316,6 +316,45 @@ def test_keep_probe_teacher_forces_the_gold_trace(tiny):
     assert recalls == sorted(recalls) and all(0.0 <= t["mean_r_act"] <= 1.0 for t in ts)
 
 
+def test_lexical_check_splits_the_model_auc_by_shared_words(tmp_path):
+    """On real window prompts and a hand-written probe record: the lexical AUC, the no-shared-word
+    shares and the model's AUC within each stratum, by hand; a record whose windows differ fails."""
+    from lazymem.construct import window_prompts
+    from lazymem.records import History, Message, Question
+    from lazymem.retrieve import build_windows
+    from lazymem.train.probe import lexical_check, window_query
+
+    texts = ["I moved to Lisbon last spring.", "Lisbon traffic is awful.", "My cats love the balcony.",
+             "Where did you move?", "I teach math now."]
+    h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
+    # gold 0 and 2: 0 shares "Lisbon" with the query, 2 shares no word (the cats live where I moved)
+    q = Question("q", "single-session-user", "Where in Lisbon do I live?", "Lisbon", "h", "2023/06/01",
+                 evidence=(0, 2))
+    prompts = window_prompts(h, q, build_windows(h, [2], gold=q.evidence))
+    rows = [{"prompt": list(pr.messages), "gold_labels": list(pr.gold_labels)} for pr in prompts]
+    assert window_query(rows[0]["prompt"]) == "Where in Lisbon do I live?"
+    flat = [g for r in rows for g in r["gold_labels"]]
+    assert flat.count(True) == 2
+    # the model ranks the no-shared-word gold line first, the Lisbon gold line below "Lisbon traffic"
+    model = {0: 0.4, 1: 0.6, 2: 0.9, 3: 0.1, 4: 0.2}
+    positions = [p for pr in prompts for p in pr.decision_positions]
+    record = {"settings": {"output": "hand"},
+              "scores": [[[model[p], g] for p, g in zip(pr.decision_positions, pr.gold_labels)] for pr in prompts]}
+    res = lexical_check(record, rows)
+    assert res["gold_lines"] == 2 and res["nongold_lines"] == len(positions) - 2
+    # query content words {lisbon, live}: 0 and 1 share "lisbon"; 2, 3 ("Where ... move") and 4 share none
+    assert res["gold_no_shared_word"] == 0.5
+    non = [p for p in positions if p not in (0, 2)]
+    assert res["nongold_no_shared_word"] == sum(p != 1 for p in non) / len(non)
+    assert res["auc_model_shared_word"] == 0.0  # gold 0 (0.4) under non-gold 1 (0.6)
+    assert res["auc_model_no_shared_word"] == 1.0  # gold 2 (0.9) over 3 and 4
+    # gold lexical scores: 0 -> 0.5 (1 of 2 query words), 2 -> 0; non-gold: 1 -> 0.5, the rest 0
+    pairs = [(0.5, 0.5 if p == 1 else 0.0) for p in non] + [(0.0, 0.5 if p == 1 else 0.0) for p in non]
+    assert res["auc_lexical"] == sum((a > b) + 0.5 * (a == b) for a, b in pairs) / (2 * len(non))
+    with pytest.raises(ValueError, match="scored windows"):
+        lexical_check({"settings": {"output": "hand"}, "scores": record["scores"][:-1] + [[]] * 2}, rows)
+
+
 def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_stage(tiny, tmp_path):
     """scripts/device_train.py (what a leased GPU runs) on the tiny model: a spent budget stops the real
     SFT and GRPO trainers after their first step with a checkpoint, GRPO continues the SFT adapter,

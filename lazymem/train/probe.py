@@ -248,6 +248,74 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     return record
 
 
+def window_query(prompt: Sequence[dict]) -> str:
+    """The query of a window prompt (its ``Query:`` line, above the history window).
+
+    >>> text = "# Query\\nQuery Time: t\\nQuery: Where?\\n\\n# History Window\\n{}"
+    >>> window_query([{"role": "user", "content": text}])
+    'Where?'
+    """
+    head = prompt[-1]["content"].split("# History Window\n", 1)[0]
+    for line in head.splitlines():
+        if line.startswith("Query: "):
+            return line[len("Query: "):]
+    raise ValueError("the window prompt has no 'Query: ' line above '# History Window'")
+
+
+def probed_rows(settings: Mapping) -> list[dict]:
+    """The windows a ``choose_keep_bias`` record probed, rebuilt from its settings (pairs, styles,
+    limit, seed) in the order of its ``scores``."""
+    from lazymem.train.heldout import load_pairs
+
+    pairs = load_pairs(settings["pairs"])
+    if settings.get("styles"):
+        pairs = [r for r in pairs if r.get("style") in settings["styles"]]
+    return balanced(pairs, settings["limit"], settings.get("seed", 0))
+
+
+def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
+    """Is the model's P(KEEP) more than word overlap with the query? On the windows a probe record
+    scored (rebuilt from its settings unless ``rows`` are given): the AUC of the extractive
+    processor's relevance (``lexical_scores``: the share of the query's content words a message
+    has) beside the model's, the share of gold and non-gold lines that share no content word with
+    the query, and the model's AUC within the lines with no shared word and within those with some
+    (where lexical matching cannot tell gold from the rest, and where it can).
+
+    A gold line that shares no word is one lexical matching cannot find at any threshold; a model
+    whose AUC there is near 0.5 has learned little beyond word overlap.
+    """
+    from lazymem.construct.extractive import lexical_scores
+
+    rows = probed_rows(record["settings"]) if rows is None else rows
+    windows = record.get("scores") or []
+    if len(rows) != len(windows):
+        raise ValueError(f"{record['settings'].get('output', 'the record')}: {len(windows)} scored windows, "
+                         f"{len(rows)} rebuilt from its settings (were its pairs rebuilt differently?)")
+    lines = []  # (model P(KEEP), lexical score, gold)
+    for r, w in zip(rows, windows):
+        messages = window_messages(r["prompt"])
+        lex = lexical_scores(window_query(r["prompt"]), [m["content"] for m in messages])
+        if len(lex) != len(w) or any(bool(g) != bool(gl) for (_, g), gl in zip(w, r["gold_labels"])):
+            raise ValueError(f"{r.get('question_id')}: the record's gold flags differ from the rebuilt window's")
+        lines += [(p, x, bool(g)) for (p, g), x in zip(w, lex)]
+
+    def split(keep):
+        sel = [ln for ln in lines if keep(ln)]
+        return [p for p, _, g in sel if g], [p for p, _, g in sel if not g]
+
+    gold = [x for _, x, g in lines if g]
+    non = [x for _, x, g in lines if not g]
+    return {
+        "windows": len(windows), "gold_lines": len(gold), "nongold_lines": len(non),
+        "auc_model": auc(*split(lambda ln: True)),
+        "auc_lexical": auc(gold, non),
+        "gold_no_shared_word": sum(x == 0 for x in gold) / len(gold) if gold else None,
+        "nongold_no_shared_word": sum(x == 0 for x in non) / len(non) if non else None,
+        "auc_model_no_shared_word": auc(*split(lambda ln: ln[1] == 0)),
+        "auc_model_shared_word": auc(*split(lambda ln: ln[1] > 0)),
+    }
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``lazymem train probe``'s arguments."""
     ap.add_argument("pairs", help="held-out query-window pairs (lazymem train sft-data output)")
@@ -267,4 +335,33 @@ def run_from_args(args: argparse.Namespace) -> int:
     rows = [json.loads(line) for line in open(args.pairs, encoding="utf-8") if line.strip()]
     res = keep_probe(balanced(rows, args.limit, args.seed), model, load_tokenizer(args.base))
     print(json.dumps({"pairs": args.pairs, "adapter": args.adapter, **res}, indent=1))
+    return 0
+
+
+def add_lexical_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``lazymem train lexical-check``'s arguments."""
+    ap.add_argument("records", nargs="+", help="keep-bias records (lazymem train keep-bias output; their pairs "
+                                               "must be built, as their configs say)")
+    ap.add_argument("--out", help="write the checks as JSON here (one entry per record)")
+    return ap
+
+
+def run_lexical_from_args(args: argparse.Namespace) -> int:
+    """``lexical_check`` of each record; a markdown table on stdout, JSON with --out."""
+    from lazymem.files import write_json
+
+    out = {}
+    for path in args.records:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        out[path] = {"pairs": record["settings"]["pairs"], "adapter": record["settings"].get("adapter"),
+                     "styles": record["settings"].get("styles"), **lexical_check(record)}
+    cols = ("auc_model", "auc_lexical", "gold_no_shared_word", "nongold_no_shared_word",
+            "auc_model_no_shared_word", "auc_model_shared_word")
+    print("| record | windows | gold | " + " | ".join(cols) + " |")
+    print("|---|---:|---:|" + "---:|" * len(cols))
+    for path, r in out.items():
+        cells = ["-" if r[c] is None else f"{r[c]:.3f}" for c in cols]
+        print(f"| {path} | {r['windows']} | {r['gold_lines']} | " + " | ".join(cells) + " |")
+    if args.out:
+        write_json(Path(args.out), out)
     return 0
