@@ -51,8 +51,9 @@ def test_loads_through_the_locomo_parser_with_names_as_roles(tmp_path):
     assert spec_style(SPEC) == "casual"
 
 
-def test_every_evidence_turn_exists_and_holds_its_answer_strings():
-    samples, facts = casual_samples_with_facts(3, 12, 7, 20)
+@pytest.mark.parametrize("topical", [0, 1])
+def test_every_evidence_turn_exists_and_holds_its_answer_strings(topical):
+    samples, facts = casual_samples_with_facts(3, 12, 7, 20, topical=topical)
     for sample in samples:
         turns = {t["dia_id"]: t for k, v in sample["conversation"].items()
                  if k.startswith("session_") and not k.endswith("date_time") for t in v}
@@ -83,10 +84,64 @@ def test_distractors_reuse_fact_vocabulary_about_other_people():
     assert lengths[0] <= 3 and lengths[-1] >= 20  # one-liners to a few sentences
 
 
+def test_topical_off_keeps_the_bytes_v2_was_trained_on():
+    """v2's data card names its casual source by this hash; the option must not move the default's stream."""
+    assert samples_sha256(casual_samples(3, 14, 23, 12)).startswith("724a98977a978fc6")
+    assert casual_samples(3, 14, 23, 12, topical=0) == casual_samples(3, 14, 23, 12)
+
+
+def test_topical_echoes_share_the_questions_words_and_hold_no_answer():
+    """With topical=1 far more non-evidence turns share a content word with a question of their
+    conversation (speakers' names aside), and no added turn holds an answer-bearing string."""
+    from lazymem.text import content_tokens
+
+    def shared(topical):
+        samples, facts = casual_samples_with_facts(2, 14, 11, 12, topical=topical)
+        share, texts = [], []
+        for sample in samples:
+            conv = sample["conversation"]
+            names = content_tokens(conv["speaker_a"] + " " + conv["speaker_b"])
+            evidence = {d for j in range(len(sample["qa"])) for d, _ in facts[f"{sample['sample_id']}:q{j}"]}
+            words = [content_tokens(qa["question"]) - names for qa in sample["qa"]]
+            for k, v in conv.items():
+                if k.startswith("session_") and not k.endswith("date_time"):
+                    for t in v:
+                        if t["dia_id"] not in evidence:
+                            texts.append(t["text"])
+                            share.append(any(w & content_tokens(t["text"]) for w in words))
+        return sum(share) / len(share), texts
+
+    off, _ = shared(0)
+    on, texts = shared(1)
+    assert on > off + 0.08, (off, on)  # seeds 4, 11, 23: +0.08 to +0.16
+    assert not any("{" in t or "}" in t for t in texts)  # every slot of every echo filled
+
+
+def test_an_echo_never_holds_an_answer_bearing_string():
+    import random
+
+    from lazymem.data.casual.facts import Fact, Stmt
+    from lazymem.data.casual.generator import _echo_block, _Fill
+
+    fact = Fact(4, [Stmt(0, "Meet Biscuit, my beagle!", ("Biscuit",))], "What is the name of Maya's beagle?",
+                "Biscuit", topic="pet", slots={"pet": "beagle"})
+    rng = random.Random(0)
+    for _ in range(20):
+        block = _echo_block(rng, fact, _Fill(rng, {"Maya", "Daniel"}, {}), ("Biscuit",))
+        assert len(block) == 2 and not any(g for _, _, g in block)
+        assert {w for w, _, _ in block} == {0, 1} and "Biscuit" not in block[0][1] + block[1][1]
+        assert any("beagle" in t for _, t, _ in block) or "beagle" in block[0][1] + block[1][1]
+    # every pet echo names the pet: with the pet itself answer-bearing, none is left
+    assert _echo_block(rng, fact, _Fill(rng, set(), {}), ("beagle",)) == []
+
+
 def test_spec_parse_format_and_errors():
     assert casual_spec_string(**parse_casual_spec(SPEC)) == SPEC
     assert parse_casual_spec("synthetic-casual") == {"n_conversations": 1, "n_sessions": 12, "seed": 0,
-                                                     "n_questions": 20}
+                                                     "n_questions": 20, "topical": 0}
+    assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=1")) == SPEC + ",topical=1"
+    with pytest.raises(ConfigError, match="topical"):
+        parse_casual_spec(SPEC + ",topical=2")
     for bad, key in (("synthetic-casual:turns=3", "'turns'"), ("synthetic-casual:seed=x", "seed="),
                      ("synthetic-casual:seed=1,seed=2", "'seed' given twice"), ("synthetic-casual:seed", "'seed'")):
         with pytest.raises(ConfigError, match=key):

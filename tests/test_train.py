@@ -353,6 +353,12 @@ def test_lexical_check_splits_the_model_auc_by_shared_words(tmp_path):
     assert res["auc_lexical"] == sum((a > b) + 0.5 * (a == b) for a, b in pairs) / (2 * len(non))
     with pytest.raises(ValueError, match="scored windows"):
         lexical_check({"settings": {"output": "hand"}, "scores": record["scores"][:-1] + [[]] * 2}, rows)
+    from lazymem.train.probe import pair_overlap
+
+    by = pair_overlap([{**r, "style": "casual"} for r in rows])
+    assert set(by) == {"casual"} and by["casual"]["auc_lexical"] == res["auc_lexical"]
+    assert by["casual"]["nongold_no_shared_word"] == res["nongold_no_shared_word"]
+    assert by["casual"]["nongold_mean_overlap"] == 0.5 / len(non)  # only line 1 shares a word (1 of 2)
 
 
 def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_stage(tiny, tmp_path):

@@ -338,11 +338,33 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
+def pair_overlap(rows: Sequence[dict]) -> dict[str, dict]:
+    """Per training style (a pair's ``style``), how much its windows' lines share words with the query:
+    the word-overlap AUC of gold vs non-gold lines, the shares of gold and non-gold lines that share no
+    content word, and the mean overlap of non-gold lines. A style whose distractors seldom share the
+    query's words teaches a model that overlap means gold (LoCoMo's half do)."""
+    from lazymem.construct.extractive import lexical_scores
+
+    by: dict[str, tuple[list[float], list[float]]] = {}
+    for r in rows:
+        lex = lexical_scores(window_query(r["prompt"]), [m["content"] for m in window_messages(r["prompt"])])
+        gold, non = by.setdefault(r.get("style") or "?", ([], []))
+        for x, g in zip(lex, r["gold_labels"]):
+            (gold if g else non).append(x)
+    return {style: {"gold_lines": len(g), "nongold_lines": len(n), "auc_lexical": auc(g, n),
+                    "gold_no_shared_word": sum(x == 0 for x in g) / len(g) if g else None,
+                    "nongold_no_shared_word": sum(x == 0 for x in n) / len(n) if n else None,
+                    "nongold_mean_overlap": statistics.fmean(n) if n else None}
+            for style, (g, n) in sorted(by.items())}
+
+
 def add_lexical_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``lazymem train lexical-check``'s arguments."""
-    ap.add_argument("records", nargs="+", help="keep-bias records (lazymem train keep-bias output; their pairs "
+    ap.add_argument("records", nargs="*", help="keep-bias records (lazymem train keep-bias output; their pairs "
                                                "must be built, as their configs say)")
-    ap.add_argument("--out", help="write the checks as JSON here (one entry per record)")
+    ap.add_argument("--pairs", nargs="+", default=[], metavar="PAIRS.jsonl",
+                    help="also: word overlap of every window line of these pair files, by style (pair_overlap)")
+    ap.add_argument("--out", help="write the checks as JSON here (one entry per record / pair file)")
     return ap
 
 
@@ -357,11 +379,25 @@ def run_lexical_from_args(args: argparse.Namespace) -> int:
                      "styles": record["settings"].get("styles"), **lexical_check(record)}
     cols = ("auc_model", "auc_lexical", "gold_no_shared_word", "nongold_no_shared_word",
             "auc_model_no_shared_word", "auc_model_shared_word")
-    print("| record | windows | gold | " + " | ".join(cols) + " |")
-    print("|---|---:|---:|" + "---:|" * len(cols))
+    if out:
+        print("| record | windows | gold | " + " | ".join(cols) + " |")
+        print("|---|---:|---:|" + "---:|" * len(cols))
     for path, r in out.items():
         cells = ["-" if r[c] is None else f"{r[c]:.3f}" for c in cols]
         print(f"| {path} | {r['windows']} | {r['gold_lines']} | " + " | ".join(cells) + " |")
+    if args.pairs:
+        from lazymem.train.heldout import load_pairs
+
+        cols = ("auc_lexical", "gold_no_shared_word", "nongold_no_shared_word", "nongold_mean_overlap")
+        print("| pairs | style | gold | non-gold | " + " | ".join(cols) + " |")
+        print("|---|---|---:|---:|" + "---:|" * len(cols))
+        for path in args.pairs:
+            out[path] = {"by_style": pair_overlap(load_pairs(path))}
+            for style, r in out[path]["by_style"].items():
+                cells = ["-" if r[c] is None else f"{r[c]:.3f}" for c in cols]
+                print(f"| {path} | {style} | {r['gold_lines']} | {r['nongold_lines']} | " + " | ".join(cells) + " |")
+    if not out:
+        raise ConfigError("lazymem train lexical-check: give keep-bias records, --pairs files, or both")
     if args.out:
         write_json(Path(args.out), out)
     return 0

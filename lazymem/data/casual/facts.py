@@ -46,6 +46,9 @@ class Fact:
     adversarial: str = ""  # category 5: the answer that belongs to the other speaker
     # session datetimes of the statements -> answer (temporal facts)
     resolve: Callable[[list[datetime]], str] | None = field(default=None, repr=False)
+    # what the question is about (a chatter.ECHOES key) and the non-answer values its echoes reuse
+    topic: str = ""
+    slots: dict[str, str] = field(default_factory=dict)
 
 
 class Draw:
@@ -163,7 +166,10 @@ def _single(d: Draw, speakers: tuple[Speaker, Speaker], who: int, adversarial: b
     asked = speakers[1 - who] if adversarial else speakers[who]
     q = question.format(X=asked[0], xposs=asked[1], **values)
     stmt = Stmt(who, text, (value,), cb)
-    return Fact(5, [stmt], q, "", adversarial=value) if adversarial else Fact(4, [stmt], q, value)
+    topic = {k: values[k] for k in ("pet", "fam") if k in values}  # in the question, not the answer
+    if adversarial:
+        return Fact(5, [stmt], q, "", adversarial=value, topic=slot, slots=topic)
+    return Fact(4, [stmt], q, value, topic=slot, slots=topic)
 
 
 def single_hop(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | None:
@@ -194,7 +200,8 @@ def temporal(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | Non
     event = past.format(poss="my")
     text = d.pick(_TEMPORAL).format(event=event, when=when, feeling=d.pick(P.FEELINGS))
     return Fact(2, [Stmt(who, text, (event, when))], f"When did {name} {base.format(poss=poss)}?", "",
-                resolve=lambda times, back=back: long_date(times[0] - timedelta(days=back)))
+                resolve=lambda times, back=back: long_date(times[0] - timedelta(days=back)),
+                topic="event", slots={"base": base.format(poss="{their}")})
 
 
 _TRAITS = {
@@ -236,7 +243,7 @@ def open_domain(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | 
     texts, keys, question, answer = _TRAITS[trait]
     name, poss = speakers[who]
     stmts = [Stmt(who, t, (k,)) for t, k in zip(texts, keys)]
-    return Fact(3, stmts, question.format(X=name), answer.format(X=name, xposs=poss))
+    return Fact(3, stmts, question.format(X=name), answer.format(X=name, xposs=poss), topic=f"trait:{trait}")
 
 
 def multi_hop(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | None:
@@ -254,19 +261,19 @@ def multi_hop(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | No
                       (f"Are you still dreaming about {a}?", "Every single day. I want to go back already.")),
                  Stmt(who, f"I'm writing to you from {b}, believe it or not. Last-minute work trip turned vacation.",
                       (b,))]
-        return Fact(1, stmts, f"Which two places did {name} travel to?", f"{a} and {b}")
+        return Fact(1, stmts, f"Which two places did {name} travel to?", f"{a} and {b}", topic="trips")
     if kind == "hobby":
         h = d.one(P.HOBBIES)
         stmts = [Stmt(who, f"I've gotten really into {h} lately. It's the only thing that clears my head.", (h,)),
                  Stmt(1 - who, f"Okay, you've converted me, I tried {h} this weekend and loved it!", (h,))]
-        return Fact(1, stmts, f"What hobby do {name} and {other} both enjoy?", h)
+        return Fact(1, stmts, f"What hobby do {name} and {other} both enjoy?", h, topic="hobby")
     rel = _relative(d, who, ("sister", "brother", "cousin"))
     if rel is None:
         return None
     fam, r = rel
     stmts = [Stmt(who, f"My {fam} {r} is visiting this week, so the house is loud again.", (fam, r)),
              Stmt(who, f"Big family news: {r} got engaged! We're all over the moon.", (r, "engaged"))]
-    return Fact(1, stmts, f"Who in {name}'s family got engaged?", f"{poss} {fam} {r}")
+    return Fact(1, stmts, f"Who in {name}'s family got engaged?", f"{poss} {fam} {r}", topic="relative")
 
 
 MAKERS: dict[int, Callable[[Draw, tuple[Speaker, Speaker], int], Fact | None]] = {

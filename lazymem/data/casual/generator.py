@@ -138,8 +138,32 @@ def _filler_block(rng: random.Random, fill: _Fill) -> list[tuple[int, str, bool]
             (1 - who, _longer(rng, pair[1], 0.5).format_map(fill), False)]
 
 
-def _conversation(seed: int, c: int, n_sessions: int, n_questions: int):
-    """One LoCoMo sample and, per question, its evidence as (dia_id, answer-bearing strings)."""
+def _echo_block(rng: random.Random, fact: Fact, fill: _Fill, answers: tuple[str, ...],
+                first: int | None = None) -> list[tuple[int, str, bool]]:
+    """A topical echo of ``fact`` (chatter.ECHOES): a (turn, reply) pair sharing the question's words, never
+    an answer-bearing string of the conversation, opened by speaker ``first`` (None: either); [] when
+    every template of the topic would hold one."""
+    options = list(C.ECHOES.get(fact.topic, ()))
+    rng.shuffle(options)
+    for turn, reply in options:
+        texts = []
+        for t in (turn, reply):
+            for k, v in fact.slots.items():
+                t = t.replace("{" + k + "}", v)
+            texts.append(t.format_map(fill))
+        if not any(a.lower() in t.lower() for a in answers for t in texts):
+            who = rng.randrange(2) if first is None else first
+            if rng.random() < 0.3:  # LoCoMo's speakers often open with the other's name
+                texts[0] = "{O}! " + texts[0]  # the turn loop writes the name
+            return [(who, texts[0], False), (1 - who, texts[1], False)]
+    return []
+
+
+def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical: int = 0):
+    """One LoCoMo sample and, per question, its evidence as (dia_id, answer-bearing strings). ``topical``
+    adds topical echoes (``_echo_block``): after every planted statement the two talk on about the
+    same topic for one or two exchanges without restating the answer (as LoCoMo's gold turns sit among
+    turns on their topic), and every session gets one to three echoes of other facts of the conversation."""
     rng = random.Random(f"lazymem-casual:{seed}:{c}")
     sid = f"syncasual{seed}-c{c}"
     she_first = rng.random() < 0.5
@@ -159,17 +183,25 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int):
     callbacks: dict[int, list[tuple[int, tuple[str, str]]]] = {}
     conv: dict = {"speaker_a": a, "speaker_b": b}
     evidence: list[list[tuple[str, tuple[str, ...]]]] = [[] for _ in facts]
+    answers = tuple(a for f in facts for st in f.stmts for a in st.contains if a) if topical else ()
     for s in range(n_sessions):
         fill = _Fill(rng, d.used, {})
         blocks: list[tuple[list[tuple[int, str, bool]], tuple[int, int] | None]] = []
         for f, j in planted.get(s, []):
             st = facts[f].stmts[j]
-            blocks.append((_planted_block(rng, st.text, st.who, names), (f, j)))
+            block = _planted_block(rng, st.text, st.who, names)
+            for _ in range(rng.choice((1, 1, 2)) if topical else 0):
+                block += _echo_block(rng, facts[f], _Fill(rng, d.used, {}), answers, first=1 - block[-1][0])
+            blocks.append((block, (f, j)))
             if st.callback and s + 1 < n_sessions:
                 callbacks.setdefault(rng.randint(s + 1, min(s + 3, n_sessions - 1)), []).append((st.who, st.callback))
         for who, (ask, answer) in callbacks.get(s, []):
             blocks.append(([(1 - who, ask, False), (who, answer, False)], None))
         fillers = [_filler_block(rng, fill) for _ in range(rng.randint(2, 5))]
+        if topical:
+            for _ in range(rng.randint(1, 3)):
+                echo = _echo_block(rng, rng.choice(facts), _Fill(rng, d.used, {}), answers)
+                fillers += [echo] if echo else []
         flexible = {id(b): True for b in fillers}
         blocks += [(b, None) for b in fillers]
         rng.shuffle(blocks)
@@ -205,7 +237,9 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int):
     return {"sample_id": sid, "conversation": conv, "qa": qa}, evidence
 
 
-def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int) -> None:
+def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int, topical: int = 0) -> None:
+    if topical not in (0, 1) or isinstance(topical, bool):
+        raise ConfigError(f"synthetic-casual: topical must be 0 or 1, got {topical!r}")
     for name, value, lo in (("conversations", n_conversations, 1), ("sessions", n_sessions, 2),
                             ("questions", n_questions, 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
@@ -214,25 +248,27 @@ def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int) -
         raise ConfigError(f"synthetic-casual: seed must be an integer, got {seed!r}")
 
 
-def casual_samples_with_facts(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20):
+def casual_samples_with_facts(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
+                              topical: int = 0):
     """The LoCoMo samples and, per question id ("{sample_id}:q{j}"), its evidence (dia_id, strings)."""
-    _check(n_conversations, n_sessions, seed, n_questions)
+    _check(n_conversations, n_sessions, seed, n_questions, topical)
     samples, facts = [], {}
     for c in range(n_conversations):
-        sample, evidence = _conversation(seed, c, n_sessions, n_questions)
+        sample, evidence = _conversation(seed, c, n_sessions, n_questions, topical)
         samples.append(sample)
         facts.update({f"{sample['sample_id']}:q{j}": ev for j, ev in enumerate(evidence)})
     return samples, facts
 
 
-def casual_samples(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20) -> list[dict]:
+def casual_samples(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
+                   topical: int = 0) -> list[dict]:
     """LoCoMo-schema samples (``sample_id`` ``syncasual{seed}-c{i}``), deterministic in the arguments.
 
     >>> s = casual_samples(1, 4, 0, 5)[0]
     >>> s["sample_id"], sorted(s["conversation"])[:3], len(s["qa"])
     ('syncasual0-c0', ['session_1', 'session_1_date_time', 'session_2'], 5)
     """
-    return casual_samples_with_facts(n_conversations, n_sessions, seed, n_questions)[0]
+    return casual_samples_with_facts(n_conversations, n_sessions, seed, n_questions, topical)[0]
 
 
 def samples_sha256(samples: list[dict]) -> str:
@@ -241,44 +277,50 @@ def samples_sha256(samples: list[dict]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def casual_dataset(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20):
+def casual_dataset(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
+                   topical: int = 0):
     """The samples loaded by the LoCoMo parser: a Dataset whose roles are the speakers' names."""
     from lazymem.data.locomo import parse_locomo
 
-    samples = casual_samples(n_conversations, n_sessions, seed, n_questions)
-    spec = casual_spec_string(n_conversations, n_sessions, seed, n_questions)
+    samples = casual_samples(n_conversations, n_sessions, seed, n_questions, topical)
+    spec = casual_spec_string(n_conversations, n_sessions, seed, n_questions, topical)
     return parse_locomo(samples, file=spec, name=spec, sha256=samples_sha256(samples), bad_evidence="error")
 
 
 PREFIX = "synthetic-casual"
-_KEYS = {"conversations": "n_conversations", "sessions": "n_sessions", "seed": "seed", "questions": "n_questions"}
+_KEYS = {"conversations": "n_conversations", "sessions": "n_sessions", "seed": "seed", "questions": "n_questions",
+         "topical": "topical"}
 
 
-def casual_spec_string(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20) -> str:
-    """The canonical spec of a generator call (the Dataset's name and source).
+def casual_spec_string(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
+                       topical: int = 0) -> str:
+    """The canonical spec of a generator call (the Dataset's name and source); ``topical`` only when on,
+    so the specs (and bytes) of earlier data stay as they were.
 
-    >>> casual_spec_string(8, 12, 1, 20)
-    'synthetic-casual:conversations=8,sessions=12,seed=1,questions=20'
+    >>> casual_spec_string(8, 12, 1, 20), casual_spec_string(8, 12, 1, 20, topical=1)[-10:]
+    ('synthetic-casual:conversations=8,sessions=12,seed=1,questions=20', ',topical=1')
     """
-    return f"{PREFIX}:conversations={n_conversations},sessions={n_sessions},seed={seed},questions={n_questions}"
+    spec = f"{PREFIX}:conversations={n_conversations},sessions={n_sessions},seed={seed},questions={n_questions}"
+    return spec + (",topical=1" if topical else "")
 
 
 def parse_casual_spec(spec: str) -> dict:
     """Parse "synthetic-casual[:conversations=C,sessions=S,seed=N,questions=Q]" into generator kwargs.
 
-    Every key is optional (defaults 1, 12, 0, 20). A bad key or value raises ConfigError naming it.
+    Every key is optional (defaults 1, 12, 0, 20, topical 0: no topical echoes). A bad key or value
+    raises ConfigError naming it.
 
     >>> parse_casual_spec("synthetic-casual:conversations=2,seed=3")
-    {'n_conversations': 2, 'n_sessions': 12, 'seed': 3, 'n_questions': 20}
+    {'n_conversations': 2, 'n_sessions': 12, 'seed': 3, 'n_questions': 20, 'topical': 0}
     >>> parse_casual_spec("synthetic-casual:turns=3")
     Traceback (most recent call last):
     ...
-    lazymem.errors.ConfigError: synthetic-casual spec: unknown key 'turns' (expected conversations, sessions, seed, questions)
+    lazymem.errors.ConfigError: synthetic-casual spec: unknown key 'turns' (expected conversations, sessions, seed, questions, topical)
     """  # noqa: E501  (a doctest's expected output is one line)
     head, _, body = str(spec).strip().partition(":")
     if head.strip() != PREFIX:
         raise ConfigError(f"synthetic-casual spec must start with {PREFIX!r}, got {spec!r}")
-    out = {"n_conversations": 1, "n_sessions": 12, "seed": 0, "n_questions": 20}
+    out = {"n_conversations": 1, "n_sessions": 12, "seed": 0, "n_questions": 20, "topical": 0}
     seen = set()
     for part in body.split(","):
         if not part.strip():
@@ -294,4 +336,6 @@ def parse_casual_spec(spec: str) -> dict:
             raise ConfigError(f"synthetic-casual spec: {key}={value!r} is not a whole number")
         seen.add(key)
         out[_KEYS[key]] = int(value)
+    if out["topical"] not in (0, 1):
+        raise ConfigError(f"synthetic-casual spec: topical={out['topical']} must be 0 or 1")
     return out
