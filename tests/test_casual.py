@@ -51,7 +51,7 @@ def test_loads_through_the_locomo_parser_with_names_as_roles(tmp_path):
     assert spec_style(SPEC) == "casual"
 
 
-@pytest.mark.parametrize("topical", [0, 1])
+@pytest.mark.parametrize("topical", [0, 1, 2])
 def test_every_evidence_turn_exists_and_holds_its_answer_strings(topical):
     samples, facts = casual_samples_with_facts(3, 12, 7, 20, topical=topical)
     for sample in samples:
@@ -88,6 +88,34 @@ def test_topical_off_keeps_the_bytes_v2_was_trained_on():
     """v2's data card names its casual source by this hash; the option must not move the default's stream."""
     assert samples_sha256(casual_samples(3, 14, 23, 12)).startswith("724a98977a978fc6")
     assert casual_samples(3, 14, 23, 12, topical=0) == casual_samples(3, 14, 23, 12)
+    # and topical=2 does not move topical=1's (the v3 candidate's data card names this hash)
+    assert samples_sha256(casual_samples(4, 14, 25, 12, topical=1)).startswith("f66657dfd490f88f")
+
+
+def test_first_person_echoes_are_the_facts_own_speaker_and_never_the_answer():
+    import re
+
+    from lazymem.data.casual.chatter import LEAD_INS, SELF_ECHOES
+
+    samples, facts = casual_samples_with_facts(2, 14, 11, 12, topical=2)
+    templates = [re.compile(re.sub(r"\\\{\w+\\\}", ".+", re.escape(t)) + "$")
+                 for pairs in SELF_ECHOES.values() for t, _ in pairs]
+    n_self = n_led = n_gold = 0
+    for sample in samples:
+        ev = {j: facts[f"{sample['sample_id']}:q{j}"] for j in range(len(sample["qa"]))}
+        answers = {c.lower() for e in ev.values() for _, cs in e for c in cs}
+        evidence = {d for e in ev.values() for d, _ in e}
+        for k, v in sample["conversation"].items():
+            if not k.startswith("session_") or k.endswith("date_time"):
+                continue
+            for t in v:
+                if t["dia_id"] in evidence:
+                    n_gold += 1
+                    n_led += any(t["text"].startswith(x) for x in LEAD_INS)
+                elif any(p.match(t["text"]) for p in templates):
+                    n_self += 1
+                    assert not any(re.search(rf"\b{re.escape(a)}\b", t["text"].lower()) for a in answers), t
+    assert n_self >= 10 and 0 < n_led < n_gold
 
 
 def test_topical_echoes_share_the_questions_words_and_hold_no_answer():
@@ -140,8 +168,9 @@ def test_spec_parse_format_and_errors():
     assert parse_casual_spec("synthetic-casual") == {"n_conversations": 1, "n_sessions": 12, "seed": 0,
                                                      "n_questions": 20, "topical": 0}
     assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=1")) == SPEC + ",topical=1"
+    assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=2")) == SPEC + ",topical=2"
     with pytest.raises(ConfigError, match="topical"):
-        parse_casual_spec(SPEC + ",topical=2")
+        parse_casual_spec(SPEC + ",topical=3")
     for bad, key in (("synthetic-casual:turns=3", "'turns'"), ("synthetic-casual:seed=x", "seed="),
                      ("synthetic-casual:seed=1,seed=2", "'seed' given twice"), ("synthetic-casual:seed", "'seed'")):
         with pytest.raises(ConfigError, match=key):

@@ -130,6 +130,38 @@ ECHOES = {
     "trait:art": (("My {circle} {other} wants to pursue a creative hobby but can't decide which kind.",
                    "Trying a few things first is the way to go."),),
 }
+# First-person echoes (`topical=2`): the fact's own speaker on the same topic in another session, never the
+# answer: LoCoMo's annotators mark one turn, and its speakers keep talking about their dog, their team,
+# their class in turns that are not the evidence. (turn by the fact's speaker, the other's reply)
+SELF_ECHOES = {
+    "pet": (("Took the {pet} to the vet this morning, all good, just a checkup.", "Glad it's nothing serious!"),
+            ("The {pet} chewed through another phone charger last night. I give up.", "Ha, classic.")),
+    "class": (("Class was cancelled this week, so I stayed home and practiced instead.", "Still counts!"),
+              ("I was the worst one in class again yesterday, but the teacher is so patient.",
+               "Everyone starts somewhere.")),
+    "job": (("First weeks at the new job are a blur, so many names to learn.", "You'll have them down in no time."),
+            ("Had my first big meeting at work today. I think it went okay?", "I'm sure it went great.")),
+    "instrument": (("I practiced for an hour last night. My neighbors are saints.", "Ha, or very patient people."),
+                   ("I'm learning a new song right now, very slowly.", "Slow is how you learn it right.")),
+    "book": (("I finished another book on the train yesterday, a short one this time.",
+              "Nice, what's next on the pile?"),
+             ("I keep falling asleep two pages into whatever I'm reading.", "That's the best kind of sleep aid.")),
+    "family": (("My {fam} called me twice today, just to chat.", "That's sweet. You two are close."),
+               ("My {fam} and I are trying to plan a trip together, but our calendars hate us.", "Ugh, scheduling.")),
+    "food": (("I'm making something from scratch again tonight, wish me luck.", "Good luck! Send pictures."),
+             ("I burned dinner last night, back to basics I guess.", "Happens to the best of us.")),
+    "trips": (("I'm already planning where to travel next, I can't help it.", "You have the travel bug for sure."),),
+    "hobby": (("Honestly, having a hobby has been the best thing for me this year.", "I can tell, you seem happier."),),
+    "relative": (("My family is planning a big get-together for the summer.", "That sounds lovely, and chaotic."),),
+}
+# Openers that put a planted statement's point later in its turn (`topical=2`), as many LoCoMo gold turns do.
+LEAD_INS = (
+    "Oh man, where do I even start.",
+    "Sorry for the slow reply, this week got away from me.",
+    "So much has happened since we talked, honestly.",
+    "Okay, I have to tell you something.",
+    "Things have been busy but good on my end.",
+)
 # The other speaker's reaction to a planted statement (one-liners to a few sentences).
 REACTIONS = (
     "Wow, that's amazing, {O}!",

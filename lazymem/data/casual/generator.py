@@ -139,11 +139,11 @@ def _filler_block(rng: random.Random, fill: _Fill) -> list[tuple[int, str, bool]
 
 
 def _echo_block(rng: random.Random, fact: Fact, fill: _Fill, answers: tuple[str, ...],
-                first: int | None = None) -> list[tuple[int, str, bool]]:
-    """A topical echo of ``fact`` (chatter.ECHOES): a (turn, reply) pair sharing the question's words, never
-    an answer-bearing string of the conversation, opened by speaker ``first`` (None: either); [] when
-    every template of the topic would hold one."""
-    options = list(C.ECHOES.get(fact.topic, ()))
+                first: int | None = None, pool: dict | None = None) -> list[tuple[int, str, bool]]:
+    """A topical echo of ``fact`` (chatter.ECHOES, or ``pool``): a (turn, reply) pair sharing the question's
+    words, never an answer-bearing string of the conversation, opened by speaker ``first`` (None: either);
+    [] when every template of the topic would hold one."""
+    options = list((C.ECHOES if pool is None else pool).get(fact.topic, ()))
     rng.shuffle(options)
     for turn, reply in options:
         texts = []
@@ -163,7 +163,10 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
     """One LoCoMo sample and, per question, its evidence as (dia_id, answer-bearing strings). ``topical``
     adds topical echoes (``_echo_block``): after every planted statement the two talk on about the
     same topic for one or two exchanges without restating the answer (as LoCoMo's gold turns sit among
-    turns on their topic), and every session gets one to three echoes of other facts of the conversation."""
+    turns on their topic), and every session gets one to three echoes of other facts of the conversation.
+    ``topical=2`` adds, besides, first-person echoes (chatter.SELF_ECHOES: a fact's own speaker on its
+    topic in a session where it is not stated) and puts half the planted statements after a lead-in
+    sentence (chatter.LEAD_INS), so the point of a gold turn is not always at its start."""
     rng = random.Random(f"lazymem-casual:{seed}:{c}")
     sid = f"syncasual{seed}-c{c}"
     she_first = rng.random() < 0.5
@@ -189,7 +192,8 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
         blocks: list[tuple[list[tuple[int, str, bool]], tuple[int, int] | None]] = []
         for f, j in planted.get(s, []):
             st = facts[f].stmts[j]
-            block = _planted_block(rng, st.text, st.who, names)
+            text = f"{rng.choice(C.LEAD_INS)} {st.text}" if topical >= 2 and rng.random() < 0.5 else st.text
+            block = _planted_block(rng, text, st.who, names)
             for _ in range(rng.choice((1, 1, 2)) if topical else 0):
                 block += _echo_block(rng, facts[f], _Fill(rng, d.used, {}), answers, first=1 - block[-1][0])
             blocks.append((block, (f, j)))
@@ -202,6 +206,12 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
             for _ in range(rng.randint(1, 3)):
                 echo = _echo_block(rng, rng.choice(facts), _Fill(rng, d.used, {}), answers)
                 fillers += [echo] if echo else []
+        if topical >= 2:  # the fact's own speaker on its topic, in a session where it is not stated
+            away = [f for f, ss in enumerate(where) if s not in ss and facts[f].topic in C.SELF_ECHOES]
+            for f in rng.sample(away, min(len(away), rng.randint(1, 2))):
+                echo = _echo_block(rng, facts[f], _Fill(rng, d.used, {}), answers, first=facts[f].stmts[0].who,
+                                   pool=C.SELF_ECHOES)
+                blocks += [(echo, None)] if echo else []
         flexible = {id(b): True for b in fillers}
         blocks += [(b, None) for b in fillers]
         rng.shuffle(blocks)
@@ -238,8 +248,8 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
 
 
 def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int, topical: int = 0) -> None:
-    if topical not in (0, 1) or isinstance(topical, bool):
-        raise ConfigError(f"synthetic-casual: topical must be 0 or 1, got {topical!r}")
+    if topical not in (0, 1, 2) or isinstance(topical, bool):
+        raise ConfigError(f"synthetic-casual: topical must be 0, 1 or 2, got {topical!r}")
     for name, value, lo in (("conversations", n_conversations, 1), ("sessions", n_sessions, 2),
                             ("questions", n_questions, 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
@@ -301,7 +311,7 @@ def casual_spec_string(n_conversations: int = 1, n_sessions: int = 12, seed: int
     ('synthetic-casual:conversations=8,sessions=12,seed=1,questions=20', ',topical=1')
     """
     spec = f"{PREFIX}:conversations={n_conversations},sessions={n_sessions},seed={seed},questions={n_questions}"
-    return spec + (",topical=1" if topical else "")
+    return spec + (f",topical={topical}" if topical else "")
 
 
 def parse_casual_spec(spec: str) -> dict:
@@ -336,6 +346,6 @@ def parse_casual_spec(spec: str) -> dict:
             raise ConfigError(f"synthetic-casual spec: {key}={value!r} is not a whole number")
         seen.add(key)
         out[_KEYS[key]] = int(value)
-    if out["topical"] not in (0, 1):
-        raise ConfigError(f"synthetic-casual spec: topical={out['topical']} must be 0 or 1")
+    if out["topical"] not in (0, 1, 2):
+        raise ConfigError(f"synthetic-casual spec: topical={out['topical']} must be 0, 1 or 2")
     return out
