@@ -6,8 +6,11 @@ references back to earlier sessions ("How's the pottery class going?"), third pa
 name, and turns from one-liners to a few sentences. Planted facts come with questions in
 LoCoMo's five categories (multi-hop over two sessions, temporal, open-domain inference,
 single-hop, adversarial) and gold evidence dia_ids; distractors reuse the facts' vocabulary
-about other people (a coworker's new dog) so retrieval has work to do. Sample ids are
-``syncasual{seed}-c{i}``, never LoCoMo's ``conv-*``.
+about other people (a coworker's new dog) so retrieval has work to do. ``topical=1`` adds turns
+that share a question's words and never its answer (the two talk on about a planted statement's
+topic; sessions echo other facts); ``topical=2`` adds the fact's own speaker on its topic in other
+sessions and lead-ins before half the planted statements (LoCoMo's hard cases; docs/numbers.md).
+Sample ids are ``syncasual{seed}-c{i}``, never LoCoMo's ``conv-*``.
 
 Modules: ``generator`` (the samples, their hash, the Dataset through the LoCoMo parser,
 the spec pair), ``facts`` (fact makers and their templates, one per category), ``chatter``
