@@ -273,6 +273,14 @@ def probed_rows(settings: Mapping) -> list[dict]:
     return balanced(pairs, settings["limit"], settings.get("seed", 0))
 
 
+def line_overlap(row: Mapping) -> list[float]:
+    """Word overlap with the query (``lexical_scores``, the extractive processor's relevance) of each
+    decided message of a window row, in order."""
+    from lazymem.construct.extractive import lexical_scores
+
+    return lexical_scores(window_query(row["prompt"]), [m["content"] for m in window_messages(row["prompt"])])
+
+
 def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
     """Is the model's P(KEEP) more than word overlap with the query? On the windows a probe record
     scored (rebuilt from its settings unless ``rows`` are given): the AUC of the extractive
@@ -284,8 +292,6 @@ def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
     A gold line that shares no word is one lexical matching cannot find at any threshold; a model
     whose AUC there is near 0.5 has learned little beyond word overlap.
     """
-    from lazymem.construct.extractive import lexical_scores
-
     rows = probed_rows(record["settings"]) if rows is None else rows
     windows = record.get("scores") or []
     if len(rows) != len(windows):
@@ -293,8 +299,7 @@ def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
                          f"{len(rows)} rebuilt from its settings (were its pairs rebuilt differently?)")
     lines = []  # (model P(KEEP), lexical score, gold)
     for r, w in zip(rows, windows):
-        messages = window_messages(r["prompt"])
-        lex = lexical_scores(window_query(r["prompt"]), [m["content"] for m in messages])
+        lex = line_overlap(r)
         if len(lex) != len(w) or any(bool(g) != bool(gl) for (_, g), gl in zip(w, r["gold_labels"])):
             raise ValueError(f"{r.get('question_id')}: the record's gold flags differ from the rebuilt window's")
         lines += [(p, x, bool(g)) for (p, g), x in zip(w, lex)]
@@ -314,6 +319,24 @@ def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
         "auc_model_no_shared_word": auc(*split(lambda ln: ln[1] == 0)),
         "auc_model_shared_word": auc(*split(lambda ln: ln[1] > 0)),
     }
+
+
+def pair_overlap(rows: Sequence[dict]) -> dict[str, dict]:
+    """Per training style (a pair's ``style``), how much its windows' lines share words with the query:
+    the word-overlap AUC of gold vs non-gold lines, the shares of gold and non-gold lines that share no
+    content word, and the mean overlap of non-gold lines. A style whose distractors seldom share the
+    query's words teaches a model that overlap means gold (LoCoMo's half do)."""
+    by: dict[str, tuple[list[float], list[float]]] = {}
+    for r in rows:
+        lex = line_overlap(r)
+        gold, non = by.setdefault(r.get("style") or "?", ([], []))
+        for x, g in zip(lex, r["gold_labels"]):
+            (gold if g else non).append(x)
+    return {style: {"gold_lines": len(g), "nongold_lines": len(n), "auc_lexical": auc(g, n),
+                    "gold_no_shared_word": sum(x == 0 for x in g) / len(g) if g else None,
+                    "nongold_no_shared_word": sum(x == 0 for x in n) / len(n) if n else None,
+                    "nongold_mean_overlap": statistics.fmean(n) if n else None}
+            for style, (g, n) in sorted(by.items())}
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -336,26 +359,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     res = keep_probe(balanced(rows, args.limit, args.seed), model, load_tokenizer(args.base))
     print(json.dumps({"pairs": args.pairs, "adapter": args.adapter, **res}, indent=1))
     return 0
-
-
-def pair_overlap(rows: Sequence[dict]) -> dict[str, dict]:
-    """Per training style (a pair's ``style``), how much its windows' lines share words with the query:
-    the word-overlap AUC of gold vs non-gold lines, the shares of gold and non-gold lines that share no
-    content word, and the mean overlap of non-gold lines. A style whose distractors seldom share the
-    query's words teaches a model that overlap means gold (LoCoMo's half do)."""
-    from lazymem.construct.extractive import lexical_scores
-
-    by: dict[str, tuple[list[float], list[float]]] = {}
-    for r in rows:
-        lex = lexical_scores(window_query(r["prompt"]), [m["content"] for m in window_messages(r["prompt"])])
-        gold, non = by.setdefault(r.get("style") or "?", ([], []))
-        for x, g in zip(lex, r["gold_labels"]):
-            (gold if g else non).append(x)
-    return {style: {"gold_lines": len(g), "nongold_lines": len(n), "auc_lexical": auc(g, n),
-                    "gold_no_shared_word": sum(x == 0 for x in g) / len(g) if g else None,
-                    "nongold_no_shared_word": sum(x == 0 for x in n) / len(n) if n else None,
-                    "nongold_mean_overlap": statistics.fmean(n) if n else None}
-            for style, (g, n) in sorted(by.items())}
 
 
 def add_lexical_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -166,10 +166,10 @@ def _single(d: Draw, speakers: tuple[Speaker, Speaker], who: int, adversarial: b
     asked = speakers[1 - who] if adversarial else speakers[who]
     q = question.format(X=asked[0], xposs=asked[1], **values)
     stmt = Stmt(who, text, (value,), cb)
-    topic = {k: values[k] for k in ("pet", "fam") if k in values}  # in the question, not the answer
+    slots = {k: values[k] for k in ("pet", "fam") if k in values}  # in the question, not the answer
     if adversarial:
-        return Fact(5, [stmt], q, "", adversarial=value, topic=slot, slots=topic)
-    return Fact(4, [stmt], q, value, topic=slot, slots=topic)
+        return Fact(5, [stmt], q, "", adversarial=value, topic=slot, slots=slots)
+    return Fact(4, [stmt], q, value, topic=slot, slots=slots)
 
 
 def single_hop(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | None:

@@ -315,7 +315,7 @@ def casual_spec_string(n_conversations: int = 1, n_sessions: int = 12, seed: int
 
 
 def parse_casual_spec(spec: str) -> dict:
-    """Parse "synthetic-casual[:conversations=C,sessions=S,seed=N,questions=Q]" into generator kwargs.
+    """Parse "synthetic-casual[:conversations=C,sessions=S,seed=N,questions=Q,topical=T]" into generator kwargs.
 
     Every key is optional (defaults 1, 12, 0, 20, topical 0: no topical echoes). A bad key or value
     raises ConfigError naming it.
