@@ -17,6 +17,7 @@
     lazymem train recipe [--only STEP ...] [--until STEP] [--list]
     lazymem train probe PAIRS [--adapter DIR]
     lazymem train lexical-check RECORD.json... [--out FILE]
+    lazymem train keep-prior DEV_RECORD.json... [--report RECORD.json...] --out FILE
     lazymem remeasure RUN_DIR [RUN_DIR ...]
     lazymem fusion-tuning SPEC [--verify] [--out FILE]
     lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v] [--executor local|slurm]
@@ -235,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = probe.add_lexical_arguments(train.add_parser(
         "lexical-check", help="is a probe's P(KEEP) more than word overlap with the query? (no model)"))
     s.set_defaults(func=probe.run_lexical_from_args)
+    from lazymem.train import prior
+
+    s = prior.add_arguments(train.add_parser(
+        "keep-prior", help="choose the lexical KEEP prior and the KEEP bias on development probe records (no model)"))
+    s.set_defaults(func=prior.run_from_args)
     from lazymem.eval import remeasure
 
     s = remeasure.add_arguments(sub.add_parser("remeasure",

@@ -582,12 +582,26 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     for r in records:
         adapter = r["settings"]["adapter"]
         chosen.setdefault(source.get(adapter, adapter), set()).add(r["keep_bias"])
-    biased = {}
+    # (keep_prior, bias) pairs chosen on development probe records (lazymem train keep-prior), and the best bias
+    # without a prior there; a row with a prior must decode with a chosen pair
+    pairs: dict[str, set] = {}
+    for p in sorted(results.glob("v2_dev/keep_prior*.json")):
+        r = json.loads(p.read_text())
+        adapters = {json.loads((ROOT / s).read_text())["settings"]["adapter"] for s in r["settings"]["select"]}
+        assert len(adapters) == 1 and not any("locomo" in s for s in r["settings"]["select"]), r["settings"]
+        a = adapters.pop()
+        pairs.setdefault(source.get(a, a), set()).add((r["chosen"]["keep_prior"], r["chosen"]["keep_bias"]))
+        chosen.setdefault(source.get(a, a), set()).add(r["no_prior"]["keep_bias"])
+    biased, prior = {}, {}
     for cfg in ("eval_windows.yaml", "v2_dev_windows.yaml"):
         rows = yaml.safe_load((ROOT / "configs/train/lazymem-135m" / cfg).read_text())["rows"]
-        biased.update({f"{cfg}.{name}": (source.get(r["mpm"]["adapter"], r["mpm"]["adapter"]),
-                                         r["sampling"]["logit_bias"][" KEEP"])
-                       for name, r in rows.items() if (r.get("sampling") or {}).get("logit_bias")})
+        for name, r in rows.items():
+            if (r.get("sampling") or {}).get("logit_bias"):
+                key = (source.get(r["mpm"]["adapter"], r["mpm"]["adapter"]), r["sampling"]["logit_bias"][" KEEP"])
+                if r.get("keep_prior"):
+                    prior[f"{cfg}.{name}"] = (key[0], (r["keep_prior"], key[1]))
+                else:
+                    biased[f"{cfg}.{name}"] = key
     demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]
     biased["demo"] = (source[demo["mpm"]["adapter"]], demo["mpm_sampling"]["logit_bias"][" KEEP"])
     table = yaml.safe_load((ROOT / "configs/tables/lazymem135m.yaml").read_text())["rows"]
@@ -597,8 +611,11 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         rows = yaml.safe_load((ROOT / "configs/tables" / cfg).read_text())["rows"]
         for n, r in rows.items():
             bias = r.get("pipeline.mpm_sampling.logit_bias") or (r.get("pipeline.mpm_sampling") or {}).get("logit_bias")
-            if r.get("pipeline.mpm.adapter") in source and bias:
+            if r.get("pipeline.mpm.adapter") in source and bias and r.get("pipeline.keep_prior"):
+                prior[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], (r["pipeline.keep_prior"], bias[" KEEP"]))
+            elif r.get("pipeline.mpm.adapter") in source and bias:
                 biased[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], bias[" KEEP"])
     assert len(biased) >= 4 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)
+    assert prior and all(b in pairs.get(a, ()) for a, b in prior.values()), (pairs, prior)
     for card in shipped.values():
         assert card["keep_bias"]["keep_bias"] in chosen[card["shipped_from"]]

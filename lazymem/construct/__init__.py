@@ -11,7 +11,13 @@ Modules, in the order a window passes through them:
 - ``merge``: deduplication over overlapping sub-windows, memory assembly, construction statistics;
 - ``extractive``: a training-free processor behind the same interface as a model.
 """
-from lazymem.construct.extractive import ExtractiveConfig, ExtractiveProcessor, MemoryProcessor, lexical_scores
+from lazymem.construct.extractive import (
+    ExtractiveConfig,
+    ExtractiveProcessor,
+    MemoryProcessor,
+    lexical_prior,
+    lexical_scores,
+)
 from lazymem.construct.gate import (
     FAILURE_KINDS,
     FIELDS,
@@ -34,7 +40,8 @@ from lazymem.construct.merge import (
 from lazymem.construct.prompt import BRIDGES, WindowPrompt, bridge_sizes, gold_labels, window_prompts
 
 __all__ = [
-    "ExtractiveConfig", "ExtractiveProcessor", "MemoryProcessor", "lexical_scores", "FAILURE_KINDS", "FIELDS",
+    "ExtractiveConfig", "ExtractiveProcessor", "MemoryProcessor", "lexical_prior", "lexical_scores", "FAILURE_KINDS",
+    "FIELDS",
     "GATE_OK", "OPS", "STRUCTURAL_FAILURES", "Decision", "GateVerdict", "decision_schema", "parse_decisions",
     "strip_think", "ConstructionStats", "assemble_memory", "construction_stats", "merge_decisions",
     "window_positions", "BRIDGES", "WindowPrompt", "bridge_sizes", "gold_labels", "window_prompts",

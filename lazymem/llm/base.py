@@ -66,6 +66,10 @@ class Sampling:
     grounded: tuple[str, ...] | None = field(default=None, metadata=h(
         "grounded decoding: one text per decision (a window's messages, in order); item i's compressed_content "
         "can only be a verbatim span of text i (lazymem.llm.grounding); backends transformers and llamacpp"))
+    trace_keep_bias: tuple[float, ...] | None = field(default=None, metadata=h(
+        "one number per line of a <think> decision trace: added to ' KEEP''s logit where line i's op is written "
+        "(after its '->'), on top of logit_bias (a per-message KEEP prior, e.g. pipeline.keep_prior); backends "
+        "transformers and llamacpp"))
 
     def __post_init__(self):
         num = (int, float)
@@ -101,6 +105,13 @@ class Sampling:
         require(self.grounded is None
                 or (isinstance(self.grounded, tuple) and all(isinstance(t, str) for t in self.grounded)),
                 "Sampling", "grounded", self.grounded, "must be None or a list of message texts")
+        if isinstance(self.trace_keep_bias, list):
+            object.__setattr__(self, "trace_keep_bias", tuple(self.trace_keep_bias))
+        require(self.trace_keep_bias is None
+                or (isinstance(self.trace_keep_bias, tuple) and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    for v in self.trace_keep_bias)),
+                "Sampling", "trace_keep_bias", self.trace_keep_bias, "must be None or a list of finite numbers")
 
     @property
     def greedy(self) -> bool:
@@ -116,6 +127,10 @@ class Sampling:
             del d["grounded"]  # likewise
         else:
             d["grounded"] = list(self.grounded)
+        if self.trace_keep_bias is None:
+            del d["trace_keep_bias"]  # likewise
+        else:
+            d["trace_keep_bias"] = list(self.trace_keep_bias)
         return d
 
 
@@ -136,6 +151,30 @@ def bias_token_ids(tokenizer: Any, logit_bias: Mapping[str, float]) -> dict[int,
             raise ConfigError(f"Sampling.logit_bias: {text!r} encodes to no token")
         out[int(ids[0])] = out.get(int(ids[0]), 0.0) + float(bias)
     return out
+
+
+def trace_op_line(text: str) -> int | None:
+    """The 0-based line of a ``<think>`` trace whose op generated ``text`` writes next: the text is inside the
+    trace (it opens with ``<think>`` and a newline; line i follows the (i+1)-th newline) and its last line
+    ends with ``->`` (``N. role: "quote" ->``, the op follows); None anywhere else. Where
+    ``Sampling.trace_keep_bias`` acts: at the decision, as the teacher-forced probe reads P(KEEP).
+
+    >>> [trace_op_line(t) for t in ("<think>\\n1. a ->", "<think>\\n1. a -> KEEP\\n2. b", "x\\n1. a -> KEEP\\n2. b ->")]
+    [0, None, 1]
+    >>> trace_op_line("<think>\\n1. a -> KEEP\\n</think>\\n[->") is None
+    True
+    """
+    if "</think>" in text or "\n" not in text or not text.rstrip(" ").endswith("->"):
+        return None
+    return text.count("\n") - 1
+
+
+def trace_keep_ids(tokenizer: Any, sampling: Sampling) -> tuple[int, dict[int, float]]:
+    """(the `` KEEP`` token id, ``sampling.logit_bias`` as {token id: bias}) for ``Sampling.trace_keep_bias``."""
+    keep = tokenizer.encode(" KEEP", add_special_tokens=False)
+    if not keep:
+        raise ConfigError("Sampling.trace_keep_bias: ' KEEP' encodes to no token")
+    return int(keep[0]), bias_token_ids(tokenizer, sampling.logit_bias) if sampling.logit_bias else {}
 
 
 _LINE_OP = re.compile(r"(KEEP|DROP)\W*$")

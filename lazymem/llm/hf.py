@@ -31,6 +31,8 @@ from lazymem.llm.base import (
     bias_token_ids,
     error_completion,
     to_messages,
+    trace_keep_ids,
+    trace_op_line,
     trace_ops,
 )
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
@@ -169,6 +171,8 @@ class TransformersBackend:
         processors = []
         if s.logit_bias:
             processors.append(_BiasProcessor(bias_token_ids(tok, s.logit_bias)))
+        if s.trace_keep_bias is not None:
+            processors.append(_TraceKeepBias(tok, enc["input_ids"].shape[1], s))
         if s.json_schema is not None:
             processors.append(self._json_processor(s.json_schema))  # masks after the bias
             if s.json_schema.get(ARRAY_FOLLOWS_TRACE):
@@ -316,6 +320,23 @@ class _Grounded:
                 finite[banned] = False
                 if bool(finite.any()):
                     scores[row, banned] = float("-inf")
+        return scores
+
+
+class _TraceKeepBias:
+    """``Sampling.trace_keep_bias``: where the op of line i of a row's ``<think>`` trace comes next (after its
+    ``->``: ``trace_op_line``), line i's number is added to `` KEEP``'s logit (after ``_BiasProcessor``'s
+    ``logit_bias``; a transformers LogitsProcessor)."""
+
+    def __init__(self, tok: Any, width: int, s: Sampling):
+        self.tok, self.width, self.lines = tok, width, tuple(s.trace_keep_bias or ())
+        self.keep, _ = trace_keep_ids(tok, s)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        for row in range(input_ids.shape[0]):
+            line = trace_op_line(self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True))
+            if line is not None and line < len(self.lines):
+                scores[row, self.keep] += self.lines[line]
         return scores
 
 

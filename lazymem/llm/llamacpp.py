@@ -31,6 +31,12 @@ instead: exactly one decision per text, each KEEP's content a word-level span of
 ``reason`` bounded as the schema bounds it; without a schema an optional free ``<think>`` block
 first). It is compiled per window and cached by content.
 
+``Sampling.trace_keep_bias`` (a per-message KEEP prior) is a llama-cpp-python logits processor
+(``TraceKeepBias``) on the pass that writes the trace: where trace line i's op is written next
+(after its ``->``), `` KEEP`` gets ``logit_bias`` plus line i's number. It carries ``logit_bias`` itself, because
+llama-cpp-python 0.3.36 drops a ``logits_processor`` passed together with a ``logit_bias``
+(``logits_processor = logits_processor.extend(...)`` leaves None).
+
 On CPUs with AMX (Sapphire Rapids and later), a llama.cpp built with ``-march=native`` repacks
 the Q8_0 weights into its AMX buffer and segfaults in the first decode
 (``ggml_backend_amx_mul_mat``: ggml-org/llama.cpp#20824, unfixed upstream). Where the build
@@ -62,6 +68,8 @@ from lazymem.llm.base import (
     bias_token_ids,
     error_completion,
     to_messages,
+    trace_keep_ids,
+    trace_op_line,
     trace_ops,
 )
 from lazymem.llm.grounding import TRACE_LINE_RULE, grounded_gbnf, trace_head
@@ -75,6 +83,28 @@ INSTALL = ("pip install 'lazymem[llamacpp]' (llama-cpp-python==0.3.36 compiles f
            "needs cmake and a C++ compiler)")
 _FORMAT = 1  # bump when the GGUF build changes
 DEFAULT_N_CTX = 8192  # the context window without extra_body n_ctx (SmolLM2-135M's trained length)
+
+
+class TraceKeepBias:
+    """A llama-cpp-python logits processor for ``Sampling.trace_keep_bias``: ``logit_bias`` at every step,
+    and line i's number on `` KEEP`` where the op of line i of the ``<think>`` trace comes next
+    (``trace_op_line``). The first call
+    sees the prompt alone (no token generated yet), so its length marks where generation starts."""
+
+    def __init__(self, tok: Any, s: Sampling):
+        self.tok, self.lines = tok, tuple(s.trace_keep_bias or ())
+        self.keep, self.bias = trace_keep_ids(tok, s)
+        self.n_prompt: int | None = None
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if self.n_prompt is None:
+            self.n_prompt = len(input_ids)
+        for t, b in self.bias.items():
+            scores[t] += b
+        line = trace_op_line(self.tok.decode(list(input_ids[self.n_prompt:]), skip_special_tokens=True))
+        if line is not None and line < len(self.lines):
+            scores[self.keep] += self.lines[line]
+        return scores
 
 
 def _require_llama_cpp():
@@ -405,10 +435,14 @@ class LlamaCppBackend:
             kwargs["grammar"] = self._trace_grammar(lines)
         elif s.json_schema is not None or s.grounded is not None:
             kwargs["grammar"] = self._grammar(s)
+        first = dict(kwargs)  # the pass that writes the trace
+        if s.trace_keep_bias is not None:
+            first.pop("logit_bias", None)  # the processor carries it (see the module docstring)
+            first["logits_processor"] = _require_llama_cpp().LogitsProcessorList([TraceKeepBias(tok, s)])
         llm = free.get()  # an instance that is free (ctypes calls release the GIL: instances run in parallel)
         try:
             t0 = time.perf_counter()
-            out = llm.create_completion(prompt=ids, **kwargs)
+            out = llm.create_completion(prompt=ids, **first)
             choice, usage = out["choices"][0], out.get("usage") or {}
             text_out, done = choice["text"], usage.get("completion_tokens")
             finish = choice.get("finish_reason")

@@ -185,6 +185,11 @@ class OpenAIBackend:
             raise ConfigError("backend 'openai': grounded decoding (each KEEP's content a span of its message) needs "
                               "token-level control an OpenAI-compatible server does not give; use backend "
                               "'transformers' or 'llamacpp', or pipeline.grounded: false")
+        if sampling.trace_keep_bias is not None:
+            raise ConfigError("backend 'openai': Sampling.trace_keep_bias (a per-message KEEP prior, "
+                              "pipeline.keep_prior) needs a logit bias that changes line by line, which an "
+                              "OpenAI-compatible server does not take; use backend 'transformers' or "
+                              "'llamacpp', or pipeline.keep_prior: 0")
 
         key = self._api_key()
         budget = self.config.thinking_budget

@@ -40,6 +40,10 @@ class VLLMBackend:
             raise ConfigError("backend 'vllm': grounded decoding (each KEEP's content a span of its message) is not "
                               "wired to vLLM's structured outputs yet; use backend 'transformers' or 'llamacpp', or "
                               "pipeline.grounded: false")
+        if sampling.trace_keep_bias is not None:
+            raise ConfigError("backend 'vllm': Sampling.trace_keep_bias (a per-message KEEP prior, "
+                              "pipeline.keep_prior) is not wired to vLLM's logits processors yet; use backend "
+                              "'transformers' or 'llamacpp', or pipeline.keep_prior: 0")
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 

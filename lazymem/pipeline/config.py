@@ -19,6 +19,7 @@ of earlier configs and manifests (``nanomemory_top_k``, ``mem0_chunk``, ...) sti
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,13 @@ class PipelineConfig:
         default=False,
         metadata=h("grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
                    "message (free or structured; backends transformers and llamacpp; LazyMem-135M's default)"))
+    keep_prior: float = field(
+        default=0.0,
+        metadata=h("a lexical KEEP prior: where the MPM writes the op of message i's <think> trace line, keep_prior x "
+                   "(the share of the query's content words message i has: the extractive processor's "
+                   "lexical_scores) is added to ' KEEP''s logit, beside mpm_sampling.logit_bias (the prompt's "
+                   "rule 11 as a decoding prior; 0 = off; backends transformers and llamacpp, models that write "
+                   "a trace, e.g. LazyMem-135M)"))
     mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING,
                                    metadata=h("MPM decoding (json_schema is set per window)"))
     answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=h("answer decoding"))
@@ -126,6 +134,14 @@ class PipelineConfig:
                 f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
              f"mpm.backend {self.mpm.backend!r} (an OpenAI-compatible server, vLLM) cannot do grounded decoding: "
              "set grounded: false (the rewritten count still measures it)")
+        require(isinstance(self.keep_prior, (int, float)) and not isinstance(self.keep_prior, bool)
+                and math.isfinite(self.keep_prior) and self.keep_prior >= 0,
+                "PipelineConfig", "keep_prior", self.keep_prior, "must be a finite number >= 0")
+        require(not self.keep_prior or self.mpm.backend in GROUNDED_BACKENDS, "PipelineConfig", "keep_prior",
+                self.keep_prior, f"needs a logit bias that changes line by line, which backends {GROUNDED_BACKENDS} "
+                f"give; mpm.backend {self.mpm.backend!r} cannot: set keep_prior: 0")
+        require(self.mpm_sampling.trace_keep_bias is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
+                "trace_keep_bias must be unset: set keep_prior and each window gets its messages' priors")
         require(self.mpm_sampling.grounded is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
                 "grounded must be unset: set grounded: true and each window gets its message texts")
         require(isinstance(self.strip_think, bool), "PipelineConfig", "strip_think", self.strip_think,
@@ -179,6 +195,8 @@ class PipelineConfig:
         d["retrieval"] = self.retrieval.as_dict()  # unset later fields left out: older fingerprints stay valid
         if not self.grounded:  # likewise: runs from before the option keep their fingerprint
             d.pop("grounded")
+        if not self.keep_prior:  # likewise
+            d.pop("keep_prior")
         return d
 
     def legacy_dict(self) -> dict:

@@ -32,6 +32,7 @@ from lazymem.construct import (
     assemble_memory,
     construction_stats,
     decision_schema,
+    lexical_prior,
     merge_decisions,
     strip_think,
     window_prompts,
@@ -181,23 +182,25 @@ class LazyMemPipeline:
         return window_prompts(history, question, windows, self.config.window, self.config.bridges)
 
     def generate_mpm(self, prompts: Sequence[Any], n_decisions: Sequence[int],
-                      texts: Sequence[tuple[str, ...]] = ()) -> list[Completion]:
+                     texts: Sequence[tuple[str, ...]] = (), query: str | None = None) -> list[Completion]:
         """All windows' MPM outputs: one generate call, or one per decision count when structured,
-        or one per window when grounded (each window's message texts constrain its own output)."""
+        or one per window when grounded (each window's message texts constrain its own output) or
+        with a keep prior (each window's messages get their own; ``keep_priors``)."""
         c = self.config
         client = self.client("mpm")
-        if not c.structured and not c.grounded:
+        priors = self.keep_priors(query, texts) if c.keep_prior else None
+        if not c.structured and not c.grounded and priors is None:
             return client.generate(list(prompts), c.mpm_sampling)
         groups: dict[Any, list[int]] = {}
         for i, n in enumerate(n_decisions):
-            groups.setdefault((n, texts[i]) if c.grounded else n, []).append(i)
+            groups.setdefault((n, texts[i] if c.grounded else None, priors[i] if priors else None), []).append(i)
 
         def run(key: Any) -> list[Completion]:
-            n, grounded = key if c.grounded else (key, None)
+            n, grounded, prior = key
             # grounded: the span bounds a KEEP's content, so the schema leaves it unbounded (a far smaller grammar)
             schema = decision_schema(n, None if c.grounded else c.schema_max_content, c.schema_max_reason,
                                      think=c.structured_trace) if c.structured else None
-            sampling = dataclasses.replace(c.mpm_sampling, json_schema=schema, grounded=grounded)
+            sampling = dataclasses.replace(c.mpm_sampling, json_schema=schema, grounded=grounded, trace_keep_bias=prior)
             return client.generate([prompts[i] for i in groups[key]], sampling)
 
         out: list[Completion | None] = [None] * len(prompts)
@@ -214,6 +217,15 @@ class LazyMemPipeline:
             for i, comp in zip(idx, done[key]):
                 out[i] = comp
         return out  # type: ignore[return-value]
+
+    def keep_priors(self, query: str | None, texts: Sequence[tuple[str, ...]]) -> list[tuple[float, ...]]:
+        """``pipeline.keep_prior`` times each window message's share of the query's content words
+        (``lexical_scores``, the extractive processor's relevance): one tuple per window, the
+        ``Sampling.trace_keep_bias`` of its trace lines."""
+        if query is None:
+            raise ConfigError("pipeline.keep_prior needs the question's text beside the window texts "
+                              "(generate_mpm(..., query=...))")
+        return [lexical_prior(self.config.keep_prior, query, t) for t in texts]
 
     def construct(self, history: History, question: Question, windows: Sequence[Window]):
         """Process every window, gate, merge and assemble.

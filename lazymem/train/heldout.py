@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import math
 import random
 import time
 from collections import Counter
@@ -70,6 +71,9 @@ class WindowEvalConfig:
         "structured: an n-line <think> trace first (gold-trace models)"))
     grounded: bool = field(default=False, metadata=h(
         "grounded decoding: a KEEP's content only a verbatim span of its message (transformers, llamacpp)"))
+    keep_prior: float = field(default=0.0, metadata=h(
+        "the lexical KEEP prior (pipeline.keep_prior): keep_prior x each message's share of the query's content "
+        "words on ' KEEP' at its trace line's op (transformers, llamacpp); 0 = off"))
     schema_max_content: int = field(default=512, metadata=h("structured: max characters of a KEEP's content"))
     schema_max_reason: int = field(default=64, metadata=h("structured: max characters of a reason"))
     limit: int | None = field(default=None, metadata=h("a balanced seeded subset of this many windows; None = all"))
@@ -84,6 +88,12 @@ class WindowEvalConfig:
             raise ConfigError(f"WindowEvalConfig.limit must be None or an integer >= 1, got {self.limit!r}")
         if not (isinstance(self.batch_windows, int) and self.batch_windows >= 1):
             raise ConfigError(f"WindowEvalConfig.batch_windows must be >= 1, got {self.batch_windows!r}")
+        if not (isinstance(self.keep_prior, (int, float)) and not isinstance(self.keep_prior, bool)
+                and math.isfinite(self.keep_prior) and self.keep_prior >= 0):
+            raise ConfigError(f"WindowEvalConfig.keep_prior must be a finite number >= 0, got {self.keep_prior!r}")
+        if self.keep_prior and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
+            raise ConfigError(f"WindowEvalConfig.keep_prior: backend {self.mpm.backend!r} cannot bias ' KEEP' line by "
+                              "line (backends transformers, llamacpp)")
         if self.grounded and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
             raise ConfigError(f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
                               "(it needs token-level control: backends transformers, llamacpp)")
@@ -232,8 +242,16 @@ def by_size(records: Sequence[Mapping]) -> dict:
             for size in sorted({r["n_messages"] for r in records})}
 
 
-def _sampling(config: WindowEvalConfig, n: int, texts: tuple[str, ...] | None = None) -> Sampling:
-    s = replace(config.sampling, grounded=texts) if config.grounded else config.sampling
+def _sampling(config: WindowEvalConfig, row: Mapping) -> Sampling:
+    """The decoding of one row's window: its texts when grounded, its lexical priors with keep_prior,
+    its decision schema when structured."""
+    n = len(row["decision_positions"])
+    s = replace(config.sampling, grounded=_texts(row)) if config.grounded else config.sampling
+    if config.keep_prior:
+        from lazymem.construct import lexical_prior
+        from lazymem.train.probe import window_query
+
+        s = replace(s, trace_keep_bias=lexical_prior(config.keep_prior, window_query(row["prompt"]), _texts(row)))
     if not config.structured:
         return s
     from lazymem.construct import decision_schema
@@ -274,13 +292,12 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
     for start in range(0, len(order), config.batch_windows):
         idx = order[start:start + config.batch_windows]
         by_n: dict[int, list[int]] = {}
-        for i in idx:  # grounded: one call per window (its own texts)
-            by_n.setdefault(i if config.grounded else len(chosen[i]["decision_positions"]) if config.structured
-                            else 0, []).append(i)
+        for i in idx:  # grounded or a keep prior: one call per window (its own texts)
+            by_n.setdefault(i if config.grounded or config.keep_prior else len(chosen[i]["decision_positions"])
+                            if config.structured else 0, []).append(i)
+
         def run(group: list[int]) -> list[Completion]:
-            n = len(chosen[group[0]]["decision_positions"])
-            return client.generate([chosen[i]["prompt"] for i in group],
-                                   _sampling(config, n, _texts(chosen[group[0]]) if config.grounded else None))
+            return client.generate([chosen[i]["prompt"] for i in group], _sampling(config, chosen[group[0]]))
 
         groups = list(by_n.values())
         # llama.cpp's model instances (or a server) take separate calls side by side, as the pipeline's do;

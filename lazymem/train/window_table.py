@@ -106,6 +106,8 @@ def window_identity(cfg: WindowEvalConfig) -> dict:
     d["mpm"]["adapter"] = recorded_adapter(d["mpm"].get("adapter"))  # a shipped version under one name
     if not cfg.grounded:  # cells finished before the option existed stay valid
         d.pop("grounded", None)
+    if not cfg.keep_prior:  # likewise
+        d.pop("keep_prior", None)
     return d
 
 

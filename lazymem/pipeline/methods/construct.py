@@ -66,7 +66,8 @@ class LazyMem(_Constructing):
         if not items:
             return [], []
         outputs = self.pipeline.generate_mpm([list(it.messages) for it in items], [it.n_decisions for it in items],
-                                             [tuple(history[p].text for p in it.decision_positions) for it in items])
+                                             [tuple(history[p].text for p in it.decision_positions) for it in items],
+                                             question.text)
         return [None if out.error is not None else out.text for out in outputs], list(outputs)
 
     @classmethod

@@ -1,0 +1,140 @@
+"""The lexical KEEP prior (``pipeline.keep_prior`` -> ``Sampling.trace_keep_bias``): a per-line bias on the
+trace's " KEEP" while that line is written, on the real SmolLM2 + shipped LazyMem-135M adapter through
+llama.cpp and transformers, and its wiring through the pipeline (fake backend)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_grounded import TEXTS, _messages, _prompt, _Retriever
+
+from lazymem.construct import lexical_scores
+from lazymem.construct.gate import decision_schema, parse_decisions, strip_think
+from lazymem.construct.grounded import window_texts
+from lazymem.errors import ConfigError
+from lazymem.llm import FakeBackend, LLMConfig, Sampling, make_client
+from lazymem.llm.base import trace_op_line, trace_ops
+from lazymem.pipeline import LazyMemPipeline, PipelineConfig
+from lazymem.records import History, Question
+from lazymem.retrieve import RetrievalConfig, WindowConfig
+
+
+def _ops(client, line_bias, logit_bias=None):
+    prompt = _prompt()
+    s = Sampling(max_tokens=300, json_schema=decision_schema(3, None, 8, think=True), grounded=window_texts(prompt),
+                 logit_bias=logit_bias, trace_keep_bias=line_bias)
+    out = client.generate([prompt], s)[0]
+    assert out.ok and out.finish_reason == "stop", out
+    ops = [d.op for d in parse_decisions(strip_think(out.text).strip(), [0, 1, 2]).decisions]
+    assert ops == trace_ops(out.text), out.text  # the array follows the biased trace
+    return ops
+
+
+def _check_backend(client):
+    # each line's own bias decides it, in both directions: the prior is per line, not one global bias
+    assert _ops(client, (30.0, -30.0, 30.0)) == ["KEEP", "DROP", "KEEP"]
+    assert _ops(client, (-30.0, 30.0, -30.0)) == ["DROP", "KEEP", "DROP"]
+    # beside a logit_bias, which still acts (llama-cpp-python drops a logit_bias passed with a logits processor
+    # unless the processor carries it): " DROP" pushed everywhere (line 1, the dog's name, is KEEP without it),
+    # line 2's prior pushes back
+    assert _ops(client, None)[0] == "KEEP"
+    assert _ops(client, (0.0, 40.0, 0.0), {" DROP": 8.0}) == ["DROP", "KEEP", "DROP"]
+
+
+@pytest.mark.slow
+def test_llama_cpp_trace_keep_bias_decides_each_line_on_the_shipped_adapter():
+    pytest.importorskip("llama_cpp")
+    _check_backend(make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m",
+                                         num_threads=2, batch_size=1)))
+
+
+@pytest.mark.slow
+def test_transformers_trace_keep_bias_decides_each_line_on_the_shipped_adapter():
+    _check_backend(make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m",
+                                         num_threads=1)))
+
+
+def test_trace_op_line_is_the_line_whose_op_comes_next():
+    text = '<think>\n1. user: "hi" -> KEEP\n2. assistant: "b" -> DROP\n</think>\n[{"op": "KEEP", "x": "->'
+    due = {i: trace_op_line(text[:i]) for i in range(len(text) + 1)}
+    first, second = text.index('" ->') + 4, text.index('"b" ->') + 6
+    assert {i: d for i, d in due.items() if d is not None} == {first: 0, first + 1: 0, second: 1, second + 1: 1}
+    # a quote that holds "->" (rare) reads as its line's op position too: the bias then acts there as well
+    assert trace_op_line('<think>\n1. user: "a ->') == 0
+
+
+def test_sampling_refuses_a_bad_trace_keep_bias():
+    assert Sampling(trace_keep_bias=[1, 0.5]).trace_keep_bias == (1, 0.5)
+    assert "trace_keep_bias" not in Sampling().as_dict()  # cache keys from before the field stay valid
+    for bad in (["x"], [float("nan")], [True]):
+        with pytest.raises(ConfigError, match="trace_keep_bias"):
+            Sampling(trace_keep_bias=bad)
+
+
+def test_the_pipeline_sends_each_window_its_messages_lexical_priors():
+    h = History("h", tuple(_messages()))
+    q = Question("q", "single-session-user", "Which corgi did I adopt?", "Biscuit", "h", "2023/06/01", evidence=(0,))
+    drop_all = json.dumps([{"op": "DROP", "compressed_content": "", "reason": ""}])
+    mpm = FakeBackend(lambda prompt, sampling: drop_all)
+    c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
+                       answer=LLMConfig(backend="fake"), keep_prior=4.0, structured=True, structured_trace=True,
+                       window=WindowConfig(w=0, L=1, s=1))
+    LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, q)
+    want = [tuple(round(4.0 * x, 6) for x in lexical_scores(q.text, texts)) for texts in ([TEXTS[0]], [TEXTS[2]])]
+    assert [s.trace_keep_bias for _, s in mpm.calls] == want and want[0][0] > 0 == want[1][0]
+    assert c.to_dict()["keep_prior"] == 4.0 and "keep_prior" not in PipelineConfig().to_dict()
+
+
+def test_backends_without_token_control_refuse_the_keep_prior_plainly():
+    server = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1")
+    with pytest.raises(ConfigError, match="keep_prior"):
+        PipelineConfig(mpm=server, keep_prior=2.0)
+    with pytest.raises(ConfigError, match="keep_prior"):
+        PipelineConfig(mpm=LLMConfig(backend="fake"), keep_prior=-1.0)
+    with pytest.raises(ConfigError, match="trace_keep_bias must be unset"):
+        PipelineConfig(mpm=LLMConfig(backend="fake"), mpm_sampling=Sampling(trace_keep_bias=[1.0]))
+    with pytest.raises(ConfigError, match="trace_keep_bias"):
+        make_client(server).generate(["x"], Sampling(trace_keep_bias=[1.0]))
+
+
+def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path):
+    """A probe record whose model ranks the gold line (sharing the query's words) under a non-gold one: no bias
+    alone keeps the gold without the distractor, a prior on word overlap does, and the choice finds it."""
+    from lazymem.construct import window_prompts
+    from lazymem.records import Message
+    from lazymem.retrieve import build_windows
+    from lazymem.train.prior import choose_keep_prior, grid_row, scored_windows
+
+    texts = ["I moved to Lisbon last spring.", "My cats love the balcony.", "Traffic is awful today."]
+    h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
+    q = Question("q", "single-session-user", "Where in Lisbon do I live?", "Lisbon", "h", "2023/06/01",
+                 evidence=(0,))
+    prompts = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
+    rows = [{"prompt": list(p.messages), "decision_positions": list(p.decision_positions),
+             "gold_labels": list(p.gold_labels)} for p in prompts]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    model = {0: 0.2, 1: 0.3, 2: 0.05}  # P(KEEP): the gold Lisbon line under the cats
+    record = {"settings": {"pairs": str(pairs), "limit": 2, "seed": 0, "output": "hand"},
+              "scores": [[[model[p], g] for p, g in zip(r["decision_positions"], r["gold_labels"])] for r in rows]}
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    windows = scored_windows(record)
+    assert [(round(x, 2), g) for w in windows for _, x, g in w] == [(0.5, True), (0.0, False), (0.0, False)]
+    # the window evaluation decodes each window with its own priors (one call per window)
+    from lazymem.train.heldout import WindowEvalConfig, evaluate_windows
+
+    fake = FakeBackend(lambda prompt, sampling: "[]")
+    evaluate_windows(WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior=3.0), None,
+                     client=fake, progress=False)
+    assert [s.trace_keep_bias for _, s in fake.calls] == [(1.5, 0.0, 0.0)]
+    with pytest.raises(ConfigError, match="keep_prior"):
+        WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="openai", model="m", base_url="http://x/v1"),
+                         keep_prior=1.0)
+    rec = choose_keep_prior([str(path)], [str(path)])
+    c = rec["chosen"]
+    assert c["keep_prior"] > 0 and (c["gold_recall"], c["nongold_keep_rate"]) == (1.0, 0.0)
+    assert rec["no_prior"]["mean_r_act"] < c["mean_r_act"]
+    assert rec["reported"][str(path)]["chosen"] == grid_row(windows, c["keep_prior"], c["keep_bias"])
+    with pytest.raises(ConfigError, match="development record"):
+        choose_keep_prior([])
