@@ -25,9 +25,9 @@ _MPM_OVERRIDES = {
     "lazymem-135m": [],
     "base": ["pipeline.mpm.adapter=null", "pipeline.structured=true", "pipeline.structured_trace=false",
              "pipeline.grounded=false", "pipeline.schema_max_content=100",
-             "pipeline.schema_max_reason=0", "pipeline.mpm_sampling.logit_bias=null"],
-    # the bias is LazyMem-135M's; untrained SmolLM2 wrote 0/30 valid arrays freely
-    "extractive": ["pipeline.method=extractive"],
+             "pipeline.schema_max_reason=0", "pipeline.mpm_sampling.logit_bias=null", "pipeline.keep_prior=0"],
+    # the bias and the prior are LazyMem-135M's; untrained SmolLM2 wrote 0/30 valid arrays freely
+    "extractive": ["pipeline.method=extractive", "pipeline.keep_prior=0"],
 }
 
 
@@ -151,7 +151,8 @@ def _eval_stage(mpm: str, eval_out: str | None) -> dict:
     engine = "" if mpm == "extractive" else f"-{config.pipeline.mpm.backend}"
     out = eval_out or f"runs/eval/demo-{mpm}{engine}"
     what = {"lazymem-135m": "LazyMem-135M v2 (SmolLM2-135M-Instruct + this project's LoRA adapter, count-constrained "
-                            f"with its trace, grounded, on {config.pipeline.mpm.backend})",
+                            f"with its trace, grounded, lexical KEEP prior {config.pipeline.keep_prior:g}, on "
+                            f"{config.pipeline.mpm.backend})",
             "base": "untrained SmolLM2-135M-Instruct, schema-constrained decoding",
             "extractive": "the training-free extractive processor"}[mpm]
     print(f"\n== 5. construct + answer on {config.limit or 'all'} questions: {what}; SmolLM2 answers ({out}/) ==")

@@ -414,6 +414,18 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     assert card["sft2"]["global_step"] == 81 and "SFT2: 81 optimizer steps (finished)" in md
     assert '`logit_bias: {" KEEP": 2.197225}`' in md and "at least 0.1" in md and "dev.jsonl" in md
     assert "offline, on CPU" in md and "- machine: " in md and card["device_run"] is None
+    # a KEEP bias chosen together with the lexical prior (lazymem train keep-prior)
+    (tmp_path / "kp.json").write_text(json.dumps({
+        "settings": {"select": ["dev160.json"]}, "windows": 160,
+        "chosen": {"by": "max mean R_act", "keep_prior": 8.0, "keep_bias": 0.25, "gold_recall": 0.84,
+                   "nongold_keep_rate": 0.05, "mean_r_act": 0.9},
+        "no_prior": {"keep_prior": 0.0, "keep_bias": 1.5, "gold_recall": 0.81, "nongold_keep_rate": 0.08,
+                     "mean_r_act": 0.87}}))
+    card = ship(dataclasses.replace(cfg, keep_bias=str(tmp_path / "kp.json"), decoding={"keep_prior": 8.0}))
+    md = (tmp_path / "asset" / "README.md").read_text()
+    assert (card["keep_bias"]["keep_bias"], card["keep_bias"]["keep_prior"]) == (0.25, 8.0)
+    assert "`keep_prior: 8.0`" in md and '`logit_bias: {" KEEP": 0.25}`' in md and "dev160.json" in md
+    assert "without a prior, 1.5: 0.81, 0.08, 0.87" in md and "ships with: `keep_prior: 8.0`" in md
     # stages trained on a leased GPU: the card says where, and quotes the device script's record
     (tmp_path / "run.json").write_text(json.dumps({
         "machine": "one leased GPU", "commands": ["bash scripts/device_train.sh"],
@@ -603,7 +615,11 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
                 else:
                     biased[f"{cfg}.{name}"] = key
     demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]
-    biased["demo"] = (source[demo["mpm"]["adapter"]], demo["mpm_sampling"]["logit_bias"][" KEEP"])
+    demo_key = (source[demo["mpm"]["adapter"]], demo["mpm_sampling"]["logit_bias"][" KEEP"])
+    if demo.get("keep_prior"):
+        prior["demo"] = (demo_key[0], (demo["keep_prior"], demo_key[1]))
+    else:
+        biased["demo"] = demo_key
     table = yaml.safe_load((ROOT / "configs/tables/lazymem135m.yaml").read_text())["rows"]
     biased.update({f"table.{n}": (r["pipeline.mpm.adapter"], r["pipeline.mpm_sampling.logit_bias"][" KEEP"])
                    for n, r in table.items() if r.get("pipeline.mpm_sampling.logit_bias")})  # null: no bias
@@ -618,4 +634,9 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     assert len(biased) >= 4 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)
     assert prior and all(b in pairs.get(a, ()) for a, b in prior.values()), (pairs, prior)
     for card in shipped.values():
-        assert card["keep_bias"]["keep_bias"] in chosen[card["shipped_from"]]
+        kb = card["keep_bias"]
+        if kb.get("keep_prior") is not None:
+            assert (kb["keep_prior"], kb["keep_bias"]) in pairs[card["shipped_from"]]
+            assert card["decoding"]["keep_prior"] == kb["keep_prior"]  # the card ships the prior it chose
+        else:
+            assert kb["keep_bias"] in chosen[card["shipped_from"]]

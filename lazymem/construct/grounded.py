@@ -62,6 +62,20 @@ def count_rewritten(decisions: Iterable[Decision], texts: Mapping[int, str]) -> 
     return n_keep, n_rewritten
 
 
+def window_query(prompt: Sequence[dict]) -> str:
+    """The query of a window prompt (its ``Query:`` line, above the history window).
+
+    >>> text = "# Query\\nQuery Time: t\\nQuery: Where?\\n\\n# History Window\\n{}"
+    >>> window_query([{"role": "user", "content": text}])
+    'Where?'
+    """
+    head = prompt[-1]["content"].split("# History Window\n", 1)[0]
+    for line in head.splitlines():
+        if line.startswith("Query: "):
+            return line[len("Query: "):]
+    raise ValueError("the window prompt has no 'Query: ' line above '# History Window'")
+
+
 def window_texts(prompt: str | Sequence[Mapping[str, str]]) -> tuple[str, ...] | None:
     """The decided messages' texts of a window-annotation prompt, in decision order, read back from
     its window block (previous_bridge, core_messages, next_bridge); None when it has none.

@@ -249,7 +249,7 @@ def _sampling(config: WindowEvalConfig, row: Mapping) -> Sampling:
     s = replace(config.sampling, grounded=_texts(row)) if config.grounded else config.sampling
     if config.keep_prior:
         from lazymem.construct import lexical_prior
-        from lazymem.train.probe import window_query
+        from lazymem.construct.grounded import window_query
 
         s = replace(s, trace_keep_bias=lexical_prior(config.keep_prior, window_query(row["prompt"]), _texts(row)))
     if not config.structured:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lazymem.construct.grounded import window_query
 from lazymem.errors import ConfigError
 from lazymem.train.rewards import action_reward
 from lazymem.train.teacher import trace_head
@@ -246,20 +247,6 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, record)
     return record
-
-
-def window_query(prompt: Sequence[dict]) -> str:
-    """The query of a window prompt (its ``Query:`` line, above the history window).
-
-    >>> text = "# Query\\nQuery Time: t\\nQuery: Where?\\n\\n# History Window\\n{}"
-    >>> window_query([{"role": "user", "content": text}])
-    'Where?'
-    """
-    head = prompt[-1]["content"].split("# History Window\n", 1)[0]
-    for line in head.splitlines():
-        if line.startswith("Query: "):
-            return line[len("Query: "):]
-    raise ValueError("the window prompt has no 'Query: ' line above '# History Window'")
 
 
 def probed_rows(settings: Mapping) -> list[dict]:

@@ -153,13 +153,27 @@ def ship(config: ReleaseConfig) -> dict:
         "sft_data": _slim_card(_read(config.sft_data)), "rl_data": _slim_card(_read(config.rl_data)),
         "sft": sft, "sft2": sft2, "sft2_data": _slim_card(_read(config.sft2_data)), "grpo": grpo, "machine": machine(),
         "trained_on": config.trained_on, "device_run": _slim_device_run(_read(config.device_run)),
-        "keep_bias": None if bias is None else {k: bias.get(k) for k in ("keep_bias", "chosen", "auc", "settings")},
+        "keep_bias": _decoding_choice(bias),
         "window_table": _read(config.window_table), "pipeline_table": _read(config.pipeline_table),
         "load_s": load_seconds(str(dest)) if config.measure_load else None,
     }
     (dest / "card.json").write_text(json.dumps(card, indent=1, default=str) + "\n", encoding="utf-8")
     (dest / "README.md").write_text(model_card(card), encoding="utf-8")
     return card
+
+
+def _decoding_choice(record: Mapping | None) -> dict | None:
+    """The card's ``keep_bias``: from a keep-bias record (``lazymem train keep-bias``: the bias, its
+    threshold, the AUC) or a keep-prior record (``lazymem train keep-prior``: the bias and the lexical
+    prior chosen together, ``keep_prior`` beside ``keep_bias``)."""
+    if record is None:
+        return None
+    if "keep_prior" in (record.get("chosen") or {}):
+        c = record["chosen"]
+        return {"keep_bias": c["keep_bias"], "keep_prior": c["keep_prior"], "chosen": dict(c),
+                "no_prior": record.get("no_prior"), "windows": record.get("windows"),
+                "settings": record.get("settings")}
+    return {k: record.get(k) for k in ("keep_bias", "chosen", "auc", "settings")}
 
 
 def _slim_device_run(run: Mapping | None) -> dict | None:
@@ -226,7 +240,17 @@ def model_card(card: Mapping) -> str:
     else:
         lines += [f"- machine: {m['cpu']}, {m['cores']} cores ({m['platform']})", ""]
     kb = card.get("keep_bias")
-    if kb:
+    if kb and kb.get("keep_prior") is not None:
+        c, none = kb.get("chosen") or {}, kb.get("no_prior") or {}
+        lines += ["## Decoding", "",
+                  f"Decode with `keep_prior: {kb['keep_prior']}` (`pipeline.keep_prior`: the KEEP logit of message i's "
+                  f"trace line gets {kb['keep_prior']} x the share of the query's content words message i has) and "
+                  f"`logit_bias: {{\" KEEP\": {kb['keep_bias']}}}`, chosen together on {kb.get('windows')} development "
+                  f"windows ({', '.join((kb.get('settings') or {}).get('select') or [])}) by {c.get('by')}: there "
+                  f"they kept {c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
+                  f"(mean R_act {c.get('mean_r_act')}; the best bias without a prior, {none.get('keep_bias')}: "
+                  f"{none.get('gold_recall')}, {none.get('nongold_keep_rate')}, {none.get('mean_r_act')}).", ""]
+    elif kb:
         c = kb.get("chosen") or {}
         lines += ["## Decoding", "",
                   f"Decode with `logit_bias: {{\" KEEP\": {kb['keep_bias']}}}` (`Sampling.logit_bias`): KEEP when the "
@@ -234,10 +258,10 @@ def model_card(card: Mapping) -> str:
                   f"({(kb.get('settings') or {}).get('pairs')}) by {c.get('by')}; there it kept "
                   f"{c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
                   f"(teacher-forced AUC {kb.get('auc')}).", ""]
-        if card.get("decoding"):
-            lines += ["Pipeline settings it was chosen under and ships with: "
-                      + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in card["decoding"].items())
-                      + " (`pipeline:` keys; docs/model-card.md explains each).", ""]
+    if kb and card.get("decoding"):
+        lines += ["Pipeline settings it was chosen under and ships with: "
+                  + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in card["decoding"].items())
+                  + " (`pipeline:` keys; docs/model-card.md explains each).", ""]
     for name in ("sft_data", "sft2_data", "rl_data"):
         c = card.get(name)
         if c:
