@@ -33,8 +33,8 @@ first). It is compiled per window and cached by content.
 
 ``Sampling.trace_keep_bias`` (a per-message KEEP prior) is a llama-cpp-python logits processor
 (``TraceKeepBias``) on the pass that writes the trace: where trace line i's op is written next
-(after its ``->``), `` KEEP`` gets ``logit_bias`` plus line i's number. It carries ``logit_bias`` itself, because
-llama-cpp-python 0.3.36 drops a ``logits_processor`` passed together with a ``logit_bias``
+(after its ``->``), `` KEEP`` gets ``logit_bias`` plus line i's number. It carries ``logit_bias``
+itself, because llama-cpp-python 0.3.36 drops a ``logits_processor`` passed together with a ``logit_bias``
 (``logits_processor = logits_processor.extend(...)`` leaves None).
 
 On CPUs with AMX (Sapphire Rapids and later), a llama.cpp built with ``-march=native`` repacks
@@ -88,8 +88,8 @@ DEFAULT_N_CTX = 8192  # the context window without extra_body n_ctx (SmolLM2-135
 class TraceKeepBias:
     """A llama-cpp-python logits processor for ``Sampling.trace_keep_bias``: ``logit_bias`` at every step,
     and line i's number on `` KEEP`` where the op of line i of the ``<think>`` trace comes next
-    (``trace_op_line``). The first call
-    sees the prompt alone (no token generated yet), so its length marks where generation starts."""
+    (``trace_op_line``). The first call sees the prompt alone (no token generated yet), so its length
+    marks where generation starts."""
 
     def __init__(self, tok: Any, s: Sampling):
         self.tok, self.lines = tok, tuple(s.trace_keep_bias or ())

@@ -262,12 +262,13 @@ def _sampling(config: WindowEvalConfig, row: Mapping) -> Sampling:
 
 
 def _texts(row: Mapping) -> tuple[str, ...]:
-    """The decided messages' texts of a row (grounded decoding needs them from its prompt)."""
+    """The decided messages' texts of a row (grounded decoding and the keep prior need them from its prompt)."""
     from lazymem.construct.grounded import window_texts
 
     texts = window_texts(row["prompt"])
     if texts is None or len(texts) != len(row["decision_positions"]):
-        raise ConfigError(f"WindowEvalConfig.grounded: row {row.get('question_id')}/{row.get('window_index')}: its "
+        raise ConfigError(f"WindowEvalConfig.grounded / keep_prior: row {row.get('question_id')}/"
+                          f"{row.get('window_index')}: its "
                           "prompt has no window block with one message per decision position")
     return texts
 
