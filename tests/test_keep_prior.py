@@ -13,7 +13,7 @@ from lazymem.construct.gate import decision_schema, parse_decisions, strip_think
 from lazymem.construct.grounded import window_texts
 from lazymem.errors import ConfigError
 from lazymem.llm import FakeBackend, LLMConfig, Sampling, make_client
-from lazymem.llm.base import trace_op_line, trace_ops
+from lazymem.llm.trace import trace_op_line, trace_ops
 from lazymem.pipeline import LazyMemPipeline, PipelineConfig
 from lazymem.records import History, Question
 from lazymem.retrieve import RetrievalConfig, WindowConfig

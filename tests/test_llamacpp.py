@@ -91,7 +91,7 @@ def test_the_array_follows_its_trace_in_a_second_pass(client):
     from test_grounded import TEXTS, _check_grounded, _prompt
 
     from lazymem.construct.grounded import window_texts
-    from lazymem.llm.base import trace_ops
+    from lazymem.llm.trace import trace_ops
     from lazymem.prompts import ARRAY_FOLLOWS_TRACE
 
     prompt = _prompt()

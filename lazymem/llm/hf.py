@@ -31,10 +31,8 @@ from lazymem.llm.base import (
     bias_token_ids,
     error_completion,
     to_messages,
-    trace_keep_ids,
-    trace_op_line,
-    trace_ops,
 )
+from lazymem.llm.trace import trace_keep_ids, trace_op_line, trace_ops
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
 from lazymem.runtime import check_device, torch_threads
 

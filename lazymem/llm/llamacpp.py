@@ -68,11 +68,9 @@ from lazymem.llm.base import (
     bias_token_ids,
     error_completion,
     to_messages,
-    trace_keep_ids,
-    trace_op_line,
-    trace_ops,
 )
 from lazymem.llm.grounding import TRACE_LINE_RULE, grounded_gbnf, trace_head
+from lazymem.llm.trace import trace_keep_ids, trace_op_line, trace_ops
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.runtime import usable_cores
 
