@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lazymem.errors import ConfigError
-from lazymem.train.probe import line_overlap, probed_rows
+from lazymem.train.probe import overlap_windows
 from lazymem.train.rewards import action_reward
 
 PRIORS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0)
@@ -42,18 +42,7 @@ Line = tuple[float, float, bool]  # (logit P(KEEP), query-word overlap, gold)
 def scored_windows(record: Mapping, rows: Sequence[dict] | None = None) -> list[list[Line]]:
     """Each probed window of a ``choose_keep_bias`` record as (logit P(KEEP), overlap, gold) per line;
     its windows are rebuilt from its settings unless ``rows`` are given."""
-    rows = probed_rows(record["settings"]) if rows is None else rows
-    windows = record.get("scores") or []
-    if len(rows) != len(windows):
-        raise ValueError(f"{record['settings'].get('output', 'the record')}: {len(windows)} scored windows, "
-                         f"{len(rows)} rebuilt from its settings (were its pairs rebuilt differently?)")
-    out = []
-    for r, w in zip(rows, windows):
-        lex = line_overlap(r)
-        if len(lex) != len(w) or any(bool(g) != bool(gl) for (_, g), gl in zip(w, r["gold_labels"])):
-            raise ValueError(f"{r.get('question_id')}: the record's gold flags differ from the rebuilt window's")
-        out.append([(math.log(max(p, 1e-6) / max(1 - p, 1e-6)), x, bool(g)) for (p, g), x in zip(w, lex)])
-    return out
+    return [[(math.log(max(p, 1e-6) / max(1 - p, 1e-6)), x, g) for p, x, g in w] for w in overlap_windows(record, rows)]
 
 
 def grid_row(windows: Sequence[Sequence[Line]], prior: float, bias: float) -> dict:

@@ -268,6 +268,23 @@ def line_overlap(row: Mapping) -> list[float]:
     return lexical_scores(window_query(row["prompt"]), [m["content"] for m in window_messages(row["prompt"])])
 
 
+def overlap_windows(record: Mapping, rows: Sequence[dict] | None = None) -> list[list[tuple[float, float, bool]]]:
+    """Each window a probe record scored, as (P(KEEP), word overlap with the query, gold) per line; the
+    windows are rebuilt from the record's settings unless ``rows`` are given, and must match its gold flags."""
+    rows = probed_rows(record["settings"]) if rows is None else rows
+    windows = record.get("scores") or []
+    if len(rows) != len(windows):
+        raise ValueError(f"{record['settings'].get('output', 'the record')}: {len(windows)} scored windows, "
+                         f"{len(rows)} rebuilt from its settings (were its pairs rebuilt differently?)")
+    out = []
+    for r, w in zip(rows, windows):
+        lex = line_overlap(r)
+        if len(lex) != len(w) or any(bool(g) != bool(gl) for (_, g), gl in zip(w, r["gold_labels"])):
+            raise ValueError(f"{r.get('question_id')}: the record's gold flags differ from the rebuilt window's")
+        out.append([(p, x, bool(g)) for (p, g), x in zip(w, lex)])
+    return out
+
+
 def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
     """Is the model's P(KEEP) more than word overlap with the query? On the windows a probe record
     scored (rebuilt from its settings unless ``rows`` are given): the AUC of the extractive
@@ -279,17 +296,8 @@ def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
     A gold line that shares no word is one lexical matching cannot find at any threshold; a model
     whose AUC there is near 0.5 has learned little beyond word overlap.
     """
-    rows = probed_rows(record["settings"]) if rows is None else rows
-    windows = record.get("scores") or []
-    if len(rows) != len(windows):
-        raise ValueError(f"{record['settings'].get('output', 'the record')}: {len(windows)} scored windows, "
-                         f"{len(rows)} rebuilt from its settings (were its pairs rebuilt differently?)")
-    lines = []  # (model P(KEEP), lexical score, gold)
-    for r, w in zip(rows, windows):
-        lex = line_overlap(r)
-        if len(lex) != len(w) or any(bool(g) != bool(gl) for (_, g), gl in zip(w, r["gold_labels"])):
-            raise ValueError(f"{r.get('question_id')}: the record's gold flags differ from the rebuilt window's")
-        lines += [(p, x, bool(g)) for (p, g), x in zip(w, lex)]
+    windows = overlap_windows(record, rows)
+    lines = [ln for w in windows for ln in w]  # (model P(KEEP), lexical score, gold)
 
     def split(keep):
         sel = [ln for ln in lines if keep(ln)]
