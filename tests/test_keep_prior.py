@@ -84,6 +84,39 @@ def test_the_pipeline_sends_each_window_its_messages_lexical_priors():
     assert c.to_dict()["keep_prior"] == 4.0 and "keep_prior" not in PipelineConfig().to_dict()
 
 
+def test_the_dense_prior_adds_the_real_minilm_cosine_to_each_window_message():
+    """pipeline.keep_prior_dense: each window's priors are keep_prior x word overlap + keep_prior_dense x the
+    query-message cosine under the real all-MiniLM-L6-v2 (the encoder the shipped weight was chosen with)."""
+    from lazymem.construct.prior import KeepPrior, dense_scores
+
+    q = "Which corgi did I adopt?"
+    cos = dense_scores(q, TEXTS)
+    assert len(cos) == len(TEXTS) and all(-1.0 <= v <= 1.0 for v in cos)
+    assert cos[0] == max(cos), cos  # the corgi message is the nearest of the three
+    assert dense_scores(q, []) == []
+    both = KeepPrior(lexical=4.0, dense=10.0)(q, TEXTS)
+    assert both == tuple(round(4.0 * x + 10.0 * v, 6) for x, v in zip(lexical_scores(q, TEXTS), cos))
+    h = History("h", tuple(_messages()))
+    question = Question("q", "single-session-user", q, "Biscuit", "h", "2023/06/01", evidence=(0,))
+    drop_all = json.dumps([{"op": "DROP", "compressed_content": "", "reason": ""}])
+    mpm = FakeBackend(lambda prompt, sampling: drop_all)
+    c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
+                       answer=LLMConfig(backend="fake"), keep_prior_dense=10.0, structured=True,
+                       structured_trace=True, window=WindowConfig(w=0, L=1, s=1))
+    LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, question)
+    assert [s.trace_keep_bias for _, s in mpm.calls] == [KeepPrior(dense=10.0)(q, [t]) for t in (TEXTS[0], TEXTS[2])]
+    d = c.to_dict()
+    assert (d["keep_prior_dense"], d["keep_prior_model"]) == (10.0, "minilm-offline")
+    assert "keep_prior_dense" not in PipelineConfig().to_dict()  # older run fingerprints stay valid
+    with pytest.raises(ConfigError, match="keep_prior_dense"):
+        PipelineConfig(mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1"),
+                       keep_prior_dense=1.0)
+    with pytest.raises(ConfigError, match="keep_prior_dense"):
+        PipelineConfig(mpm=LLMConfig(backend="fake"), keep_prior_dense=float("inf"))
+    with pytest.raises(ConfigError, match="dense"):
+        KeepPrior(dense=-1.0)
+
+
 def test_backends_without_token_control_refuse_the_keep_prior_plainly():
     server = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1")
     with pytest.raises(ConfigError, match="keep_prior"):
@@ -119,7 +152,8 @@ def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path
     path = tmp_path / "record.json"
     path.write_text(json.dumps(record), encoding="utf-8")
     windows = scored_windows(record)
-    assert [(round(x, 2), g) for w in windows for _, x, g in w] == [(0.5, True), (0.0, False), (0.0, False)]
+    assert [(round(x, 2), c, g) for w in windows for _, x, c, g in w] == [(0.5, 0.0, True), (0.0, 0.0, False),
+                                                                        (0.0, 0.0, False)]
     # the window evaluation decodes each window with its own priors (one call per window)
     from lazymem.train.heldout import WindowEvalConfig, evaluate_windows
 
@@ -127,13 +161,32 @@ def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path
     evaluate_windows(WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior=3.0), None,
                      client=fake, progress=False)
     assert [s.trace_keep_bias for _, s in fake.calls] == [(1.5, 0.0, 0.0)]
+    from lazymem.construct.prior import KeepPrior
+
+    fake = FakeBackend(lambda prompt, sampling: "[]")
+    evaluate_windows(WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior=3.0,
+                                      keep_prior_dense=5.0), None, client=fake, progress=False)
+    assert [s.trace_keep_bias for _, s in fake.calls] == [KeepPrior(3.0, 5.0)(q.text, texts)]
+    with pytest.raises(ConfigError, match="keep_prior_dense"):
+        WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior_dense=-2.0)
     with pytest.raises(ConfigError, match="keep_prior"):
         WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="openai", model="m", base_url="http://x/v1"),
                          keep_prior=1.0)
-    rec = choose_keep_prior([str(path)], [str(path)])
+    rec = choose_keep_prior([str(path)], [str(path)], dense_priors=(0.0,))
     c = rec["chosen"]
     assert c["keep_prior"] > 0 and (c["gold_recall"], c["nongold_keep_rate"]) == (1.0, 0.0)
+    assert c["keep_prior_dense"] == 0.0 and rec["settings"]["dense_model"] is None  # no encoder loaded
     assert rec["no_prior"]["mean_r_act"] < c["mean_r_act"]
     assert rec["reported"][str(path)]["chosen"] == grid_row(windows, c["keep_prior"], c["keep_bias"])
+    # with a dense grid, the cosine under the real MiniLM enters each line: the best without it is the choice
+    # above, and the chosen triple is re-read from the same lines
+    dense = choose_keep_prior([str(path)], [str(path)], dense_priors=(0.0, 4.0))
+    assert dense["settings"]["dense_model"] == "minilm-offline" and dense["no_dense"] == rec["no_dense"]
+    assert dense["chosen"]["mean_r_act"] >= c["mean_r_act"]
+    lines = scored_windows(record, dense_model="minilm-offline")
+    assert [c for w in lines for _, _, c, _ in w] != [0.0] * 3
+    d = dense["chosen"]
+    assert dense["reported"][str(path)]["chosen"] == grid_row(lines, d["keep_prior"], d["keep_bias"],
+                                                               d["keep_prior_dense"])
     with pytest.raises(ConfigError, match="development record"):
         choose_keep_prior([])

@@ -426,6 +426,23 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     assert (card["keep_bias"]["keep_bias"], card["keep_bias"]["keep_prior"]) == (0.25, 8.0)
     assert "`keep_prior: 8.0`" in md and '`logit_bias: {" KEEP": 0.25}`' in md and "dev160.json" in md
     assert "without a prior, 1.5: 0.81, 0.08, 0.87" in md and "ships with: `keep_prior: 8.0`" in md
+    assert "keep_prior_dense" not in md and "keep_prior_dense" not in card["keep_bias"]
+    # ... and with the dense prior beside it: the card names its weight, its encoder and the lexical-only best
+    (tmp_path / "kpd.json").write_text(json.dumps({
+        "settings": {"select": ["dev160.json"]}, "windows": 160,
+        "chosen": {"by": "max mean R_act", "keep_prior": 8.0, "keep_prior_dense": 10.0, "keep_bias": -1.5,
+                   "keep_prior_model": "minilm-offline", "gold_recall": 0.9, "nongold_keep_rate": 0.08,
+                   "mean_r_act": 0.92},
+        "no_dense": {"keep_prior": 8.0, "keep_prior_dense": 0.0, "keep_bias": 0.25, "gold_recall": 0.84,
+                     "nongold_keep_rate": 0.05, "mean_r_act": 0.9},
+        "no_prior": {"keep_prior": 0.0, "keep_prior_dense": 0.0, "keep_bias": 1.5, "gold_recall": 0.81,
+                     "nongold_keep_rate": 0.08, "mean_r_act": 0.87}}))
+    card = ship(dataclasses.replace(cfg, keep_bias=str(tmp_path / "kpd.json"),
+                                    decoding={"keep_prior": 8.0, "keep_prior_dense": 10.0}))
+    md = (tmp_path / "asset" / "README.md").read_text()
+    assert (card["keep_bias"]["keep_prior_dense"], card["keep_bias"]["keep_prior_model"]) == (10.0, "minilm-offline")
+    assert "`keep_prior_dense: 10.0`" in md and "under `minilm-offline`" in md and '" KEEP": -1.5' in md
+    assert "the best lexical prior alone, 8.0 with bias 0.25: 0.84, 0.05, 0.9" in md
     # stages trained on a leased GPU: the card says where, and quotes the device script's record
     (tmp_path / "run.json").write_text(json.dumps({
         "machine": "one leased GPU", "commands": ["bash scripts/device_train.sh"],
@@ -602,7 +619,10 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         adapters = {json.loads((ROOT / s).read_text())["settings"]["adapter"] for s in r["settings"]["select"]}
         assert len(adapters) == 1 and not any("locomo" in s for s in r["settings"]["select"]), r["settings"]
         a = adapters.pop()
-        pairs.setdefault(source.get(a, a), set()).add((r["chosen"]["keep_prior"], r["chosen"]["keep_bias"]))
+        for c in (r["chosen"], r.get("no_dense")):  # (lexical prior, dense prior, bias); records before the dense one
+            if c:                                    # chose the lexical pair only
+                pairs.setdefault(source.get(a, a), set()).add((c["keep_prior"], c.get("keep_prior_dense", 0.0),
+                                                               c["keep_bias"]))
         chosen.setdefault(source.get(a, a), set()).add(r["no_prior"]["keep_bias"])
     biased, prior = {}, {}
     for cfg in ("eval_windows.yaml", "v2_dev_windows.yaml"):
@@ -610,14 +630,15 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         for name, r in rows.items():
             if (r.get("sampling") or {}).get("logit_bias"):
                 key = (source.get(r["mpm"]["adapter"], r["mpm"]["adapter"]), r["sampling"]["logit_bias"][" KEEP"])
-                if r.get("keep_prior"):
-                    prior[f"{cfg}.{name}"] = (key[0], (r["keep_prior"], key[1]))
+                if r.get("keep_prior") or r.get("keep_prior_dense"):
+                    prior[f"{cfg}.{name}"] = (key[0], (r.get("keep_prior", 0.0), r.get("keep_prior_dense", 0.0),
+                                                       key[1]))
                 else:
                     biased[f"{cfg}.{name}"] = key
     demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]
     demo_key = (source[demo["mpm"]["adapter"]], demo["mpm_sampling"]["logit_bias"][" KEEP"])
-    if demo.get("keep_prior"):
-        prior["demo"] = (demo_key[0], (demo["keep_prior"], demo_key[1]))
+    if demo.get("keep_prior") or demo.get("keep_prior_dense"):
+        prior["demo"] = (demo_key[0], (demo.get("keep_prior", 0.0), demo.get("keep_prior_dense", 0.0), demo_key[1]))
     else:
         biased["demo"] = demo_key
     table = yaml.safe_load((ROOT / "configs/tables/lazymem135m.yaml").read_text())["rows"]
@@ -628,7 +649,9 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         for n, r in rows.items():
             bias = r.get("pipeline.mpm_sampling.logit_bias") or (r.get("pipeline.mpm_sampling") or {}).get("logit_bias")
             if r.get("pipeline.mpm.adapter") in source and bias and r.get("pipeline.keep_prior"):
-                prior[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], (r["pipeline.keep_prior"], bias[" KEEP"]))
+                prior[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], (r["pipeline.keep_prior"],
+                                                                           r.get("pipeline.keep_prior_dense", 0.0),
+                                                                           bias[" KEEP"]))
             elif r.get("pipeline.mpm.adapter") in source and bias:
                 biased[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], bias[" KEEP"])
     assert len(biased) >= 4 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)
@@ -636,7 +659,9 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     for card in shipped.values():
         kb = card["keep_bias"]
         if kb.get("keep_prior") is not None:
-            assert (kb["keep_prior"], kb["keep_bias"]) in pairs[card["shipped_from"]]
-            assert card["decoding"]["keep_prior"] == kb["keep_prior"]  # the card ships the prior it chose
+            assert (kb["keep_prior"], kb.get("keep_prior_dense", 0.0), kb["keep_bias"]) in pairs[card["shipped_from"]]
+            # the card ships the prior it chose
+            assert card["decoding"]["keep_prior"] == kb["keep_prior"]
+            assert card["decoding"].get("keep_prior_dense", 0.0) == kb.get("keep_prior_dense", 0.0)
         else:
             assert kb["keep_bias"] in chosen[card["shipped_from"]]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lazymem.construct import BRIDGES, ExtractiveConfig
+from lazymem.construct.prior import KeepPrior
 from lazymem.errors import ConfigError, check_fields
 from lazymem.fields import h, require
 from lazymem.llm import LLMConfig, Sampling
@@ -93,6 +94,15 @@ class PipelineConfig:
                    "lexical_scores) is added to ' KEEP''s logit, beside mpm_sampling.logit_bias (the prompt's "
                    "rule 11 as a decoding prior; 0 = off; backends transformers and llamacpp, models that write "
                    "a trace, e.g. LazyMem-135M)"))
+    keep_prior_dense: float = field(
+        default=0.0,
+        metadata=h("a dense KEEP prior beside keep_prior: keep_prior_dense x (the cosine similarity of the question "
+                   "and message i under keep_prior_model) is added to ' KEEP''s logit at message i's trace line "
+                   "(lazymem.construct.prior.KeepPrior; 0 = off; same backends as keep_prior)"))
+    keep_prior_model: str = field(
+        default="minilm-offline",
+        metadata=h("keep_prior_dense's sentence encoder (a weight is chosen for one encoder: all-MiniLM-L6-v2, "
+                   "'minilm-offline', for LazyMem-135M's)"))
     mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING,
                                    metadata=h("MPM decoding (json_schema is set per window)"))
     answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=h("answer decoding"))
@@ -140,6 +150,14 @@ class PipelineConfig:
         require(not self.keep_prior or self.mpm.backend in GROUNDED_BACKENDS, "PipelineConfig", "keep_prior",
                 self.keep_prior, f"needs a logit bias that changes line by line, which backends {GROUNDED_BACKENDS} "
                 f"give; mpm.backend {self.mpm.backend!r} cannot: set keep_prior: 0")
+        require(isinstance(self.keep_prior_dense, (int, float)) and not isinstance(self.keep_prior_dense, bool)
+                and math.isfinite(self.keep_prior_dense) and self.keep_prior_dense >= 0,
+                "PipelineConfig", "keep_prior_dense", self.keep_prior_dense, "must be a finite number >= 0")
+        require(not self.keep_prior_dense or self.mpm.backend in GROUNDED_BACKENDS, "PipelineConfig",
+                "keep_prior_dense", self.keep_prior_dense, f"needs a logit bias that changes line by line, which "
+                f"backends {GROUNDED_BACKENDS} give; mpm.backend {self.mpm.backend!r} cannot: set keep_prior_dense: 0")
+        require(isinstance(self.keep_prior_model, str) and self.keep_prior_model.strip() != "", "PipelineConfig",
+                "keep_prior_model", self.keep_prior_model, "must be a sentence-encoder name or path")
         require(self.mpm_sampling.trace_keep_bias is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
                 "trace_keep_bias must be unset: set keep_prior and each window gets its messages' priors")
         require(self.mpm_sampling.grounded is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
@@ -197,7 +215,15 @@ class PipelineConfig:
             d.pop("grounded")
         if not self.keep_prior:  # likewise
             d.pop("keep_prior")
+        if not self.keep_prior_dense:  # likewise
+            d.pop("keep_prior_dense")
+            d.pop("keep_prior_model")
         return d
+
+    @property
+    def keep_prior_weights(self) -> KeepPrior:
+        """The per-message KEEP prior of ``keep_prior``, ``keep_prior_dense`` and ``keep_prior_model``."""
+        return KeepPrior(self.keep_prior, self.keep_prior_dense, self.keep_prior_model)
 
     def legacy_dict(self) -> dict:
         """``to_dict`` in the flat shape of fingerprint version 1 (method sections as ``nanomemory_top_k``,

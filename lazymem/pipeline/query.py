@@ -32,7 +32,6 @@ from lazymem.construct import (
     assemble_memory,
     construction_stats,
     decision_schema,
-    lexical_prior,
     merge_decisions,
     strip_think,
     window_prompts,
@@ -188,7 +187,7 @@ class LazyMemPipeline:
         with a keep prior (each window's messages get their own; ``keep_priors``)."""
         c = self.config
         client = self.client("mpm")
-        priors = self.keep_priors(query, texts) if c.keep_prior else None
+        priors = self.keep_priors(query, texts) if c.keep_prior_weights else None
         if not c.structured and not c.grounded and priors is None:
             return client.generate(list(prompts), c.mpm_sampling)
         groups: dict[Any, list[int]] = {}
@@ -219,13 +218,15 @@ class LazyMemPipeline:
         return out  # type: ignore[return-value]
 
     def keep_priors(self, query: str | None, texts: Sequence[tuple[str, ...]]) -> list[tuple[float, ...]]:
-        """``pipeline.keep_prior`` times each window message's share of the query's content words
-        (``lexical_scores``, the extractive processor's relevance): one tuple per window, the
-        ``Sampling.trace_keep_bias`` of its trace lines."""
+        """Each window's per-message KEEP prior (``pipeline.keep_prior`` x the share of the question's
+        content words, plus ``pipeline.keep_prior_dense`` x the question-message cosine similarity;
+        ``lazymem.construct.prior.KeepPrior``): one tuple per window, the ``Sampling.trace_keep_bias`` of
+        its trace lines."""
         if query is None:
             raise ConfigError("pipeline.keep_prior needs the question's text beside the window texts "
                               "(generate_mpm(..., query=...))")
-        return [lexical_prior(self.config.keep_prior, query, t) for t in texts]
+        prior = self.config.keep_prior_weights
+        return [prior(query, t) for t in texts]
 
     def construct(self, history: History, question: Question, windows: Sequence[Window]):
         """Process every window, gate, merge and assemble.

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import math
 import random
 import time
 from collections import Counter
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lazymem.construct.prior import KeepPrior
 from lazymem.errors import ConfigError, LoadError
 from lazymem.fields import h
 from lazymem.llm import LLMConfig, Sampling
@@ -74,6 +74,10 @@ class WindowEvalConfig:
     keep_prior: float = field(default=0.0, metadata=h(
         "the lexical KEEP prior (pipeline.keep_prior): keep_prior x each message's share of the query's content "
         "words on ' KEEP' at its trace line's op (transformers, llamacpp); 0 = off"))
+    keep_prior_dense: float = field(default=0.0, metadata=h(
+        "the dense KEEP prior beside it (pipeline.keep_prior_dense): keep_prior_dense x the query-message cosine "
+        "under keep_prior_model; 0 = off"))
+    keep_prior_model: str = field(default="minilm-offline", metadata=h("keep_prior_dense's sentence encoder"))
     schema_max_content: int = field(default=512, metadata=h("structured: max characters of a KEEP's content"))
     schema_max_reason: int = field(default=64, metadata=h("structured: max characters of a reason"))
     limit: int | None = field(default=None, metadata=h("a balanced seeded subset of this many windows; None = all"))
@@ -88,15 +92,22 @@ class WindowEvalConfig:
             raise ConfigError(f"WindowEvalConfig.limit must be None or an integer >= 1, got {self.limit!r}")
         if not (isinstance(self.batch_windows, int) and self.batch_windows >= 1):
             raise ConfigError(f"WindowEvalConfig.batch_windows must be >= 1, got {self.batch_windows!r}")
-        if not (isinstance(self.keep_prior, (int, float)) and not isinstance(self.keep_prior, bool)
-                and math.isfinite(self.keep_prior) and self.keep_prior >= 0):
-            raise ConfigError(f"WindowEvalConfig.keep_prior must be a finite number >= 0, got {self.keep_prior!r}")
-        if self.keep_prior and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
+        try:
+            self.prior  # noqa: B018  (KeepPrior checks the weights and the encoder's name)
+        except ConfigError as e:
+            raise ConfigError(f"WindowEvalConfig (keep_prior, keep_prior_dense, keep_prior_model): {e}") from None
+        if self.prior and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
             raise ConfigError(f"WindowEvalConfig.keep_prior: backend {self.mpm.backend!r} cannot bias ' KEEP' line by "
                               "line (backends transformers, llamacpp)")
         if self.grounded and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
             raise ConfigError(f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
                               "(it needs token-level control: backends transformers, llamacpp)")
+
+
+    @property
+    def prior(self) -> KeepPrior:
+        """The per-message KEEP prior of keep_prior, keep_prior_dense and keep_prior_model."""
+        return KeepPrior(self.keep_prior, self.keep_prior_dense, self.keep_prior_model)
 
 
 def load_pairs(path: str | Path) -> list[dict]:
@@ -243,15 +254,14 @@ def by_size(records: Sequence[Mapping]) -> dict:
 
 
 def _sampling(config: WindowEvalConfig, row: Mapping) -> Sampling:
-    """The decoding of one row's window: its texts when grounded, its lexical priors with keep_prior,
+    """The decoding of one row's window: its texts when grounded, its KEEP priors with keep_prior / keep_prior_dense,
     its decision schema when structured."""
     n = len(row["decision_positions"])
     s = replace(config.sampling, grounded=_texts(row)) if config.grounded else config.sampling
-    if config.keep_prior:
-        from lazymem.construct import lexical_prior
+    if config.prior:
         from lazymem.construct.grounded import window_query
 
-        s = replace(s, trace_keep_bias=lexical_prior(config.keep_prior, window_query(row["prompt"]), _texts(row)))
+        s = replace(s, trace_keep_bias=config.prior(window_query(row["prompt"]), _texts(row)))
     if not config.structured:
         return s
     from lazymem.construct import decision_schema
@@ -294,7 +304,7 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
         idx = order[start:start + config.batch_windows]
         by_n: dict[int, list[int]] = {}
         for i in idx:  # grounded or a keep prior: one call per window (its own texts)
-            by_n.setdefault(i if config.grounded or config.keep_prior else len(chosen[i]["decision_positions"])
+            by_n.setdefault(i if config.grounded or config.prior else len(chosen[i]["decision_positions"])
                             if config.structured else 0, []).append(i)
 
         def run(group: list[int]) -> list[Completion]:

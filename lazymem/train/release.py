@@ -170,7 +170,9 @@ def _decoding_choice(record: Mapping | None) -> dict | None:
         return None
     if "keep_prior" in (record.get("chosen") or {}):
         c = record["chosen"]
-        return {"keep_bias": c["keep_bias"], "keep_prior": c["keep_prior"], "chosen": dict(c),
+        dense = {"keep_prior_dense": c["keep_prior_dense"], "keep_prior_model": c.get("keep_prior_model"),
+                 "no_dense": record.get("no_dense")} if c.get("keep_prior_dense") else {}
+        return {"keep_bias": c["keep_bias"], "keep_prior": c["keep_prior"], **dense, "chosen": dict(c),
                 "no_prior": record.get("no_prior"), "windows": record.get("windows"),
                 "settings": record.get("settings")}
     return {k: record.get(k) for k in ("keep_bias", "chosen", "auc", "settings")}
@@ -242,13 +244,20 @@ def model_card(card: Mapping) -> str:
     kb = card.get("keep_bias")
     if kb and kb.get("keep_prior") is not None:
         c, none = kb.get("chosen") or {}, kb.get("no_prior") or {}
+        d, lex = kb.get("keep_prior_dense"), kb.get("no_dense") or {}
+        dense = (f", `keep_prior_dense: {d}` (`pipeline.keep_prior_dense`: plus {d} x the cosine similarity of the "
+                 f"query and message i under `{kb.get('keep_prior_model')}`, `pipeline.keep_prior_model`)" if d else "")
         lines += ["## Decoding", "",
                   f"Decode with `keep_prior: {kb['keep_prior']}` (`pipeline.keep_prior`: the KEEP logit of message i's "
-                  f"trace line gets {kb['keep_prior']} x the share of the query's content words message i has) and "
-                  f"`logit_bias: {{\" KEEP\": {kb['keep_bias']}}}`, chosen together on {kb.get('windows')} development "
-                  f"windows ({', '.join((kb.get('settings') or {}).get('select') or [])}) by {c.get('by')}: there "
-                  f"they kept {c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
-                  f"(mean R_act {c.get('mean_r_act')}; the best bias without a prior, {none.get('keep_bias')}: "
+                  f"trace line gets {kb['keep_prior']} x the share of the query's content words message i has){dense} "
+                  f"and `logit_bias: {{\" KEEP\": {kb['keep_bias']}}}`, chosen together on {kb.get('windows')} "
+                  f"development windows ({', '.join((kb.get('settings') or {}).get('select') or [])}) by "
+                  f"{c.get('by')}: there they kept {c.get('gold_recall')} of gold lines and "
+                  f"{c.get('nongold_keep_rate')} of the others "
+                  f"(mean R_act {c.get('mean_r_act')}"
+                  + (f"; the best lexical prior alone, {lex.get('keep_prior')} with bias {lex.get('keep_bias')}: "
+                     f"{lex.get('gold_recall')}, {lex.get('nongold_keep_rate')}, {lex.get('mean_r_act')}" if d else "")
+                  + f"; the best bias without a prior, {none.get('keep_bias')}: "
                   f"{none.get('gold_recall')}, {none.get('nongold_keep_rate')}, {none.get('mean_r_act')}).", ""]
     elif kb:
         c = kb.get("chosen") or {}

@@ -108,6 +108,9 @@ def window_identity(cfg: WindowEvalConfig) -> dict:
         d.pop("grounded", None)
     if not cfg.keep_prior:  # likewise
         d.pop("keep_prior", None)
+    if not cfg.keep_prior_dense:  # likewise
+        d.pop("keep_prior_dense", None)
+        d.pop("keep_prior_model", None)
     return d
 
 
