@@ -51,9 +51,9 @@ def test_loads_through_the_locomo_parser_with_names_as_roles(tmp_path):
     assert spec_style(SPEC) == "casual"
 
 
-@pytest.mark.parametrize("topical", [0, 1, 2])
-def test_every_evidence_turn_exists_and_holds_its_answer_strings(topical):
-    samples, facts = casual_samples_with_facts(3, 12, 7, 20, topical=topical)
+@pytest.mark.parametrize("topical,asked", [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1)])
+def test_every_evidence_turn_exists_and_holds_its_answer_strings(topical, asked):
+    samples, facts = casual_samples_with_facts(3, 12, 7, 20, topical=topical, asked=asked)
     for sample in samples:
         turns = {t["dia_id"]: t for k, v in sample["conversation"].items()
                  if k.startswith("session_") and not k.endswith("date_time") for t in v}
@@ -166,8 +166,9 @@ def test_an_echo_never_holds_an_answer_bearing_string():
 def test_spec_parse_format_and_errors():
     assert casual_spec_string(**parse_casual_spec(SPEC)) == SPEC
     assert parse_casual_spec("synthetic-casual") == {"n_conversations": 1, "n_sessions": 12, "seed": 0,
-                                                     "n_questions": 20, "topical": 0}
+                                                     "n_questions": 20, "topical": 0, "asked": 0}
     assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=1")) == SPEC + ",topical=1"
+    assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=2,asked=1")) == SPEC + ",topical=2,asked=1"
     assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=2")) == SPEC + ",topical=2"
     with pytest.raises(ConfigError, match="topical"):
         parse_casual_spec(SPEC + ",topical=3")
@@ -215,3 +216,42 @@ def test_long2_keeps_evidence_verbatim_and_long1_bytes_unchanged():
         assert all(t["content"].startswith(p["content"]) for t, p in zip(session, plain_sessions[sid]))
     with pytest.raises(ConfigError, match="long must be"):
         generate_records(120, 3, 1, 6, long=3)
+
+
+def test_asked_statements_answer_the_others_question_next_to_it():
+    """asked=1: about half the single-hop and adversarial statements follow the other speaker's question, which
+    shares the question's words, while the answer turn (the evidence) holds the value; asked=0 moves no bytes."""
+    from lazymem.construct.extractive import lexical_scores
+    from lazymem.data.casual.facts import ASKED
+
+    asks = {a for pairs in ASKED.values() for a, _ in pairs}
+    samples, facts = casual_samples_with_facts(4, 14, 9, 12, asked=1)
+    n_single = n_asked = 0
+    for sample in samples:
+        turns = [t for k, v in sample["conversation"].items() if k.startswith("session_")
+                 and not k.endswith("date_time") for t in v]
+        index = {t["dia_id"]: i for i, t in enumerate(turns)}
+        for j, qa in enumerate(sample["qa"]):
+            if qa["category"] not in (4, 5):
+                continue
+            n_single += 1
+            gold = turns[index[qa["evidence"][0]]]
+            before = turns[index[qa["evidence"][0]] - 1]
+            for _, contains in facts[f"{sample['sample_id']}:q{j}"]:
+                assert all(c in gold["text"] for c in contains)
+            if any(_matches(before["text"], a) for a in asks):
+                n_asked += 1
+                assert before["speaker"] != gold["speaker"]  # the other speaker asks
+                q_ask, q_gold = lexical_scores(qa["question"], [before["text"], gold["text"]])
+                assert q_ask > 0 and q_ask >= q_gold, (qa["question"], before["text"], gold["text"])
+    assert n_single >= 12 and 0.25 <= n_asked / n_single <= 0.75, (n_asked, n_single)
+    assert casual_samples(3, 14, 23, 12, asked=0) == casual_samples(3, 14, 23, 12)
+    with pytest.raises(ConfigError, match="asked"):
+        parse_casual_spec("synthetic-casual:asked=2")
+    assert parse_casual_spec(casual_spec_string(2, 14, 4, 12, asked=1))["asked"] == 1
+
+
+def _matches(text: str, template: str) -> bool:
+    import re
+
+    return re.fullmatch(re.sub(r"\\\{\w+\\\}", ".+", re.escape(template)), text) is not None

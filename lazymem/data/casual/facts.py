@@ -121,9 +121,50 @@ SINGLE = {
               "Okay, I've perfected my {food} recipe. I've made it three weekends in a row."),
              "What dish has {X} been making from scratch?", "{food}", None),
 }
+# `asked=1`: a planted single-hop/adversarial statement told as the answer to the other speaker's question. The
+# question turn carries the question's words, the answer turn (the evidence) the value with few of them, as in
+# LoCoMo, where the turn retrieval finds is often the one next to the gold turn. (the other's ask, the answer;
+# {value} is the answer-bearing string, {pet}/{fam} the fact's slots, {fobj} the relative's object pronoun)
+ASKED = {
+    "pet": (("Wait, didn't you say you were getting a {pet}? What's the name?",
+             "{value}! Came home on Saturday and already owns the couch."),
+            ("So is the {pet} finally happening or not? Does it have a name yet?",
+             "It happened! Meet {value}. I'm completely obsessed.")),
+    "class": (("Did you ever sign up for that class you kept talking about?",
+               "I did, {value}! First session is next week, I'm nervous."),
+              ("What class did you end up choosing in the end?", "{value}, on Tuesdays. I'm terrible at it so far.")),
+    "job": (("So, any news on the new job front? Where did you end up?",
+             "Yes!! {value}. I start in two weeks and I still can't believe it."),
+            ("Did you get the job you interviewed for?", "I got an offer from {value} and took it!")),
+    "instrument": (("Are you still learning that instrument you mentioned?",
+                    "The {value}, yes! Every night, my fingers hurt."),
+                   ("What instrument did you pick up in the end?", "A secondhand {value}. I practice after dinner.")),
+    "book": (("Finish any good books lately? I need something new to read.",
+              "{value}. I stayed up way too late with it, that ending!"),
+             ("What was that book you just finished?", "{value}! I can't stop thinking about it.")),
+    "family": (("Isn't your {fam} coming to stay soon? Remind me of the name?",
+                "{value}! Next month. I haven't seen {fobj} in ages."),
+               ("How's your {fam} doing? I forget the name.", "{value}, and doing well! We talk almost every day.")),
+    "food": (("Have you been making anything from scratch lately? You mentioned a dish.",
+              "{value}! Three weekends in a row now, I think I've perfected it."),
+             ("What's the dish you keep making from scratch?", "{value}. It actually turned out great last night.")),
+}
+
 _FAMILY_PRONOUN = {"sister": "her", "mom": "her", "aunt": "her", "grandma": "her", "niece": "her",
                    "brother": "him", "dad": "him", "uncle": "him", "nephew": "him", "cousin": "them"}
 _FAMILY = tuple(_FAMILY_PRONOUN)
+
+
+def asked_turns(fact: Fact, rng: random.Random) -> tuple[str, str] | None:
+    """The (other speaker's question, answer holding the value) pair of a single-hop or adversarial fact
+    (``ASKED``), or None for the other categories."""
+    if fact.category not in (4, 5) or fact.topic not in ASKED:
+        return None
+    ask, answer = rng.choice(ASKED[fact.topic])
+    values = dict(fact.slots, value=fact.stmts[0].contains[0])
+    if "fam" in values:
+        values["fobj"] = _FAMILY_PRONOUN[values["fam"]]
+    return ask.format(**values), answer.format(**values)
 
 
 # the pools each slot draws from ({fam} and {fname} are drawn together)

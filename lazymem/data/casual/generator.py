@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from lazymem.data.casual import chatter as C
 from lazymem.data.casual import pools as P
-from lazymem.data.casual.facts import CYCLE, MAKERS, Draw, Exhausted, Fact
+from lazymem.data.casual.facts import CYCLE, MAKERS, Draw, Exhausted, Fact, asked_turns
 from lazymem.errors import ConfigError
 
 PER_SESSION = 3  # planted statements one session holds at most
@@ -159,14 +159,17 @@ def _echo_block(rng: random.Random, fact: Fact, fill: _Fill, answers: tuple[str,
     return []
 
 
-def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical: int = 0):
+def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical: int = 0, asked: int = 0):
     """One LoCoMo sample and, per question, its evidence as (dia_id, answer-bearing strings). ``topical``
     adds topical echoes (``_echo_block``): after every planted statement the two talk on about the
     same topic for one or two exchanges without restating the answer (as LoCoMo's gold turns sit among
     turns on their topic), and every session gets one to three echoes of other facts of the conversation.
     ``topical=2`` adds, besides, first-person echoes (chatter.SELF_ECHOES: a fact's own speaker on its
     topic in a session where it is not stated) and puts half the planted statements after a lead-in
-    sentence (chatter.LEAD_INS), so the point of a gold turn is not always at its start."""
+    sentence (chatter.LEAD_INS), so the point of a gold turn is not always at its start. ``asked=1`` tells half
+    the single-hop and adversarial statements as the answer to the other speaker's question (facts.ASKED): the
+    question turn has the question's words, the answer turn (the evidence) the value, as LoCoMo's gold often
+    sits next to the turn retrieval finds."""
     rng = random.Random(f"lazymem-casual:{seed}:{c}")
     sid = f"syncasual{seed}-c{c}"
     she_first = rng.random() < 0.5
@@ -193,7 +196,11 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
         for f, j in planted.get(s, []):
             st = facts[f].stmts[j]
             text = f"{rng.choice(C.LEAD_INS)} {st.text}" if topical >= 2 and rng.random() < 0.5 else st.text
-            block = _planted_block(rng, text, st.who, names)
+            pair = asked_turns(facts[f], rng) if asked and rng.random() < 0.5 else None
+            if pair is None:
+                block = _planted_block(rng, text, st.who, names)
+            else:  # the other asks (not evidence), the speaker answers with the value (the evidence)
+                block = [(1 - st.who, pair[0], False), *_planted_block(rng, pair[1], st.who, names)]
             for _ in range(rng.choice((1, 1, 2)) if topical else 0):
                 block += _echo_block(rng, facts[f], _Fill(rng, d.used, {}), answers, first=1 - block[-1][0])
             blocks.append((block, (f, j)))
@@ -247,9 +254,12 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
     return {"sample_id": sid, "conversation": conv, "qa": qa}, evidence
 
 
-def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int, topical: int = 0) -> None:
+def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int, topical: int = 0,
+           asked: int = 0) -> None:
     if topical not in (0, 1, 2) or isinstance(topical, bool):
         raise ConfigError(f"synthetic-casual: topical must be 0, 1 or 2, got {topical!r}")
+    if asked not in (0, 1) or isinstance(asked, bool):
+        raise ConfigError(f"synthetic-casual: asked must be 0 or 1, got {asked!r}")
     for name, value, lo in (("conversations", n_conversations, 1), ("sessions", n_sessions, 2),
                             ("questions", n_questions, 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
@@ -259,26 +269,26 @@ def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int, t
 
 
 def casual_samples_with_facts(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                              topical: int = 0):
+                              topical: int = 0, asked: int = 0):
     """The LoCoMo samples and, per question id ("{sample_id}:q{j}"), its evidence (dia_id, strings)."""
-    _check(n_conversations, n_sessions, seed, n_questions, topical)
+    _check(n_conversations, n_sessions, seed, n_questions, topical, asked)
     samples, facts = [], {}
     for c in range(n_conversations):
-        sample, evidence = _conversation(seed, c, n_sessions, n_questions, topical)
+        sample, evidence = _conversation(seed, c, n_sessions, n_questions, topical, asked)
         samples.append(sample)
         facts.update({f"{sample['sample_id']}:q{j}": ev for j, ev in enumerate(evidence)})
     return samples, facts
 
 
 def casual_samples(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                   topical: int = 0) -> list[dict]:
+                   topical: int = 0, asked: int = 0) -> list[dict]:
     """LoCoMo-schema samples (``sample_id`` ``syncasual{seed}-c{i}``), deterministic in the arguments.
 
     >>> s = casual_samples(1, 4, 0, 5)[0]
     >>> s["sample_id"], sorted(s["conversation"])[:3], len(s["qa"])
     ('syncasual0-c0', ['session_1', 'session_1_date_time', 'session_2'], 5)
     """
-    return casual_samples_with_facts(n_conversations, n_sessions, seed, n_questions, topical)[0]
+    return casual_samples_with_facts(n_conversations, n_sessions, seed, n_questions, topical, asked)[0]
 
 
 def samples_sha256(samples: list[dict]) -> str:
@@ -288,49 +298,50 @@ def samples_sha256(samples: list[dict]) -> str:
 
 
 def casual_dataset(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                   topical: int = 0):
+                   topical: int = 0, asked: int = 0):
     """The samples loaded by the LoCoMo parser: a Dataset whose roles are the speakers' names."""
     from lazymem.data.locomo import parse_locomo
 
-    samples = casual_samples(n_conversations, n_sessions, seed, n_questions, topical)
-    spec = casual_spec_string(n_conversations, n_sessions, seed, n_questions, topical)
+    samples = casual_samples(n_conversations, n_sessions, seed, n_questions, topical, asked)
+    spec = casual_spec_string(n_conversations, n_sessions, seed, n_questions, topical, asked)
     return parse_locomo(samples, file=spec, name=spec, sha256=samples_sha256(samples), bad_evidence="error")
 
 
 PREFIX = "synthetic-casual"
 _KEYS = {"conversations": "n_conversations", "sessions": "n_sessions", "seed": "seed", "questions": "n_questions",
-         "topical": "topical"}
+         "topical": "topical", "asked": "asked"}
 
 
 def casual_spec_string(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                       topical: int = 0) -> str:
-    """The canonical spec of a generator call (the Dataset's name and source); ``topical`` only when on,
-    so the specs (and bytes) of earlier data stay as they were.
+                       topical: int = 0, asked: int = 0) -> str:
+    """The canonical spec of a generator call (the Dataset's name and source); ``topical`` and ``asked`` only
+    when on, so the specs (and bytes) of earlier data stay as they were.
 
-    >>> casual_spec_string(8, 12, 1, 20), casual_spec_string(8, 12, 1, 20, topical=1)[-10:]
-    ('synthetic-casual:conversations=8,sessions=12,seed=1,questions=20', ',topical=1')
+    >>> casual_spec_string(8, 12, 1, 20), casual_spec_string(8, 12, 1, 20, topical=1, asked=1)[-18:]
+    ('synthetic-casual:conversations=8,sessions=12,seed=1,questions=20', ',topical=1,asked=1')
     """
     spec = f"{PREFIX}:conversations={n_conversations},sessions={n_sessions},seed={seed},questions={n_questions}"
-    return spec + (f",topical={topical}" if topical else "")
+    return spec + (f",topical={topical}" if topical else "") + (f",asked={asked}" if asked else "")
 
 
 def parse_casual_spec(spec: str) -> dict:
-    """Parse "synthetic-casual[:conversations=C,sessions=S,seed=N,questions=Q,topical=T]" into generator kwargs.
+    """Parse "synthetic-casual[:conversations=C,sessions=S,seed=N,questions=Q,topical=T,asked=A]" into generator
+    kwargs.
 
-    Every key is optional (defaults 1, 12, 0, 20, topical 0: no topical echoes). A bad key or value
-    raises ConfigError naming it.
+    Every key is optional (defaults 1, 12, 0, 20, topical 0: no topical echoes, asked 0: every statement told
+    unprompted). A bad key or value raises ConfigError naming it.
 
     >>> parse_casual_spec("synthetic-casual:conversations=2,seed=3")
-    {'n_conversations': 2, 'n_sessions': 12, 'seed': 3, 'n_questions': 20, 'topical': 0}
+    {'n_conversations': 2, 'n_sessions': 12, 'seed': 3, 'n_questions': 20, 'topical': 0, 'asked': 0}
     >>> parse_casual_spec("synthetic-casual:turns=3")
     Traceback (most recent call last):
     ...
-    lazymem.errors.ConfigError: synthetic-casual spec: unknown key 'turns' (expected conversations, sessions, seed, questions, topical)
+    lazymem.errors.ConfigError: synthetic-casual spec: unknown key 'turns' (expected conversations, sessions, seed, questions, topical, asked)
     """  # noqa: E501  (a doctest's expected output is one line)
     head, _, body = str(spec).strip().partition(":")
     if head.strip() != PREFIX:
         raise ConfigError(f"synthetic-casual spec must start with {PREFIX!r}, got {spec!r}")
-    out = {"n_conversations": 1, "n_sessions": 12, "seed": 0, "n_questions": 20, "topical": 0}
+    out = {"n_conversations": 1, "n_sessions": 12, "seed": 0, "n_questions": 20, "topical": 0, "asked": 0}
     seen = set()
     for part in body.split(","):
         if not part.strip():
@@ -348,4 +359,6 @@ def parse_casual_spec(spec: str) -> dict:
         out[_KEYS[key]] = int(value)
     if out["topical"] not in (0, 1, 2):
         raise ConfigError(f"synthetic-casual spec: topical={out['topical']} must be 0, 1 or 2")
+    if out["asked"] not in (0, 1):
+        raise ConfigError(f"synthetic-casual spec: asked={out['asked']} must be 0 or 1")
     return out
