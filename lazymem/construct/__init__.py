@@ -9,13 +9,13 @@ Modules, in the order a window passes through them:
   its failure kinds, ``GateVerdict.fmt_ok`` (the paper's Gate Fmt.), ``decision_schema`` for
   constrained decoding, ``strip_think``;
 - ``merge``: deduplication over overlapping sub-windows, memory assembly, construction statistics;
-- ``extractive``: a training-free processor behind the same interface as a model.
+- ``extractive``: a training-free processor behind the same interface as a model;
+- ``prior``: ``KeepPrior``, the per-message KEEP prior (lexical, dense) a trace-writing model decodes with.
 """
 from lazymem.construct.extractive import (
     ExtractiveConfig,
     ExtractiveProcessor,
     MemoryProcessor,
-    lexical_prior,
     lexical_scores,
 )
 from lazymem.construct.gate import (
@@ -37,10 +37,11 @@ from lazymem.construct.merge import (
     merge_decisions,
     window_positions,
 )
+from lazymem.construct.prior import KeepPrior
 from lazymem.construct.prompt import BRIDGES, WindowPrompt, bridge_sizes, gold_labels, window_prompts
 
 __all__ = [
-    "ExtractiveConfig", "ExtractiveProcessor", "MemoryProcessor", "lexical_prior", "lexical_scores", "FAILURE_KINDS",
+    "ExtractiveConfig", "ExtractiveProcessor", "MemoryProcessor", "KeepPrior", "lexical_scores", "FAILURE_KINDS",
     "FIELDS",
     "GATE_OK", "OPS", "STRUCTURAL_FAILURES", "Decision", "GateVerdict", "decision_schema", "parse_decisions",
     "strip_think", "ConstructionStats", "assemble_memory", "construction_stats", "merge_decisions",

@@ -40,16 +40,6 @@ def lexical_scores(query: str, texts: Sequence[str]) -> list[float]:
     return [len(q & content_tokens(t)) / len(q) for t in texts]
 
 
-def lexical_prior(weight: float, query: str, texts: Sequence[str]) -> tuple[float, ...]:
-    """``weight`` times each text's ``lexical_scores``: the per-message KEEP prior of ``pipeline.keep_prior``
-    (one ``Sampling.trace_keep_bias`` number per decided message).
-
-    >>> lexical_prior(4.0, "When did I move to Lisbon?", ["I moved to Lisbon", "Lisbon is sunny", "Hi"])
-    (4.0, 2.0, 0.0)
-    """
-    return tuple(round(weight * x, 6) for x in lexical_scores(query, texts))
-
-
 Scorer = Callable[[str, Sequence[str]], Sequence[float]]  # (query, texts) -> one score per text
 
 
