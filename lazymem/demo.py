@@ -23,11 +23,13 @@ DEMO_MPMS = ("lazymem-135m", "base", "extractive")
 # Overrides of configs/eval/demo.yaml (which runs LazyMem-135M) per --mpm choice.
 _MPM_OVERRIDES = {
     "lazymem-135m": [],
-    "base": ["pipeline.mpm.adapter=null", "pipeline.structured=true", "pipeline.structured_trace=false",
-             "pipeline.grounded=false", "pipeline.schema_max_content=100",
+    "base": ["pipeline.mpm_decoding=null", "pipeline.mpm.adapter=null", "pipeline.structured=true",
+             "pipeline.structured_trace=false", "pipeline.grounded=false", "pipeline.schema_max_content=100",
              "pipeline.schema_max_reason=0", "pipeline.mpm_sampling.logit_bias=null", "pipeline.keep_prior=0"],
     # the bias and the prior are LazyMem-135M's; untrained SmolLM2 wrote 0/30 valid arrays freely
-    "extractive": ["pipeline.method=extractive", "pipeline.keep_prior=0"],
+    "extractive": ["pipeline.mpm_decoding=null", "pipeline.method=extractive", "pipeline.structured=false",
+                   "pipeline.structured_trace=false", "pipeline.grounded=false", "pipeline.keep_prior=0",
+                   "pipeline.mpm_sampling.logit_bias=null"],
 }
 
 

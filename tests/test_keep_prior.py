@@ -190,3 +190,31 @@ def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path
                                                                d["keep_prior_dense"])
     with pytest.raises(ConfigError, match="development record"):
         choose_keep_prior([])
+
+
+def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_clash():
+    """pipeline.mpm_decoding: card = the decoding the adapter's model card ships with (v2: count-constrained with
+    its trace, grounded, the lexical prior and its bias; v1: free generation and its bias), resolved at load time
+    so a run's fingerprint is that of the same decoding written out; a config that says otherwise is refused."""
+    from lazymem.llm.models import shipped_decoding
+
+    mpm = {"backend": "llamacpp", "model": "smollm2-offline", "adapter": "lazymem-135m"}
+    fields, bias = shipped_decoding("lazymem-135m")
+    card = PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "card", "mpm_sampling": {"max_tokens": 1536}})
+    written = PipelineConfig.from_dict({"mpm": mpm, **fields, "mpm_sampling": {"max_tokens": 1536,
+                                                                               "logit_bias": {" KEEP": bias}}})
+    assert card == written and card.to_dict() == written.to_dict() and "mpm_decoding" not in card.to_dict()
+    assert (card.structured, card.structured_trace, card.grounded) == (True, True, True) and card.keep_prior > 0
+    v1 = PipelineConfig.from_dict({"mpm": {**mpm, "adapter": "lazymem-135m-v1"}, "mpm_decoding": "card"})
+    assert not v1.structured and not v1.keep_prior and v1.mpm_sampling.logit_bias == {" KEEP": 1.734601}
+    with pytest.raises(ConfigError, match="keep_prior: 2.0"):
+        PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "card", "keep_prior": 2.0})
+    with pytest.raises(ConfigError, match="logit_bias"):
+        PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "card", "mpm_sampling": {"logit_bias": {" KEEP": 9}}})
+    with pytest.raises(ConfigError, match="only a shipped"):
+        PipelineConfig.from_dict({"mpm": {**mpm, "adapter": "runs/x/final"}, "mpm_decoding": "card"})
+    with pytest.raises(ConfigError, match="pipeline.mpm.adapter"):
+        PipelineConfig.from_dict({"mpm": {**mpm, "adapter": None}, "mpm_decoding": "card"})
+    with pytest.raises(ConfigError, match="'card'"):
+        PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "shipped"})
+

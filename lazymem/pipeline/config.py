@@ -189,6 +189,9 @@ class PipelineConfig:
                         raise ConfigError(f"pipeline: {old} and {section}.{key} both set: keep {section}.{key}")
                     part[key] = v.pop(old)
                 v[section] = part
+        mode = v.pop("mpm_decoding", None)
+        if mode is not None:
+            v.update(_card_decoding(v, mode))
         check_fields(cls, v, "pipeline")
         for name, builder in SECTIONS:
             if name in v and v[name] is not None:
@@ -234,3 +237,37 @@ class PipelineConfig:
         for section in {section for section, _ in LEGACY_KEYS.values()}:
             d.pop(section)
         return d
+
+
+def _card_decoding(values: Mapping, mode: Any) -> dict:
+    """``pipeline.mpm_decoding: card``: the decoding the adapter's model card ships with (structured, trace,
+    grounded, KEEP priors and ``mpm_sampling.logit_bias``; ``lazymem.llm.models.shipped_decoding``). A config
+    that also sets one of those keys to another value is refused (say one or the other); the other sampling
+    settings (temperature, max_tokens) stay the config's. Runs record the resolved values, so their
+    fingerprints are those of the same decoding written out."""
+    if mode != "card":
+        raise ConfigError(f"pipeline.mpm_decoding: 'card' (the shipped adapter's decoding, read from its model "
+                          f"card) or null, got {mode!r}")
+    from lazymem.llm.models import shipped_decoding
+
+    mpm = values.get("mpm")
+    adapter = mpm.adapter if isinstance(mpm, LLMConfig) else mpm.get("adapter") if isinstance(mpm, Mapping) else None
+    if not adapter:
+        raise ConfigError("pipeline.mpm_decoding: card reads the decoding from a shipped adapter's card; set "
+                          "pipeline.mpm.adapter (lazymem-135m, lazymem-135m-v1, lazymem-135m-v2)")
+    fields, bias = shipped_decoding(adapter)
+    sampling = values.get("mpm_sampling")
+    bias_map = None if bias is None else {" KEEP": bias}
+    given = sampling.logit_bias if isinstance(sampling, Sampling) else (sampling or {}).get("logit_bias")
+    clashes = [f"{k}: {values[k]!r} (card: {v!r})" for k, v in fields.items() if k in values and values[k] != v]
+    if given is not None and given != bias_map:
+        clashes.append(f"mpm_sampling.logit_bias: {given!r} (card: {bias_map!r})")
+    if clashes:
+        raise ConfigError(f"pipeline.mpm_decoding: card sets the decoding of {adapter!r} from its model card, and the "
+                          f"config sets {'; '.join(clashes)}: drop those keys, or mpm_decoding to write them out")
+    if isinstance(sampling, Sampling):
+        fields["mpm_sampling"] = dataclasses.replace(sampling, logit_bias=bias_map)
+    else:
+        base = DEFAULT_MPM_SAMPLING.as_dict() if sampling is None else dict(sampling)
+        fields["mpm_sampling"] = {**base, "logit_bias": bias_map}
+    return fields
