@@ -7,8 +7,9 @@
 the first ``--limit`` questions with evidence are retrieved with the pipeline's retrieval of ``--config``
 (the test tables' by default: n 10), and each gold message is counted as a hit (in the pool), a neighbour of
 one at distance 1 or 2 (inside a window of radius 1 or 2 around a hit, not a hit itself) or unseen, with
-its mean word overlap with the question (``lexical_scores``). A model that only ever saw gold hits has never
-been asked to keep the reply next to the turn that matches the question.
+its mean word overlap with the question (``lexical_scores``), and the share of distance-1 neighbours that
+answer a hit: the hit is the turn just before, by the other speaker, and asks something ("?"). A model that only
+ever saw gold hits has never been asked to keep the reply next to the turn that matches the question.
 
 ``kept``: from finished eval runs' ``windows.jsonl`` (their window decisions), the gold and non-gold
 decisions on hits and on neighbours, and how many of each were KEEP.
@@ -35,6 +36,7 @@ def data_positions(spec: str, retrieval, limit: int) -> dict:
     questions = [q for q in ds.questions if q.evidence and q.history_id not in TEST_HISTORIES][:limit]
     retriever = Retriever(retrieval)
     kinds: dict[str, list[float]] = collections.defaultdict(list)
+    answers = 0  # distance-1 neighbours right after a hit that asks a question ("?") in the other speaker's turn
     for q in questions:
         h = ds.history(q)
         hits = set(retriever.retrieve(h, q.text).positions)
@@ -42,8 +44,12 @@ def data_positions(spec: str, retrieval, limit: int) -> dict:
             near = min((abs(g - p) for p in hits), default=None)
             kind = "hit" if near == 0 else "neighbour_1" if near == 1 else "neighbour_2" if near == 2 else "unseen"
             kinds[kind].append(lexical_scores(q.text, [h[g].text])[0])
+            answers += (kind == "neighbour_1" and g - 1 in hits and "?" in h[g - 1].text
+                        and h[g - 1].role != h[g].role)
     n = sum(len(v) for v in kinds.values())
     return {"spec": spec, "questions": len(questions), "gold": n,
+            "neighbour_1_answering_a_hit_question": (round(answers / len(kinds["neighbour_1"]), 3)
+                                                     if kinds["neighbour_1"] else None),
             **{k: {"share": round(len(kinds[k]) / n, 3) if n else None,
                    "mean_overlap": round(statistics.fmean(kinds[k]), 3) if kinds[k] else None}
                for k in ("hit", "neighbour_1", "neighbour_2", "unseen")}}
@@ -81,12 +87,14 @@ def main(argv: list[str] | None = None) -> int:
 
         retrieval = PipelineConfig.from_yaml(args.config).retrieval
         rows = [data_positions(s, retrieval, args.limit) for s in args.specs]
-        print("| data | questions | gold | hit | neighbour (1) | neighbour (2) | unseen |")
-        print("|---|---:|---:|---|---|---|---|")
+        print("| data | questions | gold | hit | neighbour (1) | neighbour (2) | unseen | (1) answering the hit's "
+              "question |")
+        print("|---|---:|---:|---|---|---|---|---:|")
         for r in rows:
             cells = [f"{r[k]['share']} (overlap {r[k]['mean_overlap']})" if r[k]["share"] else "0"
                      for k in ("hit", "neighbour_1", "neighbour_2", "unseen")]
-            print(f"| {r['spec']} | {r['questions']} | {r['gold']} | " + " | ".join(cells) + " |")
+            print(f"| {r['spec']} | {r['questions']} | {r['gold']} | " + " | ".join(cells)
+                  + f" | {r['neighbour_1_answering_a_hit_question']} |")
     else:
         missing = [r for r in args.runs if not (r / "windows.jsonl").is_file()]
         for r in missing:  # records stay out of git: a run made on another machine has only its summary here
