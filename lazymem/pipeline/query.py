@@ -37,7 +37,7 @@ from lazymem.construct import (
     window_prompts,
 )
 from lazymem.errors import ConfigError
-from lazymem.llm import Completion
+from lazymem.llm import Completion, Sampling
 from lazymem.pipeline.config import ROLES, PipelineConfig
 from lazymem.pipeline.methods import Method, method_class
 from lazymem.pipeline.results import QueryResult, WindowResult
@@ -68,6 +68,18 @@ def question_windows(history: History, question: Question, retriever: Retriever 
     pool = retriever.retrieve(history, question.text)
     return pool, build_windows(history, pool.positions, window or WindowConfig(), gold=question.evidence)
 
+
+
+def window_sampling(base: Sampling, n: int, *, structured: bool, structured_trace: bool,
+                    texts: tuple[str, ...] | None, prior: tuple[float, ...] | None, schema_max_content: int,
+                    schema_max_reason: int) -> Sampling:
+    """One window's MPM decoding (the pipeline's and the window evaluation's): ``base`` with the window's
+    decision schema when structured (n items, after an n-line trace with ``structured_trace``), its message
+    texts when grounded (``texts``; the span then bounds a KEEP's content, so the schema leaves it unbounded:
+    a far smaller grammar) and its per-message KEEP priors (``prior``, ``Sampling.trace_keep_bias``)."""
+    schema = decision_schema(n, None if texts is not None else schema_max_content, schema_max_reason,
+                             think=structured_trace) if structured else base.json_schema
+    return dataclasses.replace(base, json_schema=schema, grounded=texts, trace_keep_bias=prior)
 
 
 class LazyMemPipeline:
@@ -196,10 +208,9 @@ class LazyMemPipeline:
 
         def run(key: Any) -> list[Completion]:
             n, grounded, prior = key
-            # grounded: the span bounds a KEEP's content, so the schema leaves it unbounded (a far smaller grammar)
-            schema = decision_schema(n, None if c.grounded else c.schema_max_content, c.schema_max_reason,
-                                     think=c.structured_trace) if c.structured else None
-            sampling = dataclasses.replace(c.mpm_sampling, json_schema=schema, grounded=grounded, trace_keep_bias=prior)
+            sampling = window_sampling(c.mpm_sampling, n, structured=c.structured, structured_trace=c.structured_trace,
+                                       texts=grounded, prior=prior, schema_max_content=c.schema_max_content,
+                                       schema_max_reason=c.schema_max_reason)
             return client.generate([prompts[i] for i in groups[key]], sampling)
 
         out: list[Completion | None] = [None] * len(prompts)

@@ -39,7 +39,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -254,21 +254,17 @@ def by_size(records: Sequence[Mapping]) -> dict:
 
 
 def _sampling(config: WindowEvalConfig, row: Mapping) -> Sampling:
-    """The decoding of one row's window: its texts when grounded, its KEEP priors with keep_prior / keep_prior_dense,
-    its decision schema when structured."""
-    n = len(row["decision_positions"])
-    s = replace(config.sampling, grounded=_texts(row)) if config.grounded else config.sampling
-    if config.prior:
-        from lazymem.construct.grounded import window_query
+    """The decoding of one row's window, as the pipeline decodes one (``lazymem.pipeline.query.window_sampling``):
+    its texts when grounded, its KEEP priors with keep_prior / keep_prior_dense, its decision schema when
+    structured."""
+    from lazymem.construct.grounded import window_query
+    from lazymem.pipeline.query import window_sampling
 
-        s = replace(s, trace_keep_bias=config.prior(window_query(row["prompt"]), _texts(row)))
-    if not config.structured:
-        return s
-    from lazymem.construct import decision_schema
-
-    # grounded: the span bounds a KEEP's content, so the schema leaves it unbounded (a far smaller grammar)
-    return replace(s, json_schema=decision_schema(n, None if config.grounded else config.schema_max_content,
-                                                  config.schema_max_reason, think=config.structured_trace))
+    texts = _texts(row) if config.grounded or config.prior else None
+    return window_sampling(config.sampling, len(row["decision_positions"]), structured=config.structured,
+                           structured_trace=config.structured_trace, texts=texts if config.grounded else None,
+                           prior=config.prior(window_query(row["prompt"]), texts) if config.prior else None,
+                           schema_max_content=config.schema_max_content, schema_max_reason=config.schema_max_reason)
 
 
 def _texts(row: Mapping) -> tuple[str, ...]:
