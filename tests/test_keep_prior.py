@@ -196,7 +196,7 @@ def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_cla
     """pipeline.mpm_decoding: card = the decoding the adapter's model card ships with (v2: count-constrained with
     its trace, grounded, the lexical prior and its bias; v1: free generation and its bias), resolved at load time
     so a run's fingerprint is that of the same decoding written out; a config that says otherwise is refused."""
-    from lazymem.llm.models import shipped_decoding
+    from lazymem.pipeline.config import shipped_decoding
 
     mpm = {"backend": "llamacpp", "model": "smollm2-offline", "adapter": "lazymem-135m"}
     fields, bias = shipped_decoding("lazymem-135m")

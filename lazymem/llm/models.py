@@ -189,37 +189,6 @@ def resolve_adapter(name: str) -> str:
     return str(d)
 
 
-# What `pipeline.mpm_decoding: card` sets when a card has no `decoding` (v1 shipped with free generation).
-FREE_DECODING = {"structured": False, "structured_trace": False, "grounded": False, "keep_prior": 0.0,
-                 "keep_prior_dense": 0.0}
-
-
-def shipped_decoding(name: str) -> tuple[dict, float | None]:
-    """The decoding a shipped LazyMem-135M version was chosen with, read from its card (``card.json``): the
-    pipeline settings (structured, trace, grounded, KEEP priors; ``FREE_DECODING`` updated with the card's
-    ``decoding``) and its KEEP logit bias (None: none chosen). Only shipped versions have a card.
-
-    >>> fields, bias = shipped_decoding("lazymem-135m-v1")
-    >>> fields["structured"], bias
-    (False, 1.734601)
-    """
-    if name != LAZYMEM_135M and name not in LAZYMEM_135M_VERSIONS:
-        raise ConfigError(f"adapter {name!r}: only a shipped LazyMem-135M version ({LAZYMEM_135M}, "
-                          f"{', '.join(LAZYMEM_135M_VERSIONS)}) has a card to read its decoding from; write the "
-                          "decoding out (structured, grounded, keep_prior, mpm_sampling.logit_bias) for this adapter")
-    path = Path(resolve_adapter(name)) / "card.json"
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: cannot read the model card ({e})") from None
-    fields = dict(FREE_DECODING, **(card.get("decoding") or {}))
-    unknown = set(fields) - set(FREE_DECODING) - {"keep_prior_model"}
-    if unknown:
-        raise ConfigError(f"{path}: decoding field(s) {sorted(unknown)} are not pipeline decoding settings")
-    bias = (card.get("keep_bias") or {}).get("keep_bias")
-    return fields, bias
-
-
 def recorded_adapter(name: str | None) -> str | None:
     """The adapter name a run's fingerprint holds: a shipped version under one name whichever alias
     selects it (``lazymem-135m`` is ``lazymem-135m-v2``), v1 under the name its runs were recorded with.

@@ -19,9 +19,11 @@ of earlier configs and manifests (``nanomemory_top_k``, ``mem0_chunk``, ...) sti
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lazymem.construct import BRIDGES, ExtractiveConfig
@@ -29,6 +31,7 @@ from lazymem.construct.prior import KeepPrior
 from lazymem.errors import ConfigError, check_fields
 from lazymem.fields import h, require
 from lazymem.llm import LLMConfig, Sampling
+from lazymem.llm.models import LAZYMEM_135M, LAZYMEM_135M_VERSIONS, resolve_adapter
 from lazymem.pipeline.methods import method_class, method_names
 from lazymem.pipeline.methods.mem0 import MEM0_SERVE_HINT, Mem0Settings  # noqa: F401 (MEM0_SERVE_HINT re-exported)
 from lazymem.pipeline.methods.nanomemory import NanoMemorySettings
@@ -239,17 +242,46 @@ class PipelineConfig:
         return d
 
 
+# What `pipeline.mpm_decoding: card` sets when a card has no `decoding` (v1 shipped with free generation).
+FREE_DECODING = {"structured": False, "structured_trace": False, "grounded": False, "keep_prior": 0.0,
+                 "keep_prior_dense": 0.0}
+
+
+def shipped_decoding(name: str) -> tuple[dict, float | None]:
+    """The decoding a shipped LazyMem-135M version was chosen with, read from its card (``card.json``): the
+    pipeline settings (structured, trace, grounded, KEEP priors; ``FREE_DECODING`` updated with the card's
+    ``decoding``) and its KEEP logit bias (None: none chosen). Only shipped versions have a card.
+
+    >>> fields, bias = shipped_decoding("lazymem-135m-v1")
+    >>> fields["structured"], bias
+    (False, 1.734601)
+    """
+    if name != LAZYMEM_135M and name not in LAZYMEM_135M_VERSIONS:
+        raise ConfigError(f"adapter {name!r}: only a shipped LazyMem-135M version ({LAZYMEM_135M}, "
+                          f"{', '.join(LAZYMEM_135M_VERSIONS)}) has a card to read its decoding from; write the "
+                          "decoding out (structured, grounded, keep_prior, mpm_sampling.logit_bias) for this adapter")
+    path = Path(resolve_adapter(name)) / "card.json"
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read the model card ({e})") from None
+    fields = dict(FREE_DECODING, **(card.get("decoding") or {}))
+    unknown = set(fields) - set(FREE_DECODING) - {"keep_prior_model"}
+    if unknown:
+        raise ConfigError(f"{path}: decoding field(s) {sorted(unknown)} are not pipeline decoding settings")
+    bias = (card.get("keep_bias") or {}).get("keep_bias")
+    return fields, bias
+
+
 def _card_decoding(values: Mapping, mode: Any) -> dict:
     """``pipeline.mpm_decoding: card``: the decoding the adapter's model card ships with (structured, trace,
-    grounded, KEEP priors and ``mpm_sampling.logit_bias``; ``lazymem.llm.models.shipped_decoding``). A config
+    grounded, KEEP priors and ``mpm_sampling.logit_bias``; ``shipped_decoding``). A config
     that also sets one of those keys to another value is refused (say one or the other); the other sampling
     settings (temperature, max_tokens) stay the config's. Runs record the resolved values, so their
     fingerprints are those of the same decoding written out."""
     if mode != "card":
         raise ConfigError(f"pipeline.mpm_decoding: 'card' (the shipped adapter's decoding, read from its model "
                           f"card) or null, got {mode!r}")
-    from lazymem.llm.models import shipped_decoding
-
     mpm = values.get("mpm")
     adapter = mpm.adapter if isinstance(mpm, LLMConfig) else mpm.get("adapter") if isinstance(mpm, Mapping) else None
     if not adapter:

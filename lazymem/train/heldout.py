@@ -103,7 +103,6 @@ class WindowEvalConfig:
             raise ConfigError(f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
                               "(it needs token-level control: backends transformers, llamacpp)")
 
-
     @property
     def prior(self) -> KeepPrior:
         """The per-message KEEP prior of keep_prior, keep_prior_dense and keep_prior_model."""
