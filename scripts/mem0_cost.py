@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> dict:
     SERVER["n_threads"] = args.threads
     if args.flash_attn:
         SERVER["flash_attn"] = True
-    from lazymem.llm.llamacpp import gguf_for
+    from lazymem.llm.gguf_build import gguf_for
 
     gguf = str(gguf_for("smollm2-offline"))  # the Q8_0 GGUF the llamacpp backend uses, in the real cache
     os.environ["LAZYMEM_CACHE"] = tempfile.mkdtemp(prefix="mem0_cost_")  # a scratch Mem0 store

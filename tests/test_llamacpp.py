@@ -43,7 +43,7 @@ def test_the_merged_gguf_acts_like_the_peft_adapter(tmp_path):
     PEFT's adapter: the same top token, correlated logits, and the adapter's EFFECT reproduced."""
     from transformers import AutoTokenizer
 
-    from lazymem.llm.llamacpp import gguf_for
+    from lazymem.llm.gguf_build import gguf_for
     from lazymem.llm.models import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("smollm2-offline"))

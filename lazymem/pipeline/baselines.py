@@ -251,9 +251,9 @@ def prompt_counter(mpm: LLMConfig) -> Callable[[str], int]:
     from lazymem.llm.models import resolve_model
 
     if mpm.backend == "llamacpp":
-        from lazymem.llm.llamacpp import _source
+        from lazymem.llm.gguf_build import gguf_source
 
-        hf_dir = _source(mpm.model)[1]
+        hf_dir = gguf_source(mpm.model)[1]
     else:
         hf_dir = resolve_model(mpm.model)
     try:
