@@ -2,18 +2,13 @@
 generator), and what a run's window records kept of gold hits and gold neighbours (hand-built records)."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from script_loader import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gold_position", ROOT / "scripts" / "gold_position.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("gold_position")
 
 
 def test_kept_counts_gold_and_nongold_on_hits_and_neighbours(tmp_path, capsys):

@@ -3,20 +3,15 @@
 pairs the generator writes (every window holds at most one gold message)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from script_loader import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("keep_counts", ROOT / "scripts" / "keep_counts.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("keep_counts")
 
 
 def _write(path: Path, rows) -> Path:

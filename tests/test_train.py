@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from script_loader import load_script
 
 from lazymem.errors import ConfigError
 from lazymem.llm import LLMConfig
@@ -365,9 +366,7 @@ def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_sta
     """scripts/device_train.py (what a leased GPU runs) on the tiny model: a spent budget stops the real
     SFT and GRPO trainers after their first step with a checkpoint, GRPO continues the SFT adapter,
     each stage is evaluated on held-out windows and packed into OUT/<stage>.tar.gz at once."""
-    import importlib.util
     import tarfile
-    from pathlib import Path
 
     import yaml
 
@@ -382,10 +381,7 @@ def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_sta
         "output_dir": str(tmp_path / "g"), "learning_rate": 1e-4, "max_steps": 3, "beta": 0.0,
         "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "num_generations": 2,
         "max_completion_length": 4, "save_steps": 5, "eval_steps": 5, "max_validation_prompts": 2}))
-    script = Path(__file__).resolve().parents[1] / "scripts" / "device_train.py"
-    spec = importlib.util.spec_from_file_location("device_train", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("device_train")
     out = tmp_path / "out"
     held = _jsonl(tmp_path / "held.jsonl", _rl_rows(4))
     assert mod.main(["--sft", str(sft), "--sft-budget-s", "0.001", "--grpo", str(grpo), "--grpo-budget-s", "0.001",
@@ -409,18 +405,13 @@ def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_sta
 
 
 def test_the_device_script_skips_a_stage_past_its_deadline(tiny, tmp_path):
-    import importlib.util
-    from pathlib import Path
 
     import yaml
 
     sft = tmp_path / "sft.yaml"
     sft.write_text(yaml.safe_dump({"base": str(tiny), "data": _jsonl(tmp_path / "sft.jsonl", _sft_rows(2)),
                                    "output_dir": str(tmp_path / "s")}))
-    script = Path(__file__).resolve().parents[1] / "scripts" / "device_train.py"
-    spec = importlib.util.spec_from_file_location("device_train", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("device_train")
     assert mod.main(["--sft", str(sft), "--deadline-s", "1", "--min-stage-s", "60", "--out", str(tmp_path / "o")]) == 0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["stages"] == {} and summary["skipped"][0].startswith("sft:")
