@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,20 +146,17 @@ class PipelineConfig:
                 f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
              f"mpm.backend {self.mpm.backend!r} (an OpenAI-compatible server, vLLM) cannot do grounded decoding: "
              "set grounded: false (the rewritten count still measures it)")
-        require(isinstance(self.keep_prior, (int, float)) and not isinstance(self.keep_prior, bool)
-                and math.isfinite(self.keep_prior) and self.keep_prior >= 0,
-                "PipelineConfig", "keep_prior", self.keep_prior, "must be a finite number >= 0")
+        try:
+            self.keep_prior_weights  # noqa: B018  (KeepPrior checks the weights and the encoder's name)
+        except ConfigError as e:
+            raise ConfigError(f"PipelineConfig (keep_prior = KeepPrior.lexical, keep_prior_dense = dense, "
+                              f"keep_prior_model = dense_model): {e}") from None
         require(not self.keep_prior or self.mpm.backend in GROUNDED_BACKENDS, "PipelineConfig", "keep_prior",
                 self.keep_prior, f"needs a logit bias that changes line by line, which backends {GROUNDED_BACKENDS} "
                 f"give; mpm.backend {self.mpm.backend!r} cannot: set keep_prior: 0")
-        require(isinstance(self.keep_prior_dense, (int, float)) and not isinstance(self.keep_prior_dense, bool)
-                and math.isfinite(self.keep_prior_dense) and self.keep_prior_dense >= 0,
-                "PipelineConfig", "keep_prior_dense", self.keep_prior_dense, "must be a finite number >= 0")
         require(not self.keep_prior_dense or self.mpm.backend in GROUNDED_BACKENDS, "PipelineConfig",
                 "keep_prior_dense", self.keep_prior_dense, f"needs a logit bias that changes line by line, which "
                 f"backends {GROUNDED_BACKENDS} give; mpm.backend {self.mpm.backend!r} cannot: set keep_prior_dense: 0")
-        require(isinstance(self.keep_prior_model, str) and self.keep_prior_model.strip() != "", "PipelineConfig",
-                "keep_prior_model", self.keep_prior_model, "must be a sentence-encoder name or path")
         require(self.mpm_sampling.trace_keep_bias is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
                 "trace_keep_bias must be unset: set keep_prior and each window gets its messages' priors")
         require(self.mpm_sampling.grounded is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
