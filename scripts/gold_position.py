@@ -107,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
                      for k in ("gold_hit", "gold_neighbour", "nongold_hit", "nongold_neighbour")]
             print(f"| {r['run']} | " + " | ".join(cells) + " |")
     if args.out:
+        from lazymem.files import write_json
+
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        write_json(args.out, rows)
     return 0
 
 

@@ -90,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['gold_kept']} / {r['gold_messages']} | "
               f"{r['gold_windows_lost_gold_kept_other']} / {r['gold_windows']} |")
     if args.out:
+        from lazymem.files import write_json
+
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        write_json(args.out, out)
     return 0
 
 
