@@ -70,6 +70,12 @@ class Sampling:
         "one number per line of a <think> decision trace: added to ' KEEP''s logit where line i's op is written "
         "(after its '->'), on top of logit_bias (a per-message KEEP prior, e.g. pipeline.keep_prior); backends "
         "transformers and llamacpp"))
+    trace_independent: bool = field(default=False, metadata=h(
+        "decide each <think> trace line's op without the ops before it: at line i's '->' the op is KEEP when "
+        "' KEEP''s logit (logit_bias and trace_keep_bias added) is at least ' DROP''s, and the model is made to "
+        "write DROP, so every line is read with the earlier ops DROP; the array then follows the recorded "
+        "decisions (lazymem.llm.trace.IndependentOps). Needs a decision schema whose array follows its trace "
+        "(pipeline.structured_trace); backends transformers and llamacpp"))
 
     def __post_init__(self):
         num = (int, float)
@@ -112,6 +118,8 @@ class Sampling:
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                     for v in self.trace_keep_bias)),
                 "Sampling", "trace_keep_bias", self.trace_keep_bias, "must be None or a list of finite numbers")
+        require(isinstance(self.trace_independent, bool), "Sampling", "trace_independent", self.trace_independent,
+                "must be true or false")
 
     @property
     def greedy(self) -> bool:
@@ -131,6 +139,8 @@ class Sampling:
             del d["trace_keep_bias"]  # likewise
         else:
             d["trace_keep_bias"] = list(self.trace_keep_bias)
+        if not self.trace_independent:
+            del d["trace_independent"]  # likewise
         return d
 
 

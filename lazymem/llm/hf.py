@@ -10,6 +10,12 @@ contradict the decision the trace made (where a logit bias on " KEEP" acts).
 ``Sampling.grounded`` adds ``_Grounded`` (after both, or alone in free generation): while the
 model writes item i's ``compressed_content``, only tokens that keep it a verbatim span of text i
 are allowed (``lazymem.llm.grounding``).
+
+``Sampling.trace_independent``: ``_TraceKeepBias`` records each trace line's op and makes the model write DROP
+there (``lazymem.llm.trace.IndependentOps``); ``_FollowTrace`` makes the array follow the recorded decisions,
+which are also written into the returned trace. One pass writes trace and array, so the array is written
+after the trace as generated (every op DROP); llama.cpp's array pass reads the trace as decided, so where
+a KEEP was decided the two engines' kept spans may differ (the ops do not).
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ from lazymem.llm.base import (
     error_completion,
     to_messages,
 )
-from lazymem.llm.trace import trace_keep_ids, trace_op_line, trace_ops
+from lazymem.llm.trace import IndependentOps, set_ops, trace_drop_id, trace_keep_ids, trace_op_line, trace_ops
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
 from lazymem.runtime import check_device, torch_threads
 
@@ -169,12 +175,16 @@ class TransformersBackend:
         processors = []
         if s.logit_bias:
             processors.append(_BiasProcessor(bias_token_ids(tok, s.logit_bias)))
-        if s.trace_keep_bias is not None:
-            processors.append(_TraceKeepBias(tok, enc["input_ids"].shape[1], s))
+        trace = None
+        if s.trace_keep_bias is not None or s.trace_independent:
+            trace = _TraceKeepBias(tok, enc["input_ids"].shape[1], s, len(texts))
+            processors.append(trace)
+        decided = trace.decided if trace is not None else None
         if s.json_schema is not None:
             processors.append(self._json_processor(s.json_schema))  # masks after the bias
             if s.json_schema.get(ARRAY_FOLLOWS_TRACE):
-                processors.append(_FollowTrace(tok, width=enc["input_ids"].shape[1], ids=self._op_token_ids()))
+                processors.append(_FollowTrace(tok, width=enc["input_ids"].shape[1], ids=self._op_token_ids(),
+                                               decided=decided))
         if s.grounded is not None:
             if self._span_tokens is None:
                 from lazymem.llm.grounding import SpanTokens
@@ -192,10 +202,12 @@ class TransformersBackend:
         latency = time.perf_counter() - t0
         width = enc["input_ids"].shape[1]
         results = []
-        for row, n_prompt in zip(out[:, width:].tolist(), enc["attention_mask"].sum(dim=1).tolist()):
+        for k, (row, n_prompt) in enumerate(zip(out[:, width:].tolist(), enc["attention_mask"].sum(dim=1).tolist())):
             end = next((i + 1 for i, t in enumerate(row) if t in eos), None)
             ids = row[:end] if end is not None else row
             text = tok.decode(ids, skip_special_tokens=True)
+            if decided is not None:
+                text = set_ops(text, decided[k].ops)  # the trace as decided (its lines were written DROP)
             cut = min((i for i in (text.find(x) for x in s.stop or ()) if i >= 0), default=-1)
             if cut >= 0:  # HF keeps the stop string; OpenAI servers do not
                 text = text[:cut]
@@ -207,6 +219,9 @@ class TransformersBackend:
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
+        if sampling.trace_independent and not (sampling.json_schema or {}).get(ARRAY_FOLLOWS_TRACE):
+            raise ConfigError("Sampling.trace_independent: the array must follow a <think> trace (a decision schema "
+                              "with think=True, pipeline.structured_trace: true); this sampling has none")
         import torch
 
         with self._lock, torch_threads(self.config.num_threads):
@@ -246,8 +261,8 @@ class _FollowTrace:
     holding a quote can open an op value, so only those are checked.
     """
 
-    def __init__(self, tok: Any, width: int, ids: Mapping[str, Any]):
-        self.tok, self.width, self.ids = tok, width, ids
+    def __init__(self, tok: Any, width: int, ids: Mapping[str, Any], decided: Sequence[IndependentOps] | None = None):
+        self.tok, self.width, self.ids, self.decided = tok, width, ids, decided
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
@@ -258,6 +273,8 @@ class _FollowTrace:
             if end < 0:
                 continue
             ops, array = trace_ops(text), text[end:]
+            if self.decided is not None:  # trace_independent: the recorded decisions, not the DROPs written
+                ops = [self.decided[row].ops.get(i, op) for i, op in enumerate(ops)]
             done = len(_OP_SET.findall(array))
             if done >= len(ops) or ops[done] is None:
                 continue
@@ -324,17 +341,23 @@ class _Grounded:
 class _TraceKeepBias:
     """``Sampling.trace_keep_bias``: where the op of line i of a row's ``<think>`` trace comes next (after its
     ``->``: ``trace_op_line``), line i's number is added to `` KEEP``'s logit (after ``_BiasProcessor``'s
-    ``logit_bias``; a transformers LogitsProcessor)."""
+    ``logit_bias``; a transformers LogitsProcessor). With ``Sampling.trace_independent`` it then records
+    line i's op (``decided``: one ``IndependentOps`` per row) and makes `` DROP`` the greedy choice."""
 
-    def __init__(self, tok: Any, width: int, s: Sampling):
+    def __init__(self, tok: Any, width: int, s: Sampling, rows: int):
         self.tok, self.width, self.lines = tok, width, tuple(s.trace_keep_bias or ())
         self.keep, _ = trace_keep_ids(tok, s)
+        self.drop = trace_drop_id(tok) if s.trace_independent else None
+        self.decided = [IndependentOps() for _ in range(rows)] if s.trace_independent else None
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         for row in range(input_ids.shape[0]):
             line = trace_op_line(self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True))
             if line is not None and line < len(self.lines):
                 scores[row, self.keep] += self.lines[line]
+            if line is not None and self.decided is not None and self.decided[row].decide(
+                    line, float(scores[row, self.keep]), float(scores[row, self.drop])):
+                scores[row, self.drop] = scores[row].max() + 1000.0  # written DROP, whatever was decided
         return scores
 
 

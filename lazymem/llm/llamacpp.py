@@ -34,6 +34,10 @@ first). It is compiled per window and cached by content.
 itself, because llama-cpp-python 0.3.36 drops a ``logits_processor`` passed together with a ``logit_bias``
 (``logits_processor = logits_processor.extend(...)`` leaves None).
 
+``Sampling.trace_independent`` uses the same processor: at each line's op it records KEEP or DROP and makes
+the model write DROP (``lazymem.llm.trace.IndependentOps``); the recorded decisions are written into the trace
+(``set_ops``) before the array pass, whose grammar then follows them.
+
 On CPUs with AMX (Sapphire Rapids and later), a llama.cpp built with ``-march=native`` repacks
 the Q8_0 weights into its AMX buffer and segfaults in the first decode
 (``ggml_backend_amx_mul_mat``: ggml-org/llama.cpp#20824, unfixed upstream). Where the build
@@ -63,7 +67,7 @@ from lazymem.llm.base import (
 )
 from lazymem.llm.gguf_build import QUANTS, gguf_for, gguf_source
 from lazymem.llm.grounding import TRACE_LINE_RULE, grounded_gbnf, trace_head
-from lazymem.llm.trace import trace_keep_ids, trace_op_line, trace_ops
+from lazymem.llm.trace import IndependentOps, set_ops, trace_drop_id, trace_keep_ids, trace_op_line, trace_ops
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.runtime import usable_cores
 
@@ -75,14 +79,17 @@ DEFAULT_N_CTX = 8192  # the context window without extra_body n_ctx (SmolLM2-135
 
 
 class TraceKeepBias:
-    """A llama-cpp-python logits processor for ``Sampling.trace_keep_bias``: ``logit_bias`` at every step,
-    and line i's number on `` KEEP`` where the op of line i of the ``<think>`` trace comes next
-    (``trace_op_line``). The first call sees the prompt alone (no token generated yet), so its length
-    marks where generation starts."""
+    """A llama-cpp-python logits processor for ``Sampling.trace_keep_bias`` and ``Sampling.trace_independent``:
+    ``logit_bias`` at every step, and line i's number on `` KEEP`` where the op of line i of the ``<think>``
+    trace comes next (``trace_op_line``); independent, it then records line i's op (``IndependentOps``) and
+    makes `` DROP`` the greedy choice. The first call sees the prompt alone (no token generated yet), so its
+    length marks where generation starts."""
 
     def __init__(self, tok: Any, s: Sampling):
         self.tok, self.lines = tok, tuple(s.trace_keep_bias or ())
         self.keep, self.bias = trace_keep_ids(tok, s)
+        self.independent = IndependentOps() if s.trace_independent else None
+        self.drop = trace_drop_id(tok) if s.trace_independent else None
         self.n_prompt: int | None = None
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
@@ -93,6 +100,9 @@ class TraceKeepBias:
         line = trace_op_line(self.tok.decode(list(input_ids[self.n_prompt:]), skip_special_tokens=True))
         if line is not None and line < len(self.lines):
             scores[self.keep] += self.lines[line]
+        if line is not None and self.independent is not None and self.independent.decide(
+                line, float(scores[self.keep]), float(scores[self.drop])):
+            scores[self.drop] = float(scores.max()) + 1000.0  # the line is written with DROP, whatever was decided
         return scores
 
 
@@ -289,9 +299,11 @@ class LlamaCppBackend:
         elif s.json_schema is not None or s.grounded is not None:
             kwargs["grammar"] = self._grammar(s)
         first = dict(kwargs)  # the pass that writes the trace
-        if s.trace_keep_bias is not None:
+        processor = None
+        if s.trace_keep_bias is not None or s.trace_independent:
+            processor = TraceKeepBias(tok, s)
             first.pop("logit_bias", None)  # the processor carries it (see the module docstring)
-            first["logits_processor"] = _require_llama_cpp().LogitsProcessorList([TraceKeepBias(tok, s)])
+            first["logits_processor"] = _require_llama_cpp().LogitsProcessorList([processor])
         llm = free.get()  # an instance that is free (ctypes calls release the GIL: instances run in parallel)
         try:
             t0 = time.perf_counter()
@@ -301,6 +313,8 @@ class LlamaCppBackend:
             finish = choice.get("finish_reason")
             if lines is not None and finish == "stop" and done is not None and done < s.max_tokens:
                 # the array pass: the trace appended (its KV cache reused), each op fixed to the trace's
+                if processor is not None and processor.independent is not None:
+                    text_out = set_ops(text_out, processor.independent.ops)  # the decisions, not the DROPs written
                 ops = trace_ops(text_out)
                 trace_ids = tok(text_out, add_special_tokens=False)["input_ids"]
                 more = llm.create_completion(prompt=ids + trace_ids, **dict(
@@ -328,6 +342,9 @@ class LlamaCppBackend:
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
+        if sampling.trace_independent and self._follows(sampling) is None:
+            raise ConfigError("Sampling.trace_independent: the array must follow a <think> trace (a decision schema "
+                              "with think=True, pipeline.structured_trace: true); this sampling has none")
         texts = [self.render(p) for p in prompts]
         if (lines := self._follows(sampling)) is not None:  # a bad schema raises here, for every prompt
             self._trace_grammar(lines)

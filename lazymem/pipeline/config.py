@@ -105,6 +105,12 @@ class PipelineConfig:
         default="minilm-offline",
         metadata=h("keep_prior_dense's sentence encoder (a weight is chosen for one encoder: all-MiniLM-L6-v2, "
                    "'minilm-offline', for LazyMem-135M's)"))
+    trace_independent: bool = field(
+        default=False,
+        metadata=h("structured_trace: decide each message's op without the ops before it (its trace line read with "
+                   "every earlier op DROP: KEEP where ' KEEP''s logit, KEEP bias and prior added, is at least "
+                   "' DROP''s; Sampling.trace_independent), so a window can keep more than the one message a model "
+                   "trained on one-gold windows keeps after its first KEEP; backends transformers and llamacpp"))
     mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING,
                                    metadata=h("MPM decoding (json_schema is set per window)"))
     answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=h("answer decoding"))
@@ -146,6 +152,13 @@ class PipelineConfig:
                 f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
              f"mpm.backend {self.mpm.backend!r} (an OpenAI-compatible server, vLLM) cannot do grounded decoding: "
              "set grounded: false (the rewritten count still measures it)")
+        require(isinstance(self.trace_independent, bool), "PipelineConfig", "trace_independent",
+                self.trace_independent, "must be true or false")
+        require(not self.trace_independent or (self.structured and self.structured_trace), "PipelineConfig",
+                "trace_independent", self.trace_independent,
+                "needs structured: true and structured_trace: true (the array follows the decided trace)")
+        require(not self.mpm_sampling.trace_independent, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
+                "trace_independent must be unset there: set pipeline.trace_independent: true")
         try:
             self.keep_prior_weights  # noqa: B018  (KeepPrior checks the weights and the encoder's name)
         except ConfigError as e:
@@ -217,6 +230,8 @@ class PipelineConfig:
             d.pop("grounded")
         if not self.keep_prior:  # likewise
             d.pop("keep_prior")
+        if not self.trace_independent:  # likewise
+            d.pop("trace_independent")
         if not self.keep_prior_dense:  # likewise
             d.pop("keep_prior_dense")
             d.pop("keep_prior_model")
@@ -240,7 +255,7 @@ class PipelineConfig:
 
 # What `pipeline.mpm_decoding: card` sets when a card has no `decoding` (v1 shipped with free generation).
 FREE_DECODING = {"structured": False, "structured_trace": False, "grounded": False, "keep_prior": 0.0,
-                 "keep_prior_dense": 0.0}
+                 "keep_prior_dense": 0.0, "trace_independent": False}
 
 
 def shipped_decoding(name: str) -> tuple[dict, float | None]:

@@ -72,14 +72,16 @@ def question_windows(history: History, question: Question, retriever: Retriever 
 
 def window_sampling(base: Sampling, n: int, *, structured: bool, structured_trace: bool,
                     texts: tuple[str, ...] | None, prior: tuple[float, ...] | None, schema_max_content: int,
-                    schema_max_reason: int) -> Sampling:
+                    schema_max_reason: int, independent: bool = False) -> Sampling:
     """One window's MPM decoding (the pipeline's and the window evaluation's): ``base`` with the window's
     decision schema when structured (n items, after an n-line trace with ``structured_trace``), its message
     texts when grounded (``texts``; the span then bounds a KEEP's content, so the schema leaves it unbounded:
-    a far smaller grammar) and its per-message KEEP priors (``prior``, ``Sampling.trace_keep_bias``)."""
+    a far smaller grammar), its per-message KEEP priors (``prior``, ``Sampling.trace_keep_bias``) and, with
+    ``independent``, each trace line decided without the ops before it (``Sampling.trace_independent``)."""
     schema = decision_schema(n, None if texts is not None else schema_max_content, schema_max_reason,
                              think=structured_trace) if structured else base.json_schema
-    return dataclasses.replace(base, json_schema=schema, grounded=texts, trace_keep_bias=prior)
+    return dataclasses.replace(base, json_schema=schema, grounded=texts, trace_keep_bias=prior,
+                               trace_independent=independent or base.trace_independent)
 
 
 class LazyMemPipeline:
@@ -210,7 +212,7 @@ class LazyMemPipeline:
             n, grounded, prior = key
             sampling = window_sampling(c.mpm_sampling, n, structured=c.structured, structured_trace=c.structured_trace,
                                        texts=grounded, prior=prior, schema_max_content=c.schema_max_content,
-                                       schema_max_reason=c.schema_max_reason)
+                                       schema_max_reason=c.schema_max_reason, independent=c.trace_independent)
             return client.generate([prompts[i] for i in groups[key]], sampling)
 
         out: list[Completion | None] = [None] * len(prompts)

@@ -78,6 +78,8 @@ class WindowEvalConfig:
         "the dense KEEP prior beside it (pipeline.keep_prior_dense): keep_prior_dense x the query-message cosine "
         "under keep_prior_model; 0 = off"))
     keep_prior_model: str = field(default="minilm-offline", metadata=h("keep_prior_dense's sentence encoder"))
+    trace_independent: bool = field(default=False, metadata=h(
+        "structured_trace: each message's op decided without the ops before it (pipeline.trace_independent)"))
     schema_max_content: int = field(default=512, metadata=h("structured: max characters of a KEEP's content"))
     schema_max_reason: int = field(default=64, metadata=h("structured: max characters of a reason"))
     limit: int | None = field(default=None, metadata=h("a balanced seeded subset of this many windows; None = all"))
@@ -99,6 +101,8 @@ class WindowEvalConfig:
         if self.prior and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
             raise ConfigError(f"WindowEvalConfig.keep_prior: backend {self.mpm.backend!r} cannot bias ' KEEP' line by "
                               "line (backends transformers, llamacpp)")
+        if self.trace_independent and not (self.structured and self.structured_trace):
+            raise ConfigError("WindowEvalConfig.trace_independent needs structured: true and structured_trace: true")
         if self.grounded and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
             raise ConfigError(f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
                               "(it needs token-level control: backends transformers, llamacpp)")
@@ -263,7 +267,8 @@ def _sampling(config: WindowEvalConfig, row: Mapping) -> Sampling:
     return window_sampling(config.sampling, len(row["decision_positions"]), structured=config.structured,
                            structured_trace=config.structured_trace, texts=texts if config.grounded else None,
                            prior=config.prior(window_query(row["prompt"]), texts) if config.prior else None,
-                           schema_max_content=config.schema_max_content, schema_max_reason=config.schema_max_reason)
+                           schema_max_content=config.schema_max_content, schema_max_reason=config.schema_max_reason,
+                           independent=config.trace_independent)
 
 
 def _texts(row: Mapping) -> tuple[str, ...]:

@@ -85,8 +85,16 @@ def record_roc(record: Mapping) -> list[tuple[float, float]]:
     return roc_curve([p for p, g in lines if g], [p for p, g in lines if not g])
 
 
-def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any) -> dict:
-    """Teacher-forced P(KEEP) per decision line of each row (prompt, gold_labels); the summary."""
+CONTEXTS = ("gold", "drop")
+
+
+def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any, context: str = "gold") -> dict:
+    """Teacher-forced P(KEEP) per decision line of each row (prompt, gold_labels); the summary. ``context``
+    says what the lines before each decision end with: ``gold``, the gold ops (how a trained trace reads);
+    ``drop``, DROP on every line (how ``Sampling.trace_independent`` decodes: each line's decision is then
+    exactly the one greedy decoding makes there, biases and priors added)."""
+    if context not in CONTEXTS:
+        raise ConfigError(f"keep_probe: context must be one of {CONTEXTS}, got {context!r}")
     import torch
 
     keep = tokenizer.encode(" KEEP", add_special_tokens=False)[0]
@@ -103,7 +111,7 @@ def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any) -> dict:
         for line, gold in zip(lines, r["gold_labels"]):
             text += line
             marks.append(len(tokenizer(text, add_special_tokens=False)["input_ids"]))
-            text += (" KEEP" if gold else " DROP") + "\n"
+            text += (" KEEP" if gold and context == "gold" else " DROP") + "\n"
         ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
         with torch.no_grad():
             logp = torch.log_softmax(model(ids).logits[0].float(), -1)
@@ -190,6 +198,9 @@ class KeepBiasConfig:
         "the development windows reaches it (an operating point for a recall floor)")})
     styles: tuple[str, ...] | None = field(default=None, metadata={"help": (
         "only the pairs of these training styles (a pair's `style`: synthetic, synthetic-long, casual); None = all")})
+    context: str = field(default="gold", metadata={"help": (
+        "what each decision line is read after: 'gold', the gold ops of the lines before it; 'drop', DROP on every "
+        "line before it (the decisions of Sampling.trace_independent)")})
 
     def __post_init__(self):
         if not self.pairs:
@@ -203,6 +214,8 @@ class KeepBiasConfig:
             if isinstance(self.styles, str) or not all(isinstance(x, str) for x in self.styles):
                 raise ConfigError(f"KeepBiasConfig.styles={self.styles!r}: a list of style names or null")
             object.__setattr__(self, "styles", tuple(self.styles))
+        if self.context not in CONTEXTS:
+            raise ConfigError(f"KeepBiasConfig.context={self.context!r}: one of {CONTEXTS}")
 
 
 def choose_keep_bias(config: KeepBiasConfig) -> dict:
@@ -222,6 +235,8 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
         settings.pop("styles")  # likewise
     else:
         settings["styles"] = list(config.styles)
+    if config.context == "gold":
+        settings.pop("context")  # likewise
     out = Path(config.output)
     if out.is_file():
         done = json.loads(out.read_text(encoding="utf-8"))
@@ -237,7 +252,7 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     rows = balanced(pairs, config.limit, config.seed)
     model = load_policy(config.base, config.adapter, trainable=False)
     model.eval()
-    res = keep_probe(rows, model, load_tokenizer(config.base))
+    res = keep_probe(rows, model, load_tokenizer(config.base), config.context)
     if config.target_recall is None:
         best, by = best_threshold(res["thresholds"]), "max mean R_act (eta 0.915) on the development windows"
     else:

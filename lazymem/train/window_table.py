@@ -111,6 +111,8 @@ def window_identity(cfg: WindowEvalConfig) -> dict:
     if not cfg.keep_prior_dense:  # likewise
         d.pop("keep_prior_dense", None)
         d.pop("keep_prior_model", None)
+    if not cfg.trace_independent:  # likewise
+        d.pop("trace_independent", None)
     return d
 
 
