@@ -427,6 +427,13 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     assert "`keep_prior: 8.0`" in md and '`logit_bias: {" KEEP": 0.25}`' in md and "dev160.json" in md
     assert "without a prior, 1.5: 0.81, 0.08, 0.87" in md and "ships with: `keep_prior: 8.0`" in md
     assert "keep_prior_dense" not in md and "keep_prior_dense" not in card["keep_bias"]
+    assert "trace_independent" not in md
+    # ... decided line by line without the earlier ops (pipeline.trace_independent): the card says so
+    card = ship(dataclasses.replace(cfg, keep_bias=str(tmp_path / "kp.json"),
+                                    decoding={"keep_prior": 8.0, "trace_independent": True}))
+    md = (tmp_path / "asset" / "README.md").read_text()
+    assert card["decoding"]["trace_independent"] is True and "`trace_independent: true`" in md
+    assert "every earlier op DROP" in md and "context=drop" in md
     # ... and with the dense prior beside it: the card names its weight, its encoder and the lexical-only best
     (tmp_path / "kpd.json").write_text(json.dumps({
         "settings": {"select": ["dev160.json"]}, "windows": 160,
@@ -566,12 +573,14 @@ def test_keep_bias_config_refuses_bad_input_and_reads_a_finished_record_back(tmp
         KeepBiasConfig(pairs="x.jsonl", target_recall=1.5)
     grid = [{"threshold": t} for t in THRESHOLDS]
     # a record written before target_recall existed has no such key, and stays valid
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("target_recall", "styles")}
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("target_recall", "styles", "context")}
     done = {"settings": settings, "keep_bias": keep_bias(0.1), "thresholds": grid}
     (tmp_path / "kb.json").write_text(json.dumps(done))
     assert choose_keep_bias(cfg) == done  # same settings, same grid: no model call
     with pytest.raises(ConfigError, match="missing.jsonl"):  # another operating point is another record
         choose_keep_bias(dataclasses.replace(cfg, target_recall=0.8))
+    with pytest.raises(ConfigError, match="missing.jsonl"):  # so is another decision context (earlier ops DROP)
+        choose_keep_bias(dataclasses.replace(cfg, context="drop"))
     (tmp_path / "kb.json").write_text(json.dumps({**done, "thresholds": grid[:-1]}))
     with pytest.raises(ConfigError, match="missing.jsonl"):
         choose_keep_bias(cfg)  # a record from a shorter grid is recomputed, not reused
@@ -612,17 +621,22 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         adapter = r["settings"]["adapter"]
         chosen.setdefault(source.get(adapter, adapter), set()).add(r["keep_bias"])
     # (keep_prior, bias) pairs chosen on development probe records (lazymem train keep-prior), and the best bias
-    # without a prior there; a row with a prior must decode with a chosen pair
-    pairs: dict[str, set] = {}
-    for p in sorted(results.glob("v2_dev/keep_prior*.json")):
+    # without a prior there; a row with a prior must decode with a chosen pair, one chosen in its own decoding's
+    # context (independent decisions, pipeline.trace_independent: probes read with every earlier op DROP)
+    pairs: dict[tuple[str, bool], set] = {}
+    for p in sorted([*results.glob("v2_dev/keep_prior*.json"), *results.glob("independent_dev/keep_prior*.json")]):
         r = json.loads(p.read_text())
-        adapters = {json.loads((ROOT / s).read_text())["settings"]["adapter"] for s in r["settings"]["select"]}
+        probes = [json.loads((ROOT / s).read_text())["settings"] for s in r["settings"]["select"]]
+        adapters = {x["adapter"] for x in probes}
         assert len(adapters) == 1 and not any("locomo" in s for s in r["settings"]["select"]), r["settings"]
         a = adapters.pop()
+        contexts = {x.get("context", "gold") for x in probes}
+        assert len(contexts) == 1, r["settings"]
+        independent = contexts.pop() == "drop"
         for c in (r["chosen"], r.get("no_dense")):  # (lexical prior, dense prior, bias); records before the dense one
             if c:                                    # chose the lexical pair only
-                pairs.setdefault(source.get(a, a), set()).add((c["keep_prior"], c.get("keep_prior_dense", 0.0),
-                                                               c["keep_bias"]))
+                pairs.setdefault((source.get(a, a), independent), set()).add(
+                    (c["keep_prior"], c.get("keep_prior_dense", 0.0), c["keep_bias"]))
         chosen.setdefault(source.get(a, a), set()).add(r["no_prior"]["keep_bias"])
     biased, prior = {}, {}
     for cfg in ("eval_windows.yaml", "v2_dev_windows.yaml"):
@@ -631,8 +645,8 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
             if (r.get("sampling") or {}).get("logit_bias"):
                 key = (source.get(r["mpm"]["adapter"], r["mpm"]["adapter"]), r["sampling"]["logit_bias"][" KEEP"])
                 if r.get("keep_prior") or r.get("keep_prior_dense"):
-                    prior[f"{cfg}.{name}"] = (key[0], (r.get("keep_prior", 0.0), r.get("keep_prior_dense", 0.0),
-                                                       key[1]))
+                    prior[f"{cfg}.{name}"] = ((key[0], bool(r.get("trace_independent"))),
+                                              (r.get("keep_prior", 0.0), r.get("keep_prior_dense", 0.0), key[1]))
                 else:
                     biased[f"{cfg}.{name}"] = key
     demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]
@@ -641,8 +655,8 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     else:
         demo_key = (source[demo["mpm"]["adapter"]], demo["mpm_sampling"]["logit_bias"][" KEEP"])
         if demo.get("keep_prior") or demo.get("keep_prior_dense"):
-            prior["demo"] = (demo_key[0], (demo.get("keep_prior", 0.0), demo.get("keep_prior_dense", 0.0),
-                                           demo_key[1]))
+            prior["demo"] = ((demo_key[0], bool(demo.get("trace_independent"))),
+                             (demo.get("keep_prior", 0.0), demo.get("keep_prior_dense", 0.0), demo_key[1]))
         else:
             biased["demo"] = demo_key
     table = yaml.safe_load((ROOT / "configs/tables/lazymem135m.yaml").read_text())["rows"]
@@ -653,9 +667,9 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         for n, r in rows.items():
             bias = r.get("pipeline.mpm_sampling.logit_bias") or (r.get("pipeline.mpm_sampling") or {}).get("logit_bias")
             if r.get("pipeline.mpm.adapter") in source and bias and r.get("pipeline.keep_prior"):
-                prior[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], (r["pipeline.keep_prior"],
-                                                                           r.get("pipeline.keep_prior_dense", 0.0),
-                                                                           bias[" KEEP"]))
+                key = (source[r["pipeline.mpm.adapter"]], bool(r.get("pipeline.trace_independent")))
+                prior[f"{cfg}.{n}"] = (key, (r["pipeline.keep_prior"], r.get("pipeline.keep_prior_dense", 0.0),
+                                             bias[" KEEP"]))
             elif r.get("pipeline.mpm.adapter") in source and bias:
                 biased[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], bias[" KEEP"])
     assert len(biased) >= 4 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)
@@ -663,7 +677,9 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     for card in shipped.values():
         kb = card["keep_bias"]
         if kb.get("keep_prior") is not None:
-            assert (kb["keep_prior"], kb.get("keep_prior_dense", 0.0), kb["keep_bias"]) in pairs[card["shipped_from"]]
+            independent = bool((card.get("decoding") or {}).get("trace_independent"))
+            assert (kb["keep_prior"], kb.get("keep_prior_dense", 0.0), kb["keep_bias"]) in pairs[
+                (card["shipped_from"], independent)]
             # the card ships the prior it chose
             assert card["decoding"]["keep_prior"] == kb["keep_prior"]
             assert card["decoding"].get("keep_prior_dense", 0.0) == kb.get("keep_prior_dense", 0.0)

@@ -259,6 +259,12 @@ def model_card(card: Mapping) -> str:
                      f"{lex.get('gold_recall')}, {lex.get('nongold_keep_rate')}, {lex.get('mean_r_act')}" if d else "")
                   + f"; the best bias without a prior, {none.get('keep_bias')}: "
                   f"{none.get('gold_recall')}, {none.get('nongold_keep_rate')}, {none.get('mean_r_act')}).", ""]
+        if (card.get("decoding") or {}).get("trace_independent"):
+            lines += ["Each message's op is decided without the ops before it (`trace_independent: true`, "
+                      "`pipeline.trace_independent`: its trace line read with every earlier op DROP), the context "
+                      "the prior and bias were chosen in (the windows probed with `lazymem train keep-bias --set "
+                      "context=drop`); a window can then keep more than the one message the model keeps after its "
+                      "first KEEP.", ""]
     elif kb:
         c = kb.get("chosen") or {}
         lines += ["## Decoding", "",
