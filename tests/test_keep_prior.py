@@ -70,17 +70,25 @@ def test_sampling_refuses_a_bad_trace_keep_bias():
             Sampling(trace_keep_bias=bad)
 
 
-def test_the_pipeline_sends_each_window_its_messages_lexical_priors():
+def pipeline_samplings(query: str, **settings) -> tuple[PipelineConfig, list[Sampling]]:
+    """The config and the MPM Sampling of each window when the pipeline answers ``query`` over ``TEXTS`` (one
+    message a window; a fake MPM that drops everything), count-constrained with a trace plus ``settings``."""
     h = History("h", tuple(_messages()))
-    q = Question("q", "single-session-user", "Which corgi did I adopt?", "Biscuit", "h", "2023/06/01", evidence=(0,))
+    q = Question("q", "single-session-user", query, "Biscuit", "h", "2023/06/01", evidence=(0,))
     drop_all = json.dumps([{"op": "DROP", "compressed_content": "", "reason": ""}])
     mpm = FakeBackend(lambda prompt, sampling: drop_all)
     c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
-                       answer=LLMConfig(backend="fake"), keep_prior=4.0, structured=True, structured_trace=True,
-                       window=WindowConfig(w=0, L=1, s=1))
+                       answer=LLMConfig(backend="fake"), structured=True, structured_trace=True,
+                       window=WindowConfig(w=0, L=1, s=1), **settings)
     LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, q)
-    want = [tuple(round(4.0 * x, 6) for x in lexical_scores(q.text, texts)) for texts in ([TEXTS[0]], [TEXTS[2]])]
-    assert [s.trace_keep_bias for _, s in mpm.calls] == want and want[0][0] > 0 == want[1][0]
+    return c, [s for _, s in mpm.calls]
+
+
+def test_the_pipeline_sends_each_window_its_messages_lexical_priors():
+    query = "Which corgi did I adopt?"
+    c, samplings = pipeline_samplings(query, keep_prior=4.0)
+    want = [tuple(round(4.0 * x, 6) for x in lexical_scores(query, texts)) for texts in ([TEXTS[0]], [TEXTS[2]])]
+    assert [s.trace_keep_bias for s in samplings] == want and want[0][0] > 0 == want[1][0]
     assert c.to_dict()["keep_prior"] == 4.0 and "keep_prior" not in PipelineConfig().to_dict()
 
 
@@ -96,15 +104,8 @@ def test_the_dense_prior_adds_the_real_minilm_cosine_to_each_window_message():
     assert dense_scores(q, []) == []
     both = KeepPrior(lexical=4.0, dense=10.0)(q, TEXTS)
     assert both == tuple(round(4.0 * x + 10.0 * v, 6) for x, v in zip(lexical_scores(q, TEXTS), cos))
-    h = History("h", tuple(_messages()))
-    question = Question("q", "single-session-user", q, "Biscuit", "h", "2023/06/01", evidence=(0,))
-    drop_all = json.dumps([{"op": "DROP", "compressed_content": "", "reason": ""}])
-    mpm = FakeBackend(lambda prompt, sampling: drop_all)
-    c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
-                       answer=LLMConfig(backend="fake"), keep_prior_dense=10.0, structured=True,
-                       structured_trace=True, window=WindowConfig(w=0, L=1, s=1))
-    LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, question)
-    assert [s.trace_keep_bias for _, s in mpm.calls] == [KeepPrior(dense=10.0)(q, [t]) for t in (TEXTS[0], TEXTS[2])]
+    c, samplings = pipeline_samplings(q, keep_prior_dense=10.0)
+    assert [s.trace_keep_bias for s in samplings] == [KeepPrior(dense=10.0)(q, [t]) for t in (TEXTS[0], TEXTS[2])]
     d = c.to_dict()
     assert (d["keep_prior_dense"], d["keep_prior_model"]) == (10.0, "minilm-offline")
     assert "keep_prior_dense" not in PipelineConfig().to_dict()  # older run fingerprints stay valid

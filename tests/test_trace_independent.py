@@ -4,20 +4,17 @@ transformers (the decision at each line is the teacher-forced drop-context one, 
 through the configs and the pipeline (fake backend)."""
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
-from test_grounded import TEXTS, _messages, _prompt, _Retriever
+from test_grounded import _prompt
 
 from lazymem.construct.gate import decision_schema, parse_decisions, strip_think
 from lazymem.construct.grounded import window_texts
 from lazymem.errors import ConfigError
-from lazymem.llm import FakeBackend, LLMConfig, Sampling, make_client
+from lazymem.llm import LLMConfig, Sampling, make_client
 from lazymem.llm.trace import IndependentOps, set_ops, trace_ops
-from lazymem.pipeline import LazyMemPipeline, PipelineConfig
-from lazymem.records import History, Question
-from lazymem.retrieve import RetrievalConfig, WindowConfig
+from lazymem.pipeline import PipelineConfig
 
 
 def _drop_context_logits() -> list[float]:
@@ -109,16 +106,13 @@ def test_a_backend_refuses_independent_decisions_without_a_trace_the_array_follo
 
 
 def test_the_pipeline_sends_independent_decisions_with_each_window():
-    h = History("h", tuple(_messages()))
-    q = Question("q", "single-session-user", "Which corgi did I adopt?", "Biscuit", "h", "2023/06/01", evidence=(0,))
-    drop_all = json.dumps([{"op": "DROP", "compressed_content": "", "reason": ""}])
-    mpm = FakeBackend(lambda prompt, sampling: drop_all)
-    c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
-                       answer=LLMConfig(backend="fake"), keep_prior=4.0, structured=True, structured_trace=True,
-                       trace_independent=True, window=WindowConfig(w=0, L=1, s=1))
-    LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, q)
-    assert len(mpm.calls) == 2 and all(s.trace_independent and s.trace_keep_bias for _, s in mpm.calls)
-    assert c.to_dict()["trace_independent"] is True and len(TEXTS) == 3
+    from test_keep_prior import pipeline_samplings
+
+    c, samplings = pipeline_samplings("Which corgi did I adopt?", keep_prior=4.0, trace_independent=True)
+    assert len(samplings) == 2 and all(s.trace_independent and s.trace_keep_bias for s in samplings)
+    assert c.to_dict()["trace_independent"] is True
+    _, plain = pipeline_samplings("Which corgi did I adopt?")
+    assert not any(s.trace_independent for s in plain)
 
 
 def test_the_probe_reads_each_line_after_drops_in_drop_context():
