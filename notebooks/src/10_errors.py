@@ -11,7 +11,7 @@
 # went, memory, answer) and any question opened in the window explorer.
 #
 # CPU defaults reuse `08_compare`'s quick runs (same `out_root`: nothing is recomputed); point
-# `runs` at finished run folders, e.g. `-p runs='["docs/results/main_table/locomo_paper/lazymem_135m_v2"]'
+# `runs` at finished run folders, e.g. `-p runs='["docs/results/main_table/locomo_paper/lazymem_135m_v2_independent"]'
 # -p dataset=../shared/data/locomo/locomo10.json#paper`. The CLI: `python scripts/attribute_runs.py RUN_DIR ...`.
 
 # %%
