@@ -38,7 +38,15 @@ from lazymem.llm.base import (
     error_completion,
     to_messages,
 )
-from lazymem.llm.trace import IndependentOps, set_ops, trace_drop_id, trace_keep_ids, trace_op_line, trace_ops
+from lazymem.llm.trace import (
+    IndependentOps,
+    require_followed_trace,
+    set_ops,
+    trace_drop_id,
+    trace_keep_ids,
+    trace_op_line,
+    trace_ops,
+)
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
 from lazymem.runtime import check_device, torch_threads
 
@@ -219,9 +227,7 @@ class TransformersBackend:
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
-        if sampling.trace_independent and not (sampling.json_schema or {}).get(ARRAY_FOLLOWS_TRACE):
-            raise ConfigError("Sampling.trace_independent: the array must follow a <think> trace (a decision schema "
-                              "with think=True, pipeline.structured_trace: true); this sampling has none")
+        require_followed_trace(sampling)
         import torch
 
         with self._lock, torch_threads(self.config.num_threads):

@@ -67,7 +67,15 @@ from lazymem.llm.base import (
 )
 from lazymem.llm.gguf_build import QUANTS, gguf_for, gguf_source
 from lazymem.llm.grounding import TRACE_LINE_RULE, grounded_gbnf, trace_head
-from lazymem.llm.trace import IndependentOps, set_ops, trace_drop_id, trace_keep_ids, trace_op_line, trace_ops
+from lazymem.llm.trace import (
+    IndependentOps,
+    require_followed_trace,
+    set_ops,
+    trace_drop_id,
+    trace_keep_ids,
+    trace_op_line,
+    trace_ops,
+)
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.runtime import usable_cores
 
@@ -342,9 +350,7 @@ class LlamaCppBackend:
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
-        if sampling.trace_independent and self._follows(sampling) is None:
-            raise ConfigError("Sampling.trace_independent: the array must follow a <think> trace (a decision schema "
-                              "with think=True, pipeline.structured_trace: true); this sampling has none")
+        require_followed_trace(sampling)
         texts = [self.render(p) for p in prompts]
         if (lines := self._follows(sampling)) is not None:  # a bad schema raises here, for every prompt
             self._trace_grammar(lines)

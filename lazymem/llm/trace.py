@@ -18,6 +18,7 @@ from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.llm.base import Sampling, bias_token_ids
+from lazymem.prompts import ARRAY_FOLLOWS_TRACE
 
 
 def trace_op_line(text: str) -> int | None:
@@ -50,6 +51,14 @@ def trace_drop_id(tokenizer: Any) -> int:
     if not drop:
         raise ConfigError("Sampling.trace_independent: ' DROP' encodes to no token")
     return int(drop[0])
+
+
+def require_followed_trace(sampling: Sampling) -> None:
+    """Refuse ``Sampling.trace_independent`` without a decision schema whose array follows its trace: the
+    decisions are written into the trace, and only such an array reads them (both engines, before a model loads)."""
+    if sampling.trace_independent and not (sampling.json_schema or {}).get(ARRAY_FOLLOWS_TRACE):
+        raise ConfigError("Sampling.trace_independent: the array must follow a <think> trace (a decision schema "
+                          "with think=True, pipeline.structured_trace: true); this sampling has none")
 
 
 class IndependentOps:
