@@ -130,28 +130,35 @@ def test_backends_without_token_control_refuse_the_keep_prior_plainly():
         make_client(server).generate(["x"], Sampling(trace_keep_bias=[1.0]))
 
 
-def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path):
-    """A probe record whose model ranks the gold line (sharing the query's words) under a non-gold one: no bias
-    alone keeps the gold without the distractor, a prior on word overlap does, and the choice finds it."""
+def _probe_record(tmp_path, texts, model, evidence=(0,), question="Where in Lisbon do I live?"):
+    """A hand-made ``lazymem train keep-bias`` record: one history of ``texts``, one question whose gold is
+    ``evidence``, its retrieval window around message 1, and ``model``'s P(KEEP) by position."""
     from lazymem.construct import window_prompts
     from lazymem.records import Message
     from lazymem.retrieve import build_windows
+
+    h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
+    q = Question("q", "single-session-user", question, "Lisbon", "h", "2023/06/01", evidence=tuple(evidence))
+    prompts = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
+    rows = [{"prompt": list(p.messages), "decision_positions": list(p.decision_positions),
+             "gold_labels": list(p.gold_labels), "window_shape": [1, 4, 3]} for p in prompts]
+    pairs = tmp_path / f"pairs{len(list(tmp_path.glob('pairs*')))}.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    record = {"settings": {"pairs": str(pairs), "limit": 2, "seed": 0, "output": "hand"},
+              "scores": [[[model[p], g] for p, g in zip(r["decision_positions"], r["gold_labels"])] for r in rows]}
+    path = pairs.with_name(pairs.stem.replace("pairs", "record") + ".json")
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return pairs, path, q
+
+
+def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path):
+    """A probe record whose model ranks the gold line (sharing the query's words) under a non-gold one: no bias
+    alone keeps the gold without the distractor, a prior on word overlap does, and the choice finds it."""
     from lazymem.train.prior import choose_keep_prior, grid_row, scored_windows
 
     texts = ["I moved to Lisbon last spring.", "My cats love the balcony.", "Traffic is awful today."]
-    h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
-    q = Question("q", "single-session-user", "Where in Lisbon do I live?", "Lisbon", "h", "2023/06/01",
-                 evidence=(0,))
-    prompts = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
-    rows = [{"prompt": list(p.messages), "decision_positions": list(p.decision_positions),
-             "gold_labels": list(p.gold_labels)} for p in prompts]
-    pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    model = {0: 0.2, 1: 0.3, 2: 0.05}  # P(KEEP): the gold Lisbon line under the cats
-    record = {"settings": {"pairs": str(pairs), "limit": 2, "seed": 0, "output": "hand"},
-              "scores": [[[model[p], g] for p, g in zip(r["decision_positions"], r["gold_labels"])] for r in rows]}
-    path = tmp_path / "record.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
+    pairs, path, q = _probe_record(tmp_path, texts, {0: 0.2, 1: 0.3, 2: 0.05})  # the gold Lisbon line under the cats
+    record = json.loads(path.read_text(encoding="utf-8"))
     windows = scored_windows(record)
     assert [(round(x, 2), c, g) for w in windows for _, x, c, g in w] == [(0.5, 0.0, True), (0.0, 0.0, False),
                                                                         (0.0, 0.0, False)]
@@ -178,7 +185,8 @@ def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path
     assert c["keep_prior"] > 0 and (c["gold_recall"], c["nongold_keep_rate"]) == (1.0, 0.0)
     assert c["keep_prior_dense"] == 0.0 and rec["settings"]["dense_model"] is None  # no encoder loaded
     assert rec["no_prior"]["mean_r_act"] < c["mean_r_act"]
-    assert rec["reported"][str(path)]["chosen"] == grid_row(windows, c["keep_prior"], c["keep_bias"])
+    reported = {k: v for k, v in rec["reported"][str(path)]["chosen"].items() if k != "tokens_per_window"}
+    assert reported == grid_row(windows, c["keep_prior"], c["keep_bias"])
     # with a dense grid, the cosine under the real MiniLM enters each line: the best without it is the choice
     # above, and the chosen triple is re-read from the same lines
     dense = choose_keep_prior([str(path)], [str(path)], dense_priors=(0.0, 4.0))
@@ -187,10 +195,57 @@ def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path
     lines = scored_windows(record, dense_model="minilm-offline")
     assert [c for w in lines for _, _, c, _ in w] != [0.0] * 3
     d = dense["chosen"]
-    assert dense["reported"][str(path)]["chosen"] == grid_row(lines, d["keep_prior"], d["keep_bias"],
-                                                               d["keep_prior_dense"])
+    reported = {k: v for k, v in dense["reported"][str(path)]["chosen"].items() if k != "tokens_per_window"}
+    assert reported == grid_row(lines, d["keep_prior"], d["keep_bias"], d["keep_prior_dense"])
     with pytest.raises(ConfigError, match="development record"):
         choose_keep_prior([])
+
+
+def test_keep_prior_counts_each_triples_tokens_against_the_real_extractive_and_a_budget_binds(tmp_path,
+                                                                                                 monkeypatch):
+    """Each grid row's tokens a window are the Qwen3 tokens of what it keeps; the extractive reference is the
+    real ExtractiveProcessor's decisions on the same windows; ``budget="extractive"`` keeps the choice within
+    extractive's tokens, here by keeping nothing, because the gold shares no word with the question."""
+    from lazymem.construct.extractive import ExtractiveProcessor
+    from lazymem.llm import DIR_ENV, count_tokens, qwen3_tokenizer_dir
+    from lazymem.records import Message
+    from lazymem.train.prior import choose_keep_prior, extractive_row, scored_windows, window_tokens
+    from lazymem.train.probe import probed_rows, window_messages
+
+    if not (qwen3_tokenizer_dir() / "tokenizer.json").is_file():
+        pytest.skip("the Qwen3 tokenizer is not fetched (bash scripts/fetch_qwen3_tokenizer.sh)")
+    texts = ["We bought the flat by the river in March.", "Lisbon traffic is awful today.", "My cats sleep a lot."]
+    _, path, q = _probe_record(tmp_path, texts, {0: 0.9, 1: 0.02, 2: 0.01})  # the model knows the gold; overlap not
+    record = json.loads(path.read_text(encoding="utf-8"))
+    rows = probed_rows(record["settings"])
+    tokens = window_tokens(record, rows)
+    assert tokens == [[count_tokens(m["content"]) for m in window_messages(r["prompt"])] for r in rows]
+    windows = scored_windows(record, rows)
+    ext = extractive_row(windows, tokens)
+    real = ExtractiveProcessor()  # its own decisions on the same window messages, verbatim
+    kept = 0
+    for r in rows:
+        ms = [Message(i, f"s#{i}", "s", i, "user", m["content"], "d")
+              for i, m in enumerate(window_messages(r["prompt"]))]
+        kept += sum(count_tokens(d["compressed_content"]) for d in json.loads(real.process(q.text, "d", ms))
+                    if d["op"] == "KEEP")
+    assert ext["tokens_per_window"] == kept / len(rows) and kept == count_tokens(texts[1])  # "Lisbon" only
+    free = choose_keep_prior([str(path)], dense_priors=(0.0,))
+    assert free["chosen"]["gold_recall"] == 1.0 and free["chosen"]["tokens_per_window"] > ext["tokens_per_window"]
+    assert free["extractive"] == ext and free["settings"]["budget"] is None
+    assert free["by_shape"][str(path)]["1x4x3"]["extractive"] == ext
+    for budget in ("extractive", "extractive-per-shape"):
+        held = choose_keep_prior([str(path)], dense_priors=(0.0,), budget=budget)
+        c = held["chosen"]
+        assert c["tokens_per_window"] <= ext["tokens_per_window"] and c["gold_recall"] == 0.0, budget
+        assert "extractive" in c["by"] and held["settings"]["budget"] == budget
+    with pytest.raises(ConfigError, match="budget"):
+        choose_keep_prior([str(path)], dense_priors=(0.0,), budget="rag")
+    # without the tokenizer: no tokens recorded (never 0), and a budget refuses, naming the fetch command
+    monkeypatch.setenv(DIR_ENV, str(tmp_path / "no-tokenizer"))
+    assert "tokens_per_window" not in choose_keep_prior([str(path)], dense_priors=(0.0,))["chosen"]
+    with pytest.raises(ConfigError, match="fetch_qwen3_tokenizer"):
+        choose_keep_prior([str(path)], dense_priors=(0.0,), budget="extractive")
 
 
 def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_clash():
