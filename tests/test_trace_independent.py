@@ -89,6 +89,9 @@ def test_configs_refuse_independent_decisions_without_a_followed_trace():
 
     with pytest.raises(ConfigError, match="trace_independent"):
         WindowEvalConfig(data="x.jsonl", trace_independent=True)
+    with pytest.raises(ConfigError, match="trace_independent must be unset there"):  # one way to ask, as above
+        WindowEvalConfig(data="x.jsonl", structured=True, structured_trace=True,
+                         sampling=Sampling(trace_independent=True))
     # unset, older fingerprints and cache keys stay as they were
     assert "trace_independent" not in Sampling().as_dict() and Sampling(trace_independent=True).as_dict()[
         "trace_independent"]

@@ -77,11 +77,12 @@ def window_sampling(base: Sampling, n: int, *, structured: bool, structured_trac
     decision schema when structured (n items, after an n-line trace with ``structured_trace``), its message
     texts when grounded (``texts``; the span then bounds a KEEP's content, so the schema leaves it unbounded:
     a far smaller grammar), its per-message KEEP priors (``prior``, ``Sampling.trace_keep_bias``) and, with
-    ``independent``, each trace line decided without the ops before it (``Sampling.trace_independent``)."""
+    ``independent``, each trace line decided without the ops before it (``Sampling.trace_independent``; both
+    callers refuse a ``base`` that sets it, so their own flag is the one way to ask)."""
     schema = decision_schema(n, None if texts is not None else schema_max_content, schema_max_reason,
                              think=structured_trace) if structured else base.json_schema
     return dataclasses.replace(base, json_schema=schema, grounded=texts, trace_keep_bias=prior,
-                               trace_independent=independent or base.trace_independent)
+                               trace_independent=independent)
 
 
 class LazyMemPipeline:

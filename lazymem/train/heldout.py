@@ -103,6 +103,9 @@ class WindowEvalConfig:
                               "line (backends transformers, llamacpp)")
         if self.trace_independent and not (self.structured and self.structured_trace):
             raise ConfigError("WindowEvalConfig.trace_independent needs structured: true and structured_trace: true")
+        if self.sampling.trace_independent:
+            raise ConfigError("WindowEvalConfig.sampling: trace_independent must be unset there: set the window "
+                              "evaluation's (or the row's) trace_independent: true")
         if self.grounded and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
             raise ConfigError(f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
                               "(it needs token-level control: backends transformers, llamacpp)")
