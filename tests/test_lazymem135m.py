@@ -369,6 +369,33 @@ def test_project_eval_table_config_loads_every_cell():
                 assert c.pipeline.method == "rag" and c.pipeline.retrieval.n == 50
 
 
+DEFAULT_ROW = "lazymem_135m_v2_independent"  # the test tables' row of the default as it ships (since stop 46)
+
+
+@pytest.mark.parametrize("table", ["main_table_locomo", "paper_shape_locomo", "longmemeval_s_real"])
+def test_the_test_tables_default_row_decodes_exactly_as_the_shipped_card_says(table):
+    """The row the docs report as the default writes its decoding out (so its records keep their fingerprint
+    when the card moves on); it must be the decoding ``pipeline.mpm_decoding: card`` reads from the shipped
+    adapter's card, on every set of every test table, or the docs would report another decoding as the
+    default's."""
+    from lazymem.eval import EvalConfig
+    from lazymem.eval.table import EvalTableConfig
+    from lazymem.pipeline import PipelineConfig
+    from lazymem.pipeline.config import shipped_decoding
+    from lazymem.train.recipe import load_recipe
+
+    t = load_recipe(EvalTableConfig, ROOT / "configs" / "tables" / f"{table}.yaml")
+    assert DEFAULT_ROW in t.rows
+    decoding, _ = shipped_decoding("lazymem-135m")
+    for s in t.sets:
+        row = EvalConfig.from_yaml(ROOT / t.base, t.cell_overrides(s, DEFAULT_ROW)).pipeline
+        rest = {k: v for k, v in row.to_dict().items() if k not in decoding}  # the card's keys left to the card
+        card = PipelineConfig.from_dict({**rest, "mpm_decoding": "card",
+                                         "mpm_sampling": {**row.mpm_sampling.as_dict(), "logit_bias": None}})
+        assert row.mpm.adapter == "lazymem-135m" and row.trace_independent
+        assert row.to_dict() == card.to_dict(), (table, s)
+
+
 # --- shipping: adapter + model card from the run's files -------------------------------------------------
 
 
