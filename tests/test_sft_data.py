@@ -104,6 +104,46 @@ def test_gold_teacher_targets_pass_the_gate_and_keep_exactly_the_gold(gold_unbal
     assert card["selection"]["gold_messages_in_windows"] == len(shown) <= card["selection"]["gold_messages"]
 
 
+def test_key_span_teacher_keeps_each_golds_answer_sentence_as_a_span_of_it(gold_unbalanced, tmp_path):
+    """``teacher_keep: key_span`` on the real generator: the same windows and ops as the verbatim gold teacher,
+    each KEEP a grounded span of its message, the answer-bearing sentence where one holds an answer word (so
+    multi-sentence gold gets shorter), the whole message otherwise; stated in the card; refused for a model
+    teacher, and the verbatim default leaves earlier configs' dicts as they were."""
+    from lazymem.construct.extractive import split_sentences
+    from lazymem.construct.grounded import is_span
+    from lazymem.text import content_tokens
+
+    _, _, verbatim = gold_unbalanced
+    cfg = sft_config(tmp_path, balance=False, teacher_keep="key_span")
+    card = build_sft_data(cfg)
+    rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
+    assert "key-span" in card["teacher"] and "key span" in (Path(cfg.output_dir) / "card.md").read_text()
+    assert [(r["question_id"], r["decision_positions"]) for r in rows] == [
+        (r["question_id"], r["decision_positions"]) for r in verbatim]
+    ds = load_dataset(SYNTH)
+    shorter = 0
+    for r in rows:
+        v = parse_decisions(r["completion"][0]["content"], r["decision_positions"])
+        assert v.ok, v.detail
+        q = ds.question(r["question_id"])
+        for d in (d for d in v.decisions if d.op == "KEEP"):
+            text = ds.histories[r["history_id"]][d.pos].text
+            assert is_span(d.content, text)
+            answer_words = content_tokens(str(q.answer))
+            if d.content != text:  # cut: one sentence of several, holding an answer word
+                assert d.content in split_sentences(text) and answer_words & content_tokens(d.content)
+                shorter += 1
+            else:
+                assert len(split_sentences(text)) < 2 or not any(answer_words & content_tokens(x)
+                                                                 for x in split_sentences(text))
+    assert shorter > 0
+    with pytest.raises(ConfigError, match="teacher_keep"):
+        sft_config(tmp_path, teacher=LLMConfig(backend="fake", model="m"), teacher_keep="key_span")
+    with pytest.raises(ConfigError, match="teacher_keep"):
+        sft_config(tmp_path, teacher_keep="summary")
+    assert "teacher_keep" not in sft_config(tmp_path).to_dict() and cfg.to_dict()["teacher_keep"] == "key_span"
+
+
 # (c) discards by reason ----------------------------------------------------------------------------
 
 

@@ -28,6 +28,15 @@ class MemoryProcessor(Protocol):
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
+def split_sentences(text: str) -> list[str]:
+    """A text's sentences, split after ``.``, ``!`` or ``?`` and whitespace (each a verbatim span).
+
+    >>> split_sentences("We went to the Rockies. [shares a photo] Fun!")
+    ['We went to the Rockies.', '[shares a photo] Fun!']
+    """
+    return [s for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
 def lexical_scores(query: str, texts: Sequence[str]) -> list[float]:
     """Share of the query's content tokens that each text contains, in [0, 1].
 
@@ -76,7 +85,7 @@ class ExtractiveProcessor:
         self.scorer: Scorer = scorer or lexical_scores
 
     def _key_span(self, query: str, text: str) -> str:
-        sentences = [s for s in _SENTENCE.split(text.strip()) if s.strip()]
+        sentences = split_sentences(text)
         if len(sentences) < 2:
             return text
         scores = list(self.scorer(query, sentences))

@@ -206,8 +206,10 @@ def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: 
     tok = inputs["unit"]
     md = "\n".join([
         "# SFT data card", "",
-        f"Teacher: **{config.teacher_name}**" + (" (KEEP every gold message verbatim, DROP the rest; no model)"
-                                                 if config.gold else ""),
+        f"Teacher: **{config.teacher_name}**" + (
+            (" (KEEP each gold message's key span: its sentence holding the most of the answer's words, the whole "
+             "message when none does; DROP the rest; no model)" if getattr(config, "teacher_keep", "") == "key_span"
+             else " (KEEP every gold message verbatim, DROP the rest; no model)") if config.gold else ""),
         f"Seeds: seed {config.seed}, split seed {config.split_seed}; split {config.to_dict()['split']!r}; "
         f"balance {'on' if config.balance else 'off'}", "", "Sources:", sources_md(sources), "",
         f"Questions used by type: {selection['used_by_type']}; their gold messages shown in some window: "

@@ -34,7 +34,7 @@ from lazymem.llm import LLMConfig, Sampling
 from lazymem.pipeline import question_windows
 from lazymem.retrieve import RetrievalConfig, WindowConfig
 from lazymem.train.selection import HELD_OUT_HISTORIES, HeldOutError, sample_by_type, select_questions  # noqa: F401
-from lazymem.train.teacher import GOLD_TEACHERS, GOLD_TRACE, GOLD_TRACE_NUMBERED
+from lazymem.train.teacher import GOLD_TEACHERS, GOLD_TRACE, GOLD_TRACE_NUMBERED, KEEP_STYLES
 
 if TYPE_CHECKING:
     from lazymem.llm import LLMClient
@@ -213,6 +213,9 @@ class SFTDataConfig(PairsConfig):
                                  "(the same with a think trace walking the window message by message) or "
                                  "'gold-trace-numbered' (that, each item's reason naming its message number)"))
     teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=h("teacher decoding"))
+    teacher_keep: str = field(default="verbatim", metadata=h(
+        "what a gold teacher's KEEP holds: 'verbatim' (the whole message) or 'key_span' (its sentence holding the "
+        "most of the answer's words: lazymem.train.teacher.key_span; the whole message when none does)"))
     teacher_reasoning: bool = field(default=True, metadata=h(
         "a model teacher's separate reasoning (reasoning_content / "
                                                              "reasoning) goes in the target as <think>...</think>"))
@@ -232,16 +235,26 @@ class SFTDataConfig(PairsConfig):
         self._need(_is_int(self.batch_questions) and self.batch_questions >= 1, "batch_questions", "must be >= 1")
         self._need(isinstance(self.balance, bool), "balance", "must be true or false")
         self._need(isinstance(self.teacher_reasoning, bool), "teacher_reasoning", "must be true or false")
+        self._need(self.teacher_keep in KEEP_STYLES, "teacher_keep", f"must be one of {', '.join(KEEP_STYLES)}")
+        self._need(self.teacher_keep == "verbatim" or self.gold, "teacher_keep",
+                   "key_span is the gold-label teacher's (a model teacher writes its own KEEP content)")
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if d.get("teacher_keep") == "verbatim":  # unset: cards and fingerprints of earlier data stay as they were
+            d.pop("teacher_keep")
+        return d
 
     @property
     def teacher_name(self) -> str:
         from lazymem.train.teacher import GOLD_TEACHER
 
+        spans = " and key-span KEEPs" if self.teacher_keep == "key_span" else ""
         if self.teacher == GOLD_TRACE:
-            return GOLD_TEACHER + " with a message trace"
+            return GOLD_TEACHER + " with a message trace" + spans
         if self.teacher == GOLD_TRACE_NUMBERED:
-            return GOLD_TEACHER + " with a message trace and numbered reasons"
-        return GOLD_TEACHER if self.teacher == "gold" else f"{self.teacher.backend}:{self.teacher.model}"
+            return GOLD_TEACHER + " with a message trace and numbered reasons" + spans
+        return GOLD_TEACHER + spans if self.teacher == "gold" else f"{self.teacher.backend}:{self.teacher.model}"
 
     @property
     def gold(self) -> bool:
@@ -293,7 +306,9 @@ def build_sft_data(config: SFTDataConfig, client: LLMClient | None = None) -> di
                                                                   client, config.teacher_sampling,
                                                                   trace=config.teacher in TRACE_TEACHERS,
                                                                   numbered=config.teacher == GOLD_TRACE_NUMBERED,
-                                                                  keep_reasoning=config.teacher_reasoning)))
+                                                                  keep_reasoning=config.teacher_reasoning,
+                                                                  questions=[b.question for b in batch],
+                                                                  keep=config.teacher_keep)))
         batch.clear()
 
     for n, pairs in enumerate(query_window_pairs(datasets, selected, config, desc="sft data"), start=1):

@@ -42,7 +42,7 @@ from lazymem.llm import Completion
 
 if TYPE_CHECKING:
     from lazymem.llm import LLMClient, Sampling
-    from lazymem.records import History
+    from lazymem.records import History, Question
 
 GOLD = "gold"  # the config value that selects the gold-label teacher
 GOLD_TRACE = "gold-trace"  # the gold-label teacher with a think trace that walks the window message by message
@@ -103,18 +103,50 @@ def completion(text: str, model: str = GOLD_TEACHER) -> Completion:
                       finish_reason="stop")
 
 
-def gold_target(prompt: WindowPrompt, history: History, numbered: bool = False) -> str:
+def key_span(text: str, answer: str, query: str) -> str:
+    """The gold teacher's key-span KEEP (the paper's "key-span extraction"): the sentence of ``text`` holding
+    the most of the gold answer's content words (ties: the most of the query's, then the first); the whole
+    text when it is one sentence or when no sentence holds an answer word (nothing is cut on a guess).
+    Sentences split after ``.``, ``!`` or ``?`` and a space, so a ``[shares a photo of ...]`` caption after
+    a sentence is a sentence of its own. The span is verbatim (a grounded KEEP).
+
+    >>> key_span("Glad you asked! We went to the Rockies. [shares a photo of a lake]", "the Rockies",
+    ...          "Where did Evan go?")
+    'We went to the Rockies.'
+    >>> key_span("Nice weather. Sunny again!", "Lisbon", "Where do I live?")
+    'Nice weather. Sunny again!'
+    """
+    from lazymem.construct.extractive import split_sentences
+    from lazymem.text import content_tokens
+
+    sentences = split_sentences(text)
+    if len(sentences) < 2:
+        return text
+    a, q = content_tokens(str(answer)), content_tokens(query)
+    scores = [(len(a & content_tokens(x)), len(q & content_tokens(x))) for x in sentences]
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    return sentences[best] if scores[best][0] > 0 else text
+
+
+KEEP_STYLES = ("verbatim", "key_span")  # what a gold teacher's KEEP holds: the message, or its key span
+
+
+def gold_target(prompt: WindowPrompt, history: History, numbered: bool = False,
+                contents: dict[int, str] | None = None) -> str:
     """The gold-label teacher's output: KEEP each gold message verbatim, DROP the rest (one JSON line).
 
     ``numbered``: each reason starts with its message's number (``"message 3: not evidence for
     the query"``), the trace's number: a small model then counts the array's items by copying the
     trace's numbers instead of counting identical DROP items (the paper's reason is "brief local").
+    ``contents``: a gold position's KEEP content instead of its whole text (``key_span``).
     """
     def reason(i: int, gold: bool) -> str:
         text = KEEP_REASON if gold else DROP_REASON
         return f"message {i}: {text}" if numbered else text
 
-    items = [{"op": "KEEP", "compressed_content": history[p].text, "reason": reason(i, True)} if gold
+    contents = contents or {}
+    items = [{"op": "KEEP", "compressed_content": contents.get(p, history[p].text), "reason": reason(i, True)}
+             if gold
              else {"op": "DROP", "compressed_content": "", "reason": reason(i, False)}
              for i, (p, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1)]
     return json.dumps(items, ensure_ascii=False)
@@ -155,8 +187,8 @@ def trace_head(i: int, role: str, text: str) -> str:
 
 
 def gold_completion(prompt: WindowPrompt, history: History, trace: bool = False,
-                    numbered: bool = False) -> Completion:
-    target = gold_target(prompt, history, numbered=numbered)
+                    numbered: bool = False, contents: dict[int, str] | None = None) -> Completion:
+    target = gold_target(prompt, history, numbered=numbered, contents=contents)
     return completion(gold_trace(prompt, history) + "\n" + target if trace else target)
 
 
@@ -205,21 +237,35 @@ def judge(prompt: WindowPrompt, out: Completion, keep_reasoning: bool = False) -
     return Annotation(OK, text, n_keep, len(verdict.decisions), has_think)
 
 
+def key_spans(prompt: WindowPrompt, history: History, question: Question) -> dict[int, str]:
+    """``key_span`` of each gold message of a window, by position."""
+    return {p: key_span(history[p].text, question.answer, question.text)
+            for p, gold in zip(prompt.decision_positions, prompt.gold_labels) if gold}
+
+
 def annotate(prompts: Sequence[WindowPrompt], histories: Sequence[History], client: LLMClient | None,
              sampling: Sampling, trace: bool = False, numbered: bool = False,
-             keep_reasoning: bool = False) -> list[tuple[Completion, Annotation]]:
+             keep_reasoning: bool = False, questions: Sequence[Question] | None = None,
+             keep: str = "verbatim") -> list[tuple[Completion, Annotation]]:
     """Teacher outputs for many windows and their verdicts, in order.
 
     ``client`` None means the gold-label teacher (``histories[i]`` gives window i's texts; with
     ``trace`` its target opens with ``gold_trace``, with ``numbered`` its reasons carry the message number);
     otherwise all windows go to the client in one ``generate`` call, so a server backend
     runs them concurrently and a cached client answers repeats from disk; ``keep_reasoning``
-    puts a separately returned trace in the target (``with_reasoning``).
+    puts a separately returned trace in the target (``with_reasoning``). ``keep="key_span"`` (the gold
+    teacher only) KEEPs each gold message's ``key_span`` for its window's question (``questions[i]``).
     """
     if len(prompts) != len(histories):
         raise ValueError(f"{len(prompts)} prompts but {len(histories)} histories")
+    if keep not in KEEP_STYLES:
+        raise ValueError(f"keep must be one of {KEEP_STYLES}, got {keep!r}")
+    if keep == "key_span" and (client is not None or questions is None or len(questions) != len(prompts)):
+        raise ValueError("keep='key_span' is the gold teacher's (client None) and needs each window's question")
     if client is None:
-        outs = [gold_completion(p, h, trace, numbered) for p, h in zip(prompts, histories)]
+        spans = ([key_spans(p, h, q) for p, h, q in zip(prompts, histories, questions)] if keep == "key_span"
+                 else [None] * len(prompts))
+        outs = [gold_completion(p, h, trace, numbered, c) for p, h, c in zip(prompts, histories, spans)]
     else:
         outs = client.generate([list(p.messages) for p in prompts], sampling) if prompts else []
         if len(outs) != len(prompts):
