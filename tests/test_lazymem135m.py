@@ -66,6 +66,38 @@ def test_scores_count_a_failed_window_as_keeping_nothing():
     assert sum(s["failures"].values()) == 2 and s["failures"]["wrong_count"] == 1
 
 
+def test_scores_count_the_kept_tokens_beside_the_real_extractive_processors_on_the_same_window():
+    """On a real window prompt: kept_tokens are the Qwen3 tokens of what the output keeps (0 when it fails the
+    gate), extractive_tokens those the ExtractiveProcessor keeps of the same messages; summary and shape
+    groups take their means."""
+    from lazymem.construct import window_prompts
+    from lazymem.construct.extractive import ExtractiveProcessor
+    from lazymem.llm import count_tokens, qwen3_tokenizer_dir
+    from lazymem.records import History, Message, Question
+    from lazymem.retrieve import build_windows
+
+    if not (qwen3_tokenizer_dir() / "tokenizer.json").is_file():
+        pytest.skip("the Qwen3 tokenizer is not fetched (bash scripts/fetch_qwen3_tokenizer.sh)")
+    texts = ["We moved to Lisbon in May. The flat is small.", "Traffic in Lisbon is awful.", "My cats sleep a lot."]
+    h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
+    q = Question("q", "single-session-user", "When did I move to Lisbon?", "May", "h", "2023/06/01", evidence=(0,))
+    (prompt,) = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
+    row = {"prompt": list(prompt.messages), "decision_positions": list(prompt.decision_positions),
+           "gold_labels": list(prompt.gold_labels), "window_shape": [1, 4, 3]}
+    out = "[" + KEEP % "We moved to Lisbon in May." + ", " + DROP + ", " + DROP + "]"
+    good, failed = score_rows([row, row], [out, "not json"])
+    ms = [Message(i, f"s#{i}", "s", i, "user", t, "d") for i, t in enumerate(texts)]
+    extractive = sum(count_tokens(d["compressed_content"]) for d in json.loads(
+        ExtractiveProcessor().process(q.text, "d", ms)) if d["op"] == "KEEP")
+    assert good["kept_tokens"] == count_tokens("We moved to Lisbon in May.") and failed["kept_tokens"] == 0
+    assert good["extractive_tokens"] == failed["extractive_tokens"] == extractive == count_tokens(
+        texts[0]) + count_tokens(texts[1])  # both share "Lisbon" with the question: kept whole
+    s = summarize([good, failed])
+    assert s["kept_tokens"] == good["kept_tokens"] / 2 and s["extractive_tokens"] == extractive
+    assert s["by_shape"]["1,4,3"]["kept_tokens"] == s["kept_tokens"]
+    assert "kept_tokens" not in summarize(score_rows(_rows(2), [DROP, DROP]))  # no window text: no count
+
+
 def test_scores_break_down_by_style_and_window_shape_when_the_rows_carry_them():
     rows = _rows(4)
     for i, r in enumerate(rows):

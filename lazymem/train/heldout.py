@@ -16,7 +16,11 @@ every output with the training reward's own pieces:
 - ``rewritten_rate``: KEEPs whose content is not a verbatim span of their message (``n_rewritten``)
   / KEEP decisions of outputs that pass the gate (``n_keep_decisions``), the texts read back from
   each prompt's window block (``lazymem.construct.grounded``); ``grounded`` decoding makes it 0;
-- ``s_per_window``: model time per window (cached calls excluded).
+- ``s_per_window``: model time per window (cached calls excluded);
+- ``kept_tokens``: Qwen3 tokens of the KEEP contents a window's output holds (0 for a window that fails the
+  strict gate), beside ``extractive_tokens``: the training-free extractive processor's on the same window
+  (``ExtractiveProcessor``, verbatim: what the tables compare memory size with), means over the windows;
+  absent without the tokenizer.
 
 Calls go through the LLM cache (``cache_dir``), so an interrupted evaluation reruns for free
 up to where it stopped. Rows keep their order; ``limit`` takes a balanced, seeded subset
@@ -36,6 +40,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import random
+import statistics
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -159,6 +164,7 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
     """One record per window: gate verdicts, decisions counted against the gold labels, rewards."""
     from lazymem.construct.grounded import count_rewritten, window_texts
 
+    count = _token_counter()
     out = []
     for row, raw in zip(rows, outputs, strict=True):
         gold = [bool(g) for g in row["gold_labels"]]
@@ -177,10 +183,34 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
             "nongold_dropped": sum((not k) and (not g) for k, g in zip(kept, gold)),
             "r_act": r_act, "reward": r_act if r_act is not None else 0.0,
             "n_keep_decisions": n_keep_decisions, "n_rewritten": n_rewritten, "output": raw,
+            **({"kept_tokens": sum(count(d.content) for d in v.decisions if d.op == "KEEP") if v.ok else 0,
+                "extractive_tokens": _extractive_tokens(row, texts, count)}
+               if count is not None and texts is not None and len(texts) == len(gold) else {}),
             **({"style": row["style"]} if row.get("style") else {}),
             **({"window_shape": list(row["window_shape"])} if row.get("window_shape") else {}),
         })
     return out
+
+
+def _token_counter():
+    """``count_tokens`` (Qwen3), or None without the tokenizer (no count rather than 0)."""
+    from lazymem.llm.tokens import TokenizerMissing, count_tokens, require_qwen3_tokenizer
+
+    try:
+        require_qwen3_tokenizer()
+    except TokenizerMissing:
+        return None
+    return count_tokens
+
+
+def _extractive_tokens(row: Mapping, texts: Sequence[str], count) -> int:
+    """Tokens the extractive processor (verbatim, its default threshold) keeps of one window row."""
+    from lazymem.construct.extractive import ExtractiveConfig, lexical_scores
+    from lazymem.construct.grounded import window_query
+
+    threshold = ExtractiveConfig().threshold
+    return sum(count(t) for t, x in zip(texts, lexical_scores(window_query(row["prompt"]), texts))
+               if x >= threshold and t.strip())
 
 
 def summarize(records: Sequence[Mapping]) -> dict:
@@ -207,6 +237,9 @@ def summarize(records: Sequence[Mapping]) -> dict:
         "n_keep_decisions": n_keeps if judged else None,
         "n_rewritten": sum(r["n_rewritten"] for r in judged) if judged else None,
         "rewritten_rate": rate(sum(r["n_rewritten"] for r in judged), n_keeps),
+        **({"kept_tokens": round(statistics.fmean(r["kept_tokens"] for r in records), 3),
+            "extractive_tokens": round(statistics.fmean(r["extractive_tokens"] for r in records), 3)}
+           if records and all("kept_tokens" in r for r in records) else {}),
         "failures": dict(sorted(Counter(r["reason"] for r in records if not r["strict_gate"]).items())),
         "by_size": by_size(records),
         **({"by_style": by_group(records, "style")} if any(r.get("style") for r in records) else {}),
@@ -243,6 +276,9 @@ def _group_rates(rs: Sequence[Mapping], nongold: bool) -> dict:
     if nongold:
         n_rest = sum(r["n_messages"] - r["n_gold"] for r in rs)
         out["nongold_drop_rate"] = round(sum(r["nongold_dropped"] for r in rs) / n_rest, 6) if n_rest else None
+    if rs and all("kept_tokens" in r for r in rs):
+        out["kept_tokens"] = round(statistics.fmean(r["kept_tokens"] for r in rs), 3)
+        out["extractive_tokens"] = round(statistics.fmean(r["extractive_tokens"] for r in rs), 3)
     return out
 
 
@@ -350,7 +386,7 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
 # --- the training table's markdown (the table itself: lazymem.train.window_table) ------------------
 
 TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_rate", "reward", "keep_share",
-                 "rewritten_rate", "s_per_window")
+                 "rewritten_rate", "kept_tokens", "extractive_tokens", "s_per_window")
 MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other settings (set aside in its folder's "
                             "previous-<time>/)",
               "stale": "stale, not shown: its results are of other settings and `only` / `only_sets` left it "
@@ -363,7 +399,7 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
     """One markdown table per held-out set, a row per model.
 
     >>> print(table_markdown({"s": {"base": {"windows": 2, "gate_fmt": 0.5, "reward": None}}}).splitlines()[4])
-    | base | 2 | 0.500 | - | - | - | - | - | - | - |
+    | base | 2 | 0.500 | - | - | - | - | - | - | - | - | - |
     """
     from lazymem.sweep import mark_notes
 
@@ -372,7 +408,8 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
         lines += [f"## {set_name}", "", "| row | windows | " + " | ".join(TABLE_COLUMNS) + " |",
                   "|---|---:|" + "---:|" * len(TABLE_COLUMNS)]
         for row, s in rows.items():
-            cells = [("-" if s.get(c) is None else f"{s[c]:.2f}" if c == "s_per_window" else f"{s[c]:.3f}")
+            cells = [("-" if s.get(c) is None else f"{s[c]:.1f}" if c.endswith("_tokens")
+                      else f"{s[c]:.2f}" if c == "s_per_window" else f"{s[c]:.3f}")
                      for c in TABLE_COLUMNS]
             lines.append(f"| {row} | {s.get('windows', '-')} | " + " | ".join(cells) + " |")
         notes = mark_notes(rows, MARK_TEXTS)
