@@ -65,6 +65,14 @@ class ExtractiveConfig:
         if not isinstance(self.threshold, (int, float)) or not math.isfinite(self.threshold):
             raise ConfigError(f"ExtractiveConfig.threshold must be a finite number, got {self.threshold!r}")
 
+    def keeps(self, score: float) -> bool:
+        """The processor's one decision rule: KEEP a message scoring at least the threshold.
+
+        >>> ExtractiveConfig(threshold=0.25).keeps(0.25), ExtractiveConfig(threshold=0.25).keeps(0.2)
+        (True, False)
+        """
+        return score >= self.threshold
+
 
 class ExtractiveProcessor:
     """Keep messages that score at least a threshold against the query; never rewrites text.
@@ -100,7 +108,7 @@ class ExtractiveProcessor:
             raise ValueError(f"scorer returned {len(scores)} scores for {len(messages)} texts")
         out = []
         for m, score in zip(messages, scores):
-            if score >= self.config.threshold:
+            if self.config.keeps(score):
                 content = m.text if self.config.mode == "verbatim" else self._key_span(query, m.text)
                 out.append({"op": "KEEP", "compressed_content": content, "reason": f"score {score:.3f}"})
             else:

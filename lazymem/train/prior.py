@@ -118,7 +118,8 @@ def extractive_row(windows: Sequence[Sequence[Line]], tokens: Sequence[Sequence[
     >>> extractive_row([[(2.0, 0.5, 0.0, True), (-1.0, 0.0, 0.0, False)]], [[7, 3]])["tokens_per_window"]
     7.0
     """
-    return {"threshold": threshold, **_decided_row(windows, lambda ln: ln[1] >= threshold, tokens)}
+    rule = ExtractiveConfig(threshold=threshold)
+    return {"threshold": threshold, **_decided_row(windows, lambda ln: rule.keeps(ln[1]), tokens)}
 
 
 def best_row(grid: Sequence[Mapping]) -> Mapping:
