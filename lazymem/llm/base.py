@@ -277,6 +277,10 @@ class LLMConfig:
                               f"'llamacpp' (got {self.backend!r}); "
                               "serve an adapter with vLLM's --lora-modules and name it as the model instead")
 
+        if "content_adapter" in (self.extra_body or {}) and self.backend != "llamacpp":
+            raise ConfigError(f"LLMConfig.extra_body.content_adapter is a 'llamacpp' option (got backend "
+                              f"{self.backend!r}): the array pass written by a second adapter")
+
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
 

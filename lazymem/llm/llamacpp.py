@@ -38,6 +38,12 @@ itself, because llama-cpp-python 0.3.36 drops a ``logits_processor`` passed toge
 the model write DROP (``lazymem.llm.trace.IndependentOps``); the recorded decisions are written into the trace
 (``set_ops``) before the array pass, whose grammar then follows them.
 
+``extra_body: {content_adapter: DIR}`` writes the array pass (each KEEP's ``compressed_content``; the ops are
+fixed by the trace) with a second adapter on the same base: its own merged GGUF and instances, the prompt and
+the trace re-read there. The decisions stay the first adapter's, token for token; only the kept text differs
+(a model trained to keep key spans writing what a model trained to decide has kept). Trace-following
+decodings only: a sampling whose array does not follow a trace is refused.
+
 On CPUs with AMX (Sapphire Rapids and later), a llama.cpp built with ``-march=native`` repacks
 the Q8_0 weights into its AMX buffer and segfaults in the first decode
 (``ggml_backend_amx_mul_mat``: ggml-org/llama.cpp#20824, unfixed upstream). Where the build
@@ -61,6 +67,7 @@ from lazymem.llm.base import (
     LLMConfig,
     Prompt,
     Sampling,
+    _adapter_identity,
     bias_token_ids,
     error_completion,
     to_messages,
@@ -214,7 +221,7 @@ class LlamaCppBackend:
     several questions generating at once, run side by side. Each instance reuses the KV cache of the
     prefix its prompt shares with its previous one (the system prompt and instructions)."""
 
-    OPTIONS = ("quant", "n_ctx")  # extra_body keys this backend takes
+    OPTIONS = ("quant", "n_ctx", "content_adapter")  # extra_body keys this backend takes
 
     def __init__(self, config: LLMConfig):
         self.config = config
@@ -223,11 +230,20 @@ class LlamaCppBackend:
         if unknown:
             raise ConfigError(f"LLMConfig.extra_body {unknown}: backend 'llamacpp' takes {list(self.OPTIONS)}")
         self.identity = {**config.identity(), "quant": self._quant()}
+        self.content_adapter = (config.extra_body or {}).get("content_adapter")
+        if self.content_adapter is not None:
+            if not isinstance(self.content_adapter, str) or not self.content_adapter.strip():
+                raise ConfigError(f"LLMConfig.extra_body.content_adapter={self.content_adapter!r}: must be an "
+                                  "adapter directory (or 'lazymem-135m')")
+            # its weights' hash, not only its path, as for ``adapter``
+            self.identity["extra_body"] = {**config.extra_body, "content_adapter": _adapter_identity(
+                self.content_adapter)}
         threads = config.num_threads or max(1, min(len(usable_cores()), 8))  # a local job's share, not the machine
         self.n_instances = max(1, min(config.batch_size, threads))
         self.threads_per_instance = max(1, threads // self.n_instances)
         self._tok = None
         self._free: queue.Queue | None = None
+        self._content: queue.Queue | None = None  # the content adapter's instances (extra_body.content_adapter)
         self._grammars: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.load_s = 0.0
@@ -254,6 +270,14 @@ class LlamaCppBackend:
                 for _ in range(self.n_instances):
                     free.put(new_llama(llama_cpp, model_path=str(path), n_ctx=n_ctx,
                                        n_threads=self.threads_per_instance, n_batch=512, seed=0, verbose=False))
+                if self.content_adapter is not None:
+                    content_path = gguf_for(self.config.model, self.content_adapter, self._quant())
+                    content: queue.Queue = queue.Queue()
+                    for _ in range(self.n_instances):
+                        content.put(new_llama(llama_cpp, model_path=str(content_path), n_ctx=n_ctx,
+                                              n_threads=self.threads_per_instance, n_batch=512, seed=0,
+                                              verbose=False))
+                    self._content = content
                 self._free = free
                 self.load_s = time.perf_counter() - t0
         return self._free, self._tok
@@ -325,8 +349,13 @@ class LlamaCppBackend:
                     text_out = set_ops(text_out, processor.independent.ops)  # the decisions, not the DROPs written
                 ops = trace_ops(text_out)
                 trace_ids = tok(text_out, add_special_tokens=False)["input_ids"]
-                more = llm.create_completion(prompt=ids + trace_ids, **dict(
-                    kwargs, max_tokens=s.max_tokens - done, grammar=self._grammar(s, ops)))
+                writer = self._content.get() if self._content is not None else llm
+                try:
+                    more = writer.create_completion(prompt=ids + trace_ids, **dict(
+                        kwargs, max_tokens=s.max_tokens - done, grammar=self._grammar(s, ops)))
+                finally:
+                    if writer is not llm:
+                        self._content.put(writer)
                 choice = more["choices"][0]
                 text_out += choice["text"]
                 done += (more.get("usage") or {}).get("completion_tokens") or 0
@@ -351,6 +380,10 @@ class LlamaCppBackend:
         if not prompts:
             return []
         require_followed_trace(sampling)
+        if self.content_adapter is not None and self._follows(sampling) is None:
+            raise ConfigError("LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
+                              "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
+                              "structured_trace); this sampling has no such trace")
         texts = [self.render(p) for p in prompts]
         if (lines := self._follows(sampling)) is not None:  # a bad schema raises here, for every prompt
             self._trace_grammar(lines)

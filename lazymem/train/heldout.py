@@ -17,6 +17,12 @@ every output with the training reward's own pieces:
   / KEEP decisions of outputs that pass the gate (``n_keep_decisions``), the texts read back from
   each prompt's window block (``lazymem.construct.grounded``); ``grounded`` decoding makes it 0;
 - ``s_per_window``: model time per window (cached calls excluded);
+- ``answer_recall``: over the windows that show gold, the share of the question's gold answer tokens (LoCoMo's
+  normalisation: ``lazymem.eval.memory_measures.answer_recall``) found in the text the window keeps (its KEEP
+  contents; nothing for a window failing the strict gate), beside ``answer_recall_shown``: in the gold messages
+  the window shows, the most keeping them could give. Whether a kept span still holds the answer, which
+  gold-keep (by identity) cannot tell; the answers are read from each row's ``dataset`` (a synthetic spec is
+  regenerated), absent where it cannot be loaded;
 - ``kept_tokens``: Qwen3 tokens of the KEEP contents a window's output holds (0 for a window that fails the
   strict gate), beside ``extractive_tokens``: the training-free extractive processor's on the same window
   (``ExtractiveProcessor``, verbatim: what the tables compare memory size with), means over the windows;
@@ -160,9 +166,35 @@ def balanced_subset(rows: Sequence[Mapping], limit: int | None, seed: int = 0) -
     return sorted(rng.sample(gold, n_gold) + rng.sample(rest, min(len(rest), limit - n_gold)))
 
 
-def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA) -> list[dict]:
-    """One record per window: gate verdicts, decisions counted against the gold labels, rewards."""
+def row_answers(rows: Sequence[Mapping]) -> dict[tuple[str, str], tuple]:
+    """(dataset, question_id) -> (answer, category, abstention) of every row whose ``dataset`` loads (a synthetic
+    spec regenerated, a file read); a dataset that cannot be loaded gives no answers (logged), never an error.
+
+    >>> a = row_answers([{"dataset": "synthetic:messages=60,seed=1,histories=1,questions=6", "question_id": "x"}])
+    >>> len(a) > 0, all(len(v) == 3 for v in a.values())
+    (True, True)
+    """
+    import logging
+
+    from lazymem.data.datasets import load_dataset
+
+    out: dict[tuple[str, str], tuple] = {}
+    for spec in sorted({r["dataset"] for r in rows if r.get("dataset")}):
+        try:
+            ds = load_dataset(spec)
+        except (LoadError, ConfigError, OSError, ValueError) as e:
+            logging.getLogger("lazymem.train").warning("answer recall: dataset %r not loaded (%s)", spec, e)
+            continue
+        out.update({(spec, q.id): (q.answer, q.category, q.abstention) for q in ds.questions})
+    return out
+
+
+def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA,
+               answers: Mapping[tuple[str, str], tuple] | None = None) -> list[dict]:
+    """One record per window: gate verdicts, decisions counted against the gold labels, rewards; with
+    ``answers`` (``row_answers``), the answer recall of what a gold window keeps."""
     from lazymem.construct.grounded import count_rewritten, window_texts
+    from lazymem.eval.memory_measures import answer_recall
 
     count = _token_counter()
     out = []
@@ -175,6 +207,14 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
         ops = [d.op for d in v.decisions] if v.ok else []  # the gate returns decisions only when it passes
         kept = [op == "KEEP" for op in ops] if v.ok else [False] * len(gold)  # a failed window keeps nothing
         r_act = action_reward(ops, gold, eta) if v.ok else None
+        known = (answers or {}).get((row.get("dataset"), row.get("question_id")))
+        recall = {}
+        if known is not None and any(gold) and texts is not None and len(texts) == len(gold):
+            kept_text = " ".join(d.content for d in v.decisions if d.op == "KEEP") if v.ok else ""
+            recall = {"answer_recall": answer_recall(kept_text, *known),
+                      "answer_recall_shown": answer_recall(" ".join(t for t, g in zip(texts, gold) if g), *known)}
+            if recall["answer_recall_shown"] is None:  # no answer tokens to look for (abstention, empty answer)
+                recall = {}
         out.append({
             "question_id": row.get("question_id"), "window_index": row.get("window_index"),
             "n_messages": len(gold), "n_gold": sum(gold), "strict_gate": v.ok, "gate_fmt": v.fmt_ok,
@@ -186,6 +226,7 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
             **({"kept_tokens": sum(count(d.content) for d in v.decisions if d.op == "KEEP") if v.ok else 0,
                 "extractive_tokens": _extractive_tokens(row, texts, count)}
                if count is not None and texts is not None and len(texts) == len(gold) else {}),
+            **recall,
             **({"style": row["style"]} if row.get("style") else {}),
             **({"window_shape": list(row["window_shape"])} if row.get("window_shape") else {}),
         })
@@ -208,9 +249,9 @@ def _extractive_tokens(row: Mapping, texts: Sequence[str], count) -> int:
     from lazymem.construct.extractive import ExtractiveConfig, lexical_scores
     from lazymem.construct.grounded import window_query
 
-    threshold = ExtractiveConfig().threshold
+    rule = ExtractiveConfig()
     return sum(count(t) for t, x in zip(texts, lexical_scores(window_query(row["prompt"]), texts))
-               if x >= threshold and t.strip())
+               if rule.keeps(x) and t.strip())
 
 
 def summarize(records: Sequence[Mapping]) -> dict:
@@ -240,11 +281,22 @@ def summarize(records: Sequence[Mapping]) -> dict:
         **({"kept_tokens": round(statistics.fmean(r["kept_tokens"] for r in records), 3),
             "extractive_tokens": round(statistics.fmean(r["extractive_tokens"] for r in records), 3)}
            if records and all("kept_tokens" in r for r in records) else {}),
+        **_answer_rates(records),
         "failures": dict(sorted(Counter(r["reason"] for r in records if not r["strict_gate"]).items())),
         "by_size": by_size(records),
         **({"by_style": by_group(records, "style")} if any(r.get("style") for r in records) else {}),
         **({"by_shape": by_group(records, "window_shape")} if any(r.get("window_shape") for r in records) else {}),
     }
+
+
+def _answer_rates(rs: Sequence[Mapping]) -> dict:
+    """Mean ``answer_recall`` and ``answer_recall_shown`` over the windows that have them (none: absent)."""
+    judged = [r for r in rs if r.get("answer_recall") is not None]
+    if not judged:
+        return {}
+    return {"answer_windows": len(judged),
+            "answer_recall": round(statistics.fmean(r["answer_recall"] for r in judged), 6),
+            "answer_recall_shown": round(statistics.fmean(r["answer_recall_shown"] for r in judged), 6)}
 
 
 def by_group(records: Sequence[Mapping], key: str) -> dict:
@@ -279,7 +331,7 @@ def _group_rates(rs: Sequence[Mapping], nongold: bool) -> dict:
     if rs and all("kept_tokens" in r for r in rs):
         out["kept_tokens"] = round(statistics.fmean(r["kept_tokens"] for r in rs), 3)
         out["extractive_tokens"] = round(statistics.fmean(r["extractive_tokens"] for r in rs), 3)
-    return out
+    return {**out, **_answer_rates(rs)}
 
 
 def by_size(records: Sequence[Mapping]) -> dict:
@@ -364,7 +416,7 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
     bar.close()
     wall = time.perf_counter() - t0
     outputs = [done[i] for i in range(len(chosen))]
-    records = score_rows(chosen, [c.text for c in outputs], config.eta)
+    records = score_rows(chosen, [c.text for c in outputs], config.eta, answers=row_answers(chosen))
     for r, c in zip(records, outputs):
         r.update(error=c.error, cached=c.cached, latency_s=c.latency_s, completion_tokens=c.completion_tokens)
     fresh = [c for c in outputs if not c.cached]
@@ -386,7 +438,8 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
 # --- the training table's markdown (the table itself: lazymem.train.window_table) ------------------
 
 TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_rate", "reward", "keep_share",
-                 "rewritten_rate", "kept_tokens", "extractive_tokens", "s_per_window")
+                 "rewritten_rate", "kept_tokens", "extractive_tokens", "answer_recall", "answer_recall_shown",
+                 "s_per_window")
 MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other settings (set aside in its folder's "
                             "previous-<time>/)",
               "stale": "stale, not shown: its results are of other settings and `only` / `only_sets` left it "
@@ -399,7 +452,7 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
     """One markdown table per held-out set, a row per model.
 
     >>> print(table_markdown({"s": {"base": {"windows": 2, "gate_fmt": 0.5, "reward": None}}}).splitlines()[4])
-    | base | 2 | 0.500 | - | - | - | - | - | - | - | - | - |
+    | base | 2 | 0.500 | - | - | - | - | - | - | - | - | - | - | - |
     """
     from lazymem.sweep import mark_notes
 
