@@ -98,6 +98,44 @@ def test_scores_count_the_kept_tokens_beside_the_real_extractive_processors_on_t
     assert "kept_tokens" not in summarize(score_rows(_rows(2), [DROP, DROP]))  # no window text: no count
 
 
+def test_answer_recall_reads_the_answer_in_what_a_gold_window_keeps():
+    """answer_recall: the gold answer's tokens in the KEEP contents of a window showing gold (0 when it fails the
+    gate or keeps a span without them), beside answer_recall_shown (in the gold messages shown); absent for a
+    window without gold or a question without an answer; row_answers reads the answers from the rows' dataset."""
+    from lazymem.construct import window_prompts
+    from lazymem.records import History, Message, Question
+    from lazymem.retrieve import build_windows
+    from lazymem.train.heldout import row_answers
+
+    texts = ["We moved to Lisbon in May. The flat is small.", "Traffic in Lisbon is awful.", "My cats sleep a lot."]
+    h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
+    q = Question("q", "single-session-user", "When did I move to Lisbon?", "In May", "h", "2023/06/01", evidence=(0,))
+    (prompt,) = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
+    row = {"prompt": list(prompt.messages), "decision_positions": list(prompt.decision_positions),
+           "gold_labels": list(prompt.gold_labels), "dataset": "d", "question_id": "q"}
+    answers = {("d", "q"): ("In May", None, False)}
+    outs = ["[" + KEEP % "We moved to Lisbon in May." + ", " + DROP + ", " + DROP + "]",
+            "[" + KEEP % "The flat is small." + ", " + DROP + ", " + DROP + "]", "not json"]
+    recs = score_rows([row] * 3, outs, answers=answers)
+    assert [r["answer_recall"] for r in recs] == [1.0, 0.0, 0.0]  # "in" and "may" both kept, then neither
+    assert all(r["answer_recall_shown"] == 1.0 for r in recs)
+    s = summarize(recs)
+    assert (s["answer_windows"], s["answer_recall"], s["answer_recall_shown"]) == (3, round(1 / 3, 6), 1.0)
+    no_gold = {**row, "gold_labels": [False] * 3}
+    unanswerable = {("d", "q"): ("", None, True)}
+    assert "answer_recall" not in score_rows([no_gold], outs[:1], answers=answers)[0]
+    assert "answer_recall" not in score_rows([row], outs[:1], answers=unanswerable)[0]
+    assert "answer_recall" not in summarize(score_rows([row], outs[:1]))  # no answers given: no measure
+
+    spec = "synthetic:messages=60,seed=1,histories=1,questions=6"
+    from lazymem.data.datasets import load_dataset
+
+    q0 = load_dataset(spec).questions[0]
+    got = row_answers([{"dataset": spec, "question_id": q0.id}, {"dataset": "/no/such/file.json"}])
+    assert got[(spec, q0.id)] == (q0.answer, q0.category, q0.abstention)
+    assert not any(k[0] == "/no/such/file.json" for k in got)  # a dataset that does not load gives no answers
+
+
 def test_scores_break_down_by_style_and_window_shape_when_the_rows_carry_them():
     rows = _rows(4)
     for i, r in enumerate(rows):
