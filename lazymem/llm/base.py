@@ -257,7 +257,8 @@ class LLMConfig:
     extra_body: dict | None = field(
         default=None,
         metadata=h("backend-specific sampling extras (top_k, repetition_penalty, ...): openai extra_body, "
-                   "vllm SamplingParams kwargs, transformers generate kwargs"))
+                   "vllm SamplingParams kwargs, transformers generate kwargs; llamacpp: quant, n_ctx, "
+                   "content_adapter (a second adapter writes a trace-following decoding's array pass)"))
     chat_template_kwargs: dict | None = field(
         default=None, metadata=h("passed to the chat template, e.g. {'enable_thinking': false} for Qwen3"))
     structured_output: str = field(
