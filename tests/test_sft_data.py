@@ -144,6 +144,56 @@ def test_key_span_teacher_keeps_each_golds_answer_sentence_as_a_span_of_it(gold_
     assert "teacher_keep" not in sft_config(tmp_path).to_dict() and cfg.to_dict()["teacher_keep"] == "key_span"
 
 
+def test_content_teacher_keeps_gold_key_spans_and_the_extractive_non_gold_cut_to_a_sentence(gold_unbalanced,
+                                                                                             tmp_path):
+    """``teacher_keep: content`` (a content adapter's targets) on the real generator: the verbatim teacher's
+    windows; every gold message KEEP (its key span), every non-gold one the real ExtractiveProcessor keeps KEEP
+    too, cut to its sentence most like the query, the rest DROP; the trace's ops are the array's; the card says
+    these are never decision targets."""
+    import json
+
+    from lazymem.construct.extractive import ExtractiveProcessor, query_key_span
+    from lazymem.construct.gate import strip_think
+    from lazymem.construct.grounded import is_span
+    from lazymem.llm.trace import trace_ops
+
+    _, _, verbatim = gold_unbalanced
+    cfg = sft_config(tmp_path, balance=False, teacher_keep="content", teacher="gold-trace")
+    card = build_sft_data(cfg)
+    rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
+    assert "content-adapter" in card["teacher"] and "never for deciding" in (
+        Path(cfg.output_dir) / "card.md").read_text()
+    assert [(r["question_id"], r["decision_positions"]) for r in rows] == [
+        (r["question_id"], r["decision_positions"]) for r in verbatim]
+    ds = load_dataset(SYNTH)
+    related = cut = 0
+    for r in rows:
+        text_out = r["completion"][0]["content"]
+        v = parse_decisions(strip_think(text_out).strip(), r["decision_positions"])
+        assert v.ok, v.detail
+        assert trace_ops(text_out) == [d.op for d in v.decisions]
+        q = ds.question(r["question_id"])
+        h = ds.histories[r["history_id"]]
+        msgs = [h[p] for p in r["decision_positions"]]
+        extractive = [d["op"] for d in json.loads(ExtractiveProcessor().process(q.text, "d", msgs))]
+        for d, gold, ext, m in zip(v.decisions, r["gold_labels"], extractive, msgs):
+            assert d.op == ("KEEP" if gold or ext == "KEEP" else "DROP")
+            if d.op == "KEEP":
+                assert is_span(d.content, m.text)
+            if d.op == "KEEP" and not gold:
+                related += 1
+                assert d.content == query_key_span(q.text, m.text)
+                cut += d.content != m.text
+    assert related > 0 and cut > 0
+    # balanced, the windows are the gold teacher's own (balance on the gold, not on the KEEPs)
+    def balanced(name, keep):
+        build_sft_data(sft_config(tmp_path, name, teacher_keep=keep))
+        return [(r["question_id"], r["window_index"], r["decision_positions"])
+                for r in read_jsonl(tmp_path / name / "sft.jsonl")]
+
+    assert balanced("b1", "key_span") == balanced("b2", "content")
+
+
 # (c) discards by reason ----------------------------------------------------------------------------
 
 

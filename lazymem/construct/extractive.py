@@ -52,6 +52,23 @@ def lexical_scores(query: str, texts: Sequence[str]) -> list[float]:
 Scorer = Callable[[str, Sequence[str]], Sequence[float]]  # (query, texts) -> one score per text
 
 
+def query_key_span(query: str, text: str, scorer: Scorer = lexical_scores) -> str:
+    """The sentence of ``text`` scoring highest against ``query`` (the first of the best), verbatim; the whole text
+    when it is one sentence or no sentence scores above 0.
+
+    >>> query_key_span("Where did I move?", "Great news! I moved to Lisbon.")
+    'I moved to Lisbon.'
+    >>> query_key_span("Where did I move?", "Great news! Sunny here.")
+    'Great news! Sunny here.'
+    """
+    sentences = split_sentences(text)
+    if len(sentences) < 2:
+        return text
+    scores = list(scorer(query, sentences))
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))  # first of the best
+    return sentences[best] if scores[best] > 0 else text
+
+
 @dataclass(frozen=True)
 class ExtractiveConfig:
     """Settings of the training-free extractive processor."""
@@ -93,12 +110,7 @@ class ExtractiveProcessor:
         self.scorer: Scorer = scorer or lexical_scores
 
     def _key_span(self, query: str, text: str) -> str:
-        sentences = split_sentences(text)
-        if len(sentences) < 2:
-            return text
-        scores = list(self.scorer(query, sentences))
-        best = max(range(len(sentences)), key=lambda i: (scores[i], -i))  # first of the best
-        return sentences[best] if scores[best] > 0 else text
+        return query_key_span(query, text, self.scorer)
 
     def process(self, query: str, query_time: str, window_messages: Sequence[Message]) -> str:
         """A JSON decision array, one item per non-empty message, in order."""

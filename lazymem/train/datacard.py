@@ -209,6 +209,9 @@ def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: 
         f"Teacher: **{config.teacher_name}**" + (
             (" (KEEP each gold message's key span: its sentence holding the most of the answer's words, the whole "
              "message when none does; DROP the rest; no model)" if getattr(config, "teacher_keep", "") == "key_span"
+             else " (targets for a content adapter, never for deciding: KEEP each gold message's key span and each "
+                  "non-gold message the extractive processor keeps, cut to its sentence most like the query; DROP "
+                  "the rest; no model)" if getattr(config, "teacher_keep", "") == "content"
              else " (KEEP every gold message verbatim, DROP the rest; no model)") if config.gold else ""),
         f"Seeds: seed {config.seed}, split seed {config.split_seed}; split {config.to_dict()['split']!r}; "
         f"balance {'on' if config.balance else 'off'}", "", "Sources:", sources_md(sources), "",

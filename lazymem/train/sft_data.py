@@ -214,8 +214,10 @@ class SFTDataConfig(PairsConfig):
                                  "'gold-trace-numbered' (that, each item's reason naming its message number)"))
     teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=h("teacher decoding"))
     teacher_keep: str = field(default="verbatim", metadata=h(
-        "what a gold teacher's KEEP holds: 'verbatim' (the whole message) or 'key_span' (its sentence holding the "
-        "most of the answer's words: lazymem.train.teacher.key_span; the whole message when none does)"))
+        "what a gold teacher's KEEP holds: 'verbatim' (the whole message), 'key_span' (its sentence holding the "
+        "most of the answer's words: lazymem.train.teacher.key_span; the whole message when none does) or "
+        "'content' (a content adapter's targets: key-span gold and the extractive processor's non-gold keeps cut "
+        "to their sentence most like the query, lazymem.train.teacher.content_keeps; never a decision target)"))
     teacher_reasoning: bool = field(default=True, metadata=h(
         "a model teacher's separate reasoning (reasoning_content / "
                                                              "reasoning) goes in the target as <think>...</think>"))
@@ -237,7 +239,7 @@ class SFTDataConfig(PairsConfig):
         self._need(isinstance(self.teacher_reasoning, bool), "teacher_reasoning", "must be true or false")
         self._need(self.teacher_keep in KEEP_STYLES, "teacher_keep", f"must be one of {', '.join(KEEP_STYLES)}")
         self._need(self.teacher_keep == "verbatim" or self.gold, "teacher_keep",
-                   "key_span is the gold-label teacher's (a model teacher writes its own KEEP content)")
+                   f"{self.teacher_keep} is the gold-label teacher's (a model teacher writes its own KEEP content)")
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -249,7 +251,9 @@ class SFTDataConfig(PairsConfig):
     def teacher_name(self) -> str:
         from lazymem.train.teacher import GOLD_TEACHER
 
-        spans = " and key-span KEEPs" if self.teacher_keep == "key_span" else ""
+        spans = {"key_span": " and key-span KEEPs",
+                 "content": " and content-adapter KEEPs (key-span gold, lexical non-gold cut to a sentence)"}.get(
+            self.teacher_keep, "")
         if self.teacher == GOLD_TRACE:
             return GOLD_TEACHER + " with a message trace" + spans
         if self.teacher == GOLD_TRACE_NUMBERED:
@@ -320,7 +324,9 @@ def build_sft_data(config: SFTDataConfig, client: LLMClient | None = None) -> di
     selection["query_window_pairs_by_shape"] = dict(sorted(Counter(
         "w={},L={},s={}".format(*pair.shape) for pair, _, _ in done).items()))
     ok = [(pair, ann) for pair, _, ann in done if ann.ok]
-    chosen = balance_windows([a.n_keep for _, a in ok], config.seed) if config.balance else list(range(len(ok)))
+    # content targets KEEP non-gold too: balance on the gold, so the windows are the gold teacher's own
+    weight = [sum(pair.prompt.gold_labels) if config.teacher_keep == "content" else a.n_keep for pair, a in ok]
+    chosen = balance_windows(weight, config.seed) if config.balance else list(range(len(ok)))
     rows = [{"prompt": list(ok[i][0].prompt.messages),
              "completion": [{"role": "assistant", "content": ok[i][1].target}],
              **pair_columns(ok[i][0]), "n_keep": ok[i][1].n_keep, "has_think": ok[i][1].has_think} for i in chosen]

@@ -128,31 +128,67 @@ def key_span(text: str, answer: str, query: str) -> str:
     return sentences[best] if scores[best][0] > 0 else text
 
 
-KEEP_STYLES = ("verbatim", "key_span")  # what a gold teacher's KEEP holds: the message, or its key span
+# What a gold teacher's KEEP holds: the message, or its key span; "content": targets for a content adapter (the
+# model that writes the KEEP contents while another decides: llama.cpp's extra_body.content_adapter), see
+# ``content_keeps``.
+KEEP_STYLES = ("verbatim", "key_span", "content")
+RELATED_REASON = "related to the query"  # a content target's KEEP of a non-gold message
+
+
+def content_keeps(prompt: WindowPrompt, history: History, question: Question) -> dict[int, str]:
+    """A content adapter's KEEPs of one window, by position: each gold message's ``key_span``, and each non-gold
+    message the extractive processor would keep (word overlap with the query at least its threshold: what a
+    deciding model with the lexical prior keeps besides the gold) cut to its sentence most like the query
+    (``query_key_span``). Never a decision target: a model trained on it writes contents, another decides.
+
+    >>> from lazymem.records import History, Message, Question
+    >>> from lazymem.construct import window_prompts
+    >>> from lazymem.retrieve import build_windows
+    >>> texts = ["Big week! I moved to Lisbon.", "Lisbon traffic is awful. The trams are old.", "My cat sleeps."]
+    >>> h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "d") for i, t in enumerate(texts)))
+    >>> q = Question("q", "single-session-user", "Where did I move? Lisbon?", "Lisbon", "h", "d", evidence=(0,))
+    >>> (p,) = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
+    >>> content_keeps(p, h, q)
+    {0: 'I moved to Lisbon.', 1: 'Lisbon traffic is awful.'}
+    """
+    from lazymem.construct.extractive import ExtractiveConfig, lexical_scores, query_key_span
+
+    rule = ExtractiveConfig()
+    texts = [history[p].text for p in prompt.decision_positions]
+    scores = lexical_scores(question.text, texts)
+    out = {}
+    for p, gold, text, score in zip(prompt.decision_positions, prompt.gold_labels, texts, scores):
+        if gold:
+            out[p] = key_span(text, question.answer, question.text)
+        elif rule.keeps(score) and text.strip():
+            out[p] = query_key_span(question.text, text)
+    return out
 
 
 def gold_target(prompt: WindowPrompt, history: History, numbered: bool = False,
-                contents: dict[int, str] | None = None) -> str:
+                contents: dict[int, str] | None = None, keeps: set[int] | None = None) -> str:
     """The gold-label teacher's output: KEEP each gold message verbatim, DROP the rest (one JSON line).
 
     ``numbered``: each reason starts with its message's number (``"message 3: not evidence for
     the query"``), the trace's number: a small model then counts the array's items by copying the
     trace's numbers instead of counting identical DROP items (the paper's reason is "brief local").
     ``contents``: a gold position's KEEP content instead of its whole text (``key_span``).
+    ``keeps``: the positions to KEEP instead of the gold ones (a content adapter's targets, ``content_keeps``);
+    a kept non-gold message's reason says it is related to the query.
     """
-    def reason(i: int, gold: bool) -> str:
-        text = KEEP_REASON if gold else DROP_REASON
+    def reason(i: int, gold: bool, keep: bool) -> str:
+        text = (KEEP_REASON if gold else RELATED_REASON) if keep else DROP_REASON
         return f"message {i}: {text}" if numbered else text
 
     contents = contents or {}
-    items = [{"op": "KEEP", "compressed_content": contents.get(p, history[p].text), "reason": reason(i, True)}
-             if gold
-             else {"op": "DROP", "compressed_content": "", "reason": reason(i, False)}
+    items = [{"op": "KEEP", "compressed_content": contents.get(p, history[p].text), "reason": reason(i, gold, True)}
+             if (gold if keeps is None else p in keeps)
+             else {"op": "DROP", "compressed_content": "", "reason": reason(i, gold, False)}
              for i, (p, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1)]
     return json.dumps(items, ensure_ascii=False)
 
 
-def gold_trace(prompt: WindowPrompt, history: History) -> str:
+def gold_trace(prompt: WindowPrompt, history: History, keeps: set[int] | None = None) -> str:
     """A think trace for the gold target: each message numbered, its first words quoted, its op.
 
     The paper's SFT targets hold the teacher's reasoning before the decisions; a small model
@@ -175,7 +211,8 @@ def gold_trace(prompt: WindowPrompt, history: History) -> str:
     lines = ["<think>"]
     for i, (pos, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1):
         m = history[pos]
-        lines.append(f'{trace_head(i, m.role, m.text)} {"KEEP" if gold else "DROP"}')
+        keep = gold if keeps is None else pos in keeps
+        lines.append(f'{trace_head(i, m.role, m.text)} {"KEEP" if keep else "DROP"}')
     return "\n".join(lines + ["</think>"])
 
 
@@ -187,9 +224,10 @@ def trace_head(i: int, role: str, text: str) -> str:
 
 
 def gold_completion(prompt: WindowPrompt, history: History, trace: bool = False,
-                    numbered: bool = False, contents: dict[int, str] | None = None) -> Completion:
-    target = gold_target(prompt, history, numbered=numbered, contents=contents)
-    return completion(gold_trace(prompt, history) + "\n" + target if trace else target)
+                    numbered: bool = False, contents: dict[int, str] | None = None,
+                    keeps: set[int] | None = None) -> Completion:
+    target = gold_target(prompt, history, numbered=numbered, contents=contents, keeps=keeps)
+    return completion(gold_trace(prompt, history, keeps) + "\n" + target if trace else target)
 
 
 def with_reasoning(out: Completion) -> str:
@@ -254,18 +292,21 @@ def annotate(prompts: Sequence[WindowPrompt], histories: Sequence[History], clie
     otherwise all windows go to the client in one ``generate`` call, so a server backend
     runs them concurrently and a cached client answers repeats from disk; ``keep_reasoning``
     puts a separately returned trace in the target (``with_reasoning``). ``keep="key_span"`` (the gold
-    teacher only) KEEPs each gold message's ``key_span`` for its window's question (``questions[i]``).
+    teacher only) KEEPs each gold message's ``key_span`` for its window's question (``questions[i]``);
+    ``keep="content"`` (likewise) a content adapter's targets, ``content_keeps``.
     """
     if len(prompts) != len(histories):
         raise ValueError(f"{len(prompts)} prompts but {len(histories)} histories")
     if keep not in KEEP_STYLES:
         raise ValueError(f"keep must be one of {KEEP_STYLES}, got {keep!r}")
-    if keep == "key_span" and (client is not None or questions is None or len(questions) != len(prompts)):
-        raise ValueError("keep='key_span' is the gold teacher's (client None) and needs each window's question")
+    if keep != "verbatim" and (client is not None or questions is None or len(questions) != len(prompts)):
+        raise ValueError(f"keep={keep!r} is the gold teacher's (client None) and needs each window's question")
     if client is None:
         spans = ([key_spans(p, h, q) for p, h, q in zip(prompts, histories, questions)] if keep == "key_span"
+                 else [content_keeps(p, h, q) for p, h, q in zip(prompts, histories, questions)] if keep == "content"
                  else [None] * len(prompts))
-        outs = [gold_completion(p, h, trace, numbered, c) for p, h, c in zip(prompts, histories, spans)]
+        outs = [gold_completion(p, h, trace, numbered, c, set(c) if keep == "content" else None)
+                for p, h, c in zip(prompts, histories, spans)]
     else:
         outs = client.generate([list(p.messages) for p in prompts], sampling) if prompts else []
         if len(outs) != len(prompts):
