@@ -5,125 +5,16 @@
 """
 from __future__ import annotations
 
-import atexit
-import functools
-import json
-import re
-import string
-import threading
 from collections import Counter
+
+from lazymem.answers import answer_tokens, normalize_answer  # noqa: F401  (normalize_answer: the official name, here too)
 
 # ---------------------------------------------------------------------------------------
 # LoCoMo token F1: a port of task_eval/evaluation.py in snap-research/locomo (commit
-# 92286325; normalize_answer, f1_score, f1 and the per-category rules of
-# eval_question_answering). The official code stems with NLTK's PorterStemmer() in its
-# default NLTK_EXTENSIONS mode, which is what _stem uses.
+# 92286325; f1_score, f1 and the per-category rules of eval_question_answering; its
+# normalize_answer and NLTK Porter stemming are lazymem.answers', shared with the training side).
 # ---------------------------------------------------------------------------------------
-_ARTICLES = re.compile(r"\b(a|an|the|and)\b")  # official: "and" is dropped too
-_PUNCTUATION = frozenset(string.punctuation)  # ASCII only, as official
 ABSTAIN_PHRASES = ("no information available", "not mentioned")  # category 5 credit
-
-
-@functools.lru_cache(maxsize=1)
-def _stemmer():
-    try:
-        from nltk.stem import PorterStemmer  # imported on first use (~3 s): `import lazymem` stays light
-    except ImportError as err:
-        raise ImportError("LoCoMo's official F1 stems with NLTK's PorterStemmer: pip install nltk") from err
-    return PorterStemmer()
-
-
-class _StemMemo:
-    """Porter stems kept on disk beside the other caches, so a rerun whose answers and gold
-    were all seen before never imports NLTK (its package init pulls scipy and sklearn: ~2.5 s,
-    most of a warm eval). One JSON file per NLTK version; a stem is a pure function of the word
-    and that version. New stems are merged into the file at exit (atomic replace); an
-    unwritable cache only loses the speed-up."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._path = None
-        self._stems: dict[str, str] | None = None
-        self._new = 0
-
-    def path(self):
-        if self._path is None:
-            from importlib.metadata import PackageNotFoundError, version
-
-            from lazymem.paths import cache_root
-
-            try:
-                v = version("nltk")
-            except PackageNotFoundError:
-                v = "missing"
-            self._path = cache_root() / "stems" / f"porter-nltk{v}.json"
-        return self._path
-
-    def _load(self) -> dict[str, str]:
-        if self._stems is None:
-            try:
-                self._stems = dict(json.loads(self.path().read_text()))
-            except (OSError, ValueError, TypeError):
-                self._stems = {}
-            atexit.register(self.save)
-        return self._stems
-
-    def stem(self, word: str) -> str:
-        with self._lock:
-            stems = self._load()
-            out = stems.get(word)
-            if out is None:
-                out = stems[word] = _stemmer().stem(word)
-                self._new += 1
-            return out
-
-    def save(self) -> None:
-        """Merge this process's new stems into the file (other processes may have added theirs)."""
-        from lazymem.files import write_atomic
-
-        with self._lock:
-            if not self._new or self._stems is None:
-                return
-            path = self.path()
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    merged = {**dict(json.loads(path.read_text())), **self._stems}
-                except (OSError, ValueError, TypeError):
-                    merged = dict(self._stems)
-                write_atomic(path, json.dumps(merged, sort_keys=True))
-                self._new = 0
-            except OSError:
-                pass
-
-
-_STEMS = _StemMemo()
-
-
-@functools.lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    return _STEMS.stem(word)
-
-
-def normalize_answer(s: str) -> str:
-    """LoCoMo's normalisation: drop commas, lowercase, strip punctuation, articles and "and".
-
-    >>> normalize_answer("The Rainbow flag, and a Transgender symbol!")
-    'rainbow flag transgender symbol'
-    """
-    s = s.replace(",", "").lower()
-    s = "".join(ch for ch in s if ch not in _PUNCTUATION)
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
-
-
-def answer_tokens(s: str) -> list[str]:
-    """Normalised, Porter-stemmed tokens.
-
-    >>> answer_tokens("Counseling and psychology")
-    ['counsel', 'psycholog']
-    """
-    return [_stem(w) for w in normalize_answer(s).split()]
 
 
 def token_f1(prediction: str, ground_truth: str) -> float:

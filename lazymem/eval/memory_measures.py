@@ -8,7 +8,7 @@ model (a record's ``memory``) instead, like LongMemEval's retrieval recall:
   not only those the windows showed) present in the memory; None when it has no gold evidence
   (abstention questions, LoCoMo adversarial ones without evidence).
 - ``answer_recall_in_memory``: the share of the gold answer's distinct tokens (LoCoMo's official
-  normalisation and Porter stems, ``lazymem.eval.f1.answer_tokens``; a list answer is joined with
+  normalisation and Porter stems, ``lazymem.answers.answer_recall``; a list answer is joined with
   commas; category 3's gold is cut at its first ";" as the official scorer does) found among the
   memory text's tokens. None when the gold answer has no token after normalisation, and for
   questions whose gold is an abstention (LongMemEval ``_abs``, LoCoMo category 5).
@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from lazymem.eval.f1 import answer_tokens
+from lazymem.answers import answer_recall, answer_text, answer_tokens  # noqa: F401  (re-exported)
 from lazymem.text import tokenize
 
 if TYPE_CHECKING:
@@ -117,34 +117,6 @@ def gold_in_text(memory: str, gold_texts: Sequence[str]) -> int:
     """
     lines = [content_stems(line) for line in memory.splitlines() if line.strip()]
     return sum(any(line_covers(line, content_stems(t)) for line in lines) for t in gold_texts)
-
-
-def answer_text(answer: Any, category: int | None = None) -> str:
-    """The gold answer as the measure reads it: lists joined with ", ", numbers str()-ed, category 3 cut at ";".
-
-    >>> answer_text(["Lisbon", "Porto"]), answer_text(3), answer_text("Likely no; she reads", 3)
-    ('Lisbon, Porto', '3', 'Likely no')
-    """
-    if answer is None:
-        return ""
-    text = ", ".join(str(a) for a in answer) if isinstance(answer, (list, tuple)) else str(answer)
-    return text.split(";")[0].strip() if category == 3 else text
-
-
-def answer_recall(memory: str, answer: Any, category: int | None = None, abstention: bool = False) -> float | None:
-    """Share of the gold answer's distinct normalised tokens found among the memory's (module docstring).
-
-    >>> answer_recall("[2023/05/01] user: I moved to Lisbon, Portugal.", "The Lisbon and Porto")
-    0.5
-    >>> answer_recall("He has 3 dogs.", 3), answer_recall("anything", "The, and!"), answer_recall("x", "", 5)
-    (1.0, None, None)
-    """
-    if abstention or category == 5:
-        return None
-    gold = set(answer_tokens(answer_text(answer, category)))
-    if not gold:
-        return None
-    return len(gold & set(answer_tokens(memory))) / len(gold)
 
 
 def measure_memory(method: str, memory: str, evidence: Iterable[int], positions: Iterable[int] | None,

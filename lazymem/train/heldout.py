@@ -18,7 +18,7 @@ every output with the training reward's own pieces:
   each prompt's window block (``lazymem.construct.grounded``); ``grounded`` decoding makes it 0;
 - ``s_per_window``: model time per window (cached calls excluded);
 - ``answer_recall``: over the windows that show gold, the share of the question's gold answer tokens (LoCoMo's
-  normalisation: ``lazymem.eval.memory_measures.answer_recall``) found in the text the window keeps (its KEEP
+  normalisation: ``lazymem.answers.answer_recall``) found in the text the window keeps (its KEEP
   contents; nothing for a window failing the strict gate), beside ``answer_recall_shown``: in the gold messages
   the window shows, the most keeping them could give. Whether a kept span still holds the answer, which
   gold-keep (by identity) cannot tell; the answers are read from each row's ``dataset`` (a synthetic spec is
@@ -193,8 +193,8 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
                answers: Mapping[tuple[str, str], tuple] | None = None) -> list[dict]:
     """One record per window: gate verdicts, decisions counted against the gold labels, rewards; with
     ``answers`` (``row_answers``), the answer recall of what a gold window keeps."""
+    from lazymem.answers import answer_recall
     from lazymem.construct.grounded import count_rewritten, window_texts
-    from lazymem.eval.memory_measures import answer_recall
 
     count = _token_counter()
     out = []
