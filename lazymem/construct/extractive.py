@@ -52,6 +52,17 @@ def lexical_scores(query: str, texts: Sequence[str]) -> list[float]:
 Scorer = Callable[[str, Sequence[str]], Sequence[float]]  # (query, texts) -> one score per text
 
 
+def extractive_keeps(query: str, texts: Sequence[str], config: ExtractiveConfig | None = None) -> list[bool]:
+    """Which of ``texts`` the extractive processor KEEPs for ``query`` (lexical score at least the threshold, a
+    non-empty text): its decisions without writing them, for counting what it would keep.
+
+    >>> extractive_keeps("When did I move to Lisbon?", ["I moved to Lisbon", "Nice!", "  "])
+    [True, False, False]
+    """
+    rule = config or ExtractiveConfig()
+    return [rule.keeps(x) and bool(t.strip()) for t, x in zip(texts, lexical_scores(query, texts))]
+
+
 def query_key_span(query: str, text: str, scorer: Scorer = lexical_scores) -> str:
     """The sentence of ``text`` scoring highest against ``query`` (the first of the best), verbatim; the whole text
     when it is one sentence or no sentence scores above 0.

@@ -246,12 +246,10 @@ def _token_counter():
 
 def _extractive_tokens(row: Mapping, texts: Sequence[str], count) -> int:
     """Tokens the extractive processor (verbatim, its default threshold) keeps of one window row."""
-    from lazymem.construct.extractive import ExtractiveConfig, lexical_scores
+    from lazymem.construct.extractive import extractive_keeps
     from lazymem.construct.grounded import window_query
 
-    rule = ExtractiveConfig()
-    return sum(count(t) for t, x in zip(texts, lexical_scores(window_query(row["prompt"]), texts))
-               if rule.keeps(x) and t.strip())
+    return sum(count(t) for t, k in zip(texts, extractive_keeps(window_query(row["prompt"]), texts)) if k)
 
 
 def summarize(records: Sequence[Mapping]) -> dict:

@@ -151,16 +151,15 @@ def content_keeps(prompt: WindowPrompt, history: History, question: Question) ->
     >>> content_keeps(p, h, q)
     {0: 'I moved to Lisbon.', 1: 'Lisbon traffic is awful.'}
     """
-    from lazymem.construct.extractive import ExtractiveConfig, lexical_scores, query_key_span
+    from lazymem.construct.extractive import extractive_keeps, query_key_span
 
-    rule = ExtractiveConfig()
     texts = [history[p].text for p in prompt.decision_positions]
-    scores = lexical_scores(question.text, texts)
     out = {}
-    for p, gold, text, score in zip(prompt.decision_positions, prompt.gold_labels, texts, scores):
+    for p, gold, text, kept in zip(prompt.decision_positions, prompt.gold_labels, texts,
+                                   extractive_keeps(question.text, texts)):
         if gold:
             out[p] = key_span(text, question.answer, question.text)
-        elif rule.keeps(score) and text.strip():
+        elif kept:
             out[p] = query_key_span(question.text, text)
     return out
 
