@@ -257,8 +257,9 @@ class LLMConfig:
     extra_body: dict | None = field(
         default=None,
         metadata=h("backend-specific sampling extras (top_k, repetition_penalty, ...): openai extra_body, "
-                   "vllm SamplingParams kwargs, transformers generate kwargs; llamacpp: quant, n_ctx, "
-                   "content_adapter (a second adapter writes a trace-following decoding's array pass)"))
+                   "vllm SamplingParams kwargs, transformers generate kwargs; llamacpp: quant, n_ctx; "
+                   "llamacpp and transformers: content_adapter (a second adapter writes a trace-following "
+                   "decoding's array pass)"))
     chat_template_kwargs: dict | None = field(
         default=None, metadata=h("passed to the chat template, e.g. {'enable_thinking': false} for Qwen3"))
     structured_output: str = field(
@@ -278,9 +279,15 @@ class LLMConfig:
                               f"'llamacpp' (got {self.backend!r}); "
                               "serve an adapter with vLLM's --lora-modules and name it as the model instead")
 
-        if "content_adapter" in (self.extra_body or {}) and self.backend != "llamacpp":
-            raise ConfigError(f"LLMConfig.extra_body.content_adapter is a 'llamacpp' option (got backend "
-                              f"{self.backend!r}): the array pass written by a second adapter")
+        if "content_adapter" in (self.extra_body or {}):
+            content = self.extra_body["content_adapter"]
+            if self.backend not in ("llamacpp", "transformers"):
+                raise ConfigError(f"LLMConfig.extra_body.content_adapter is an option of the in-process engines "
+                                  f"('llamacpp', 'transformers'; got backend {self.backend!r}): the array pass "
+                                  "written by a second adapter on the same base")
+            if not isinstance(content, str) or not content.strip():
+                raise ConfigError(f"LLMConfig.extra_body.content_adapter={content!r}: must be an adapter directory "
+                                  "(or a shipped name such as 'lazymem-135m')")
 
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
@@ -352,7 +359,10 @@ class LLMConfig:
 
     def identity(self) -> dict:
         """What decides the output besides prompt and sampling (the cache key's model part)."""
-        out = {"backend": self.backend, "model": self.model, "extra_body": self.extra_body,
+        extra = self.extra_body
+        if extra and extra.get("content_adapter"):  # its weights' hash, not only its path, as for ``adapter``
+            extra = {**extra, "content_adapter": _adapter_identity(extra["content_adapter"])}
+        out = {"backend": self.backend, "model": self.model, "extra_body": extra,
                "chat_template_kwargs": self.chat_template_kwargs,
                "structured_output": self.structured_output if self.backend == "openai" else None}
         if self.adapter is not None:  # only when set, so caches made before adapters existed stay valid

@@ -16,9 +16,15 @@ there (``lazymem.llm.trace.IndependentOps``); ``_FollowTrace`` makes the array f
 which are also written into the returned trace. One pass writes trace and array, so the array is written
 after the trace as generated (every op DROP); llama.cpp's array pass reads the trace as decided, so where
 a KEEP was decided the two engines' kept spans may differ (the ops do not).
+
+``extra_body: {content_adapter: DIR}`` (as on llama.cpp): a second model, the base with that adapter, writes the
+array. The first pass stops at ``</think>``; the second re-reads the prompt, is made to write the trace as
+decided token by token (``_Forced``), then writes the array under the same grammar, ``_FollowTrace`` and
+``_Grounded``. The decisions stay the first adapter's; each KEEP's content is the second's.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -71,12 +77,14 @@ class TransformersBackend:
         self._op_tokens: dict[str, Any] | None = None  # token texts and masks for _FollowTrace
         self._span_tokens = None  # the vocabulary indexed for _Grounded
         self._lock = threading.Lock()  # one generate at a time per model
+        self.content_adapter = (config.extra_body or {}).get("content_adapter")  # checked by LLMConfig
+        self._content_model = None  # the base with content_adapter: writes a trace-following array pass
 
     def load(self):
         """Load tokenizer and model (on first use); returns (model, tokenizer)."""
         if self._model is None:
             import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoTokenizer
 
             from lazymem.llm.models import resolve_model
 
@@ -92,24 +100,31 @@ class TransformersBackend:
             dtype = self.config.dtype
             if dtype == "auto":
                 dtype = "float32" if self.config.device == "cpu" else "auto"
-            model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=dtype if dtype == "auto" else getattr(torch, dtype))
-            if self.config.adapter:  # e.g. a LoRA saved by `lazymem train sft` / `grpo`
-                from peft import PeftModel
-
-                from lazymem.llm.models import resolve_adapter
-
-                try:
-                    model = PeftModel.from_pretrained(model, resolve_adapter(self.config.adapter))
-                except (OSError, ValueError) as e:
-                    raise ConfigError(f"adapter {self.config.adapter!r} could not be loaded on "
-                                      f"{self.config.model!r}: {e}") from e
-                # Folded into the base weights (W + BA): the same model without a LoRA branch per
-                # linear layer at every decoding step; the files on disk stay a separate adapter.
-                model = model.merge_and_unload()
-            model.to(self.config.device).eval()
-            self._model, self._tokenizer = model, tok
+            torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+            self._model = self._load_model(path, self.config.adapter, torch_dtype)
+            if self.content_adapter is not None:
+                self._content_model = self._load_model(path, self.content_adapter, torch_dtype)
+            self._tokenizer = tok
         return self._model, self._tokenizer
+
+    def _load_model(self, path: Any, adapter: str | None, dtype: Any) -> Any:
+        """The base at ``path`` with ``adapter`` merged into it (None: the base), on the device, in eval mode."""
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        if adapter:  # e.g. a LoRA saved by `lazymem train sft` / `grpo`
+            from peft import PeftModel
+
+            from lazymem.llm.models import resolve_adapter
+
+            try:
+                model = PeftModel.from_pretrained(model, resolve_adapter(adapter))
+            except (OSError, ValueError) as e:
+                raise ConfigError(f"adapter {adapter!r} could not be loaded on {self.config.model!r}: {e}") from e
+            # Folded into the base weights (W + BA): the same model without a LoRA branch per
+            # linear layer at every decoding step; the files on disk stay a separate adapter.
+            model = model.merge_and_unload()
+        return model.to(self.config.device).eval()
 
     def render(self, prompt: Prompt) -> str:
         """The prompt text the model sees (chat template with the generation prompt)."""
@@ -170,45 +185,60 @@ class TransformersBackend:
         return self._op_tokens
 
     def _generate_batch(self, texts: list[str], s: Sampling) -> list[Completion]:
-        import torch
-
         model, tok = self.load()
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+        content = self._content_model is not None and bool(s.json_schema and s.json_schema.get(ARRAY_FOLLOWS_TRACE))
+        trace = None
+        if s.trace_keep_bias is not None or s.trace_independent:
+            trace = _TraceKeepBias(tok, enc["input_ids"].shape[1], s, len(texts))
+        decided = trace.decided if trace is not None else None
+        # with a content adapter the deciding model writes the trace only: the array is the second pass's
+        stop = ("</think>",) if content else ()
+        first = self._run(model, enc, s, trace=trace, decided=decided, stop=stop)
+        if not content:
+            return first
+        return self._content_pass(enc, s, first)
+
+    def _run(self, model: Any, enc: Any, s: Sampling, trace: Any = None, decided: Any = None, stop: Sequence[str] = (),
+             forced: Sequence[Sequence[int]] | None = None) -> list[Completion]:
+        """One ``generate`` of ``model`` on the batch ``enc`` under ``s``'s processors (``trace``: a
+        ``_TraceKeepBias``; ``stop``: extra stop strings, kept in the text; ``forced``: each row's first tokens)."""
+        import torch
+
+        tok = self._tokenizer
+        width = enc["input_ids"].shape[1]
         kwargs: dict[str, Any] = {"max_new_tokens": s.max_tokens, "do_sample": not s.greedy,
                                   "pad_token_id": tok.pad_token_id}
         if not s.greedy:
             kwargs.update(temperature=s.temperature, top_p=s.top_p, top_k=0)  # OpenAI semantics: no top-k
-        if s.stop:
-            kwargs.update(stop_strings=list(s.stop), tokenizer=tok)
+        if s.stop or stop:
+            kwargs.update(stop_strings=list(s.stop or ()) + list(stop), tokenizer=tok)
         processors = []
         if s.logit_bias:
             processors.append(_BiasProcessor(bias_token_ids(tok, s.logit_bias)))
-        trace = None
-        if s.trace_keep_bias is not None or s.trace_independent:
-            trace = _TraceKeepBias(tok, enc["input_ids"].shape[1], s, len(texts))
+        if trace is not None:
             processors.append(trace)
-        decided = trace.decided if trace is not None else None
         if s.json_schema is not None:
             processors.append(self._json_processor(s.json_schema))  # masks after the bias
             if s.json_schema.get(ARRAY_FOLLOWS_TRACE):
-                processors.append(_FollowTrace(tok, width=enc["input_ids"].shape[1], ids=self._op_token_ids(),
-                                               decided=decided))
+                processors.append(_FollowTrace(tok, width=width, ids=self._op_token_ids(), decided=decided))
         if s.grounded is not None:
             if self._span_tokens is None:
                 from lazymem.llm.grounding import SpanTokens
 
                 self._span_tokens = SpanTokens(self._op_token_ids()["texts"])
-            processors.append(_Grounded(tok, enc["input_ids"].shape[1], s.grounded, self._span_tokens))
+            processors.append(_Grounded(tok, width, s.grounded, self._span_tokens))
+        if forced is not None:
+            processors.append(_Forced(width, forced))  # last: what it forces is written whatever the others say
         if processors:
             kwargs["logits_processor"] = processors
-        kwargs.update(self.config.extra_body or {})
+        kwargs.update({k: v for k, v in (self.config.extra_body or {}).items() if k != "content_adapter"})
         eos = model.generation_config.eos_token_id
         eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else []) | {tok.eos_token_id}
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = model.generate(**enc, **kwargs)
         latency = time.perf_counter() - t0
-        width = enc["input_ids"].shape[1]
         results = []
         for k, (row, n_prompt) in enumerate(zip(out[:, width:].tolist(), enc["attention_mask"].sum(dim=1).tolist())):
             end = next((i + 1 for i, t in enumerate(row) if t in eos), None)
@@ -224,10 +254,34 @@ class TransformersBackend:
                                       latency_s=latency, model=self.model_id, finish_reason=finish))
         return results
 
+    def _content_pass(self, enc: Any, s: Sampling, first: list[Completion]) -> list[Completion]:
+        """``extra_body.content_adapter``: each row whose trace the deciding model finished is decoded again by the
+        content model, made to write that trace as decided (``_Forced``), then writing the array after it; a row
+        whose trace ran out of tokens keeps the first pass (its finish is ``length``)."""
+        tok = self._tokenizer
+        rows, forced = [], []
+        for k, c in enumerate(first):
+            end = c.text.find("</think>")
+            if end >= 0:
+                rows.append(k)
+                forced.append(tok(c.text[:end] + "</think>\n", add_special_tokens=False)["input_ids"])
+        if not rows:
+            return first
+        sub = {key: value[rows] for key, value in enc.items()}
+        second = self._run(self._content_model, sub, s, forced=forced)
+        out = list(first)
+        for k, c in zip(rows, second):
+            out[k] = dataclasses.replace(c, latency_s=first[k].latency_s + c.latency_s)
+        return out
+
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
         require_followed_trace(sampling)
+        if self.content_adapter is not None and not (sampling.json_schema or {}).get(ARRAY_FOLLOWS_TRACE):
+            raise ConfigError("LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
+                              "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
+                              "structured_trace); this sampling has no such trace")
         import torch
 
         with self._lock, torch_threads(self.config.num_threads):
@@ -364,6 +418,22 @@ class _TraceKeepBias:
             if line is not None and self.decided is not None and self.decided[row].decide(
                     line, float(scores[row, self.keep]), float(scores[row, self.drop])):
                 scores[row, self.drop] = scores[row].max() + 1000.0  # written DROP, whatever was decided
+        return scores
+
+
+class _Forced:
+    """Row r writes ``ids[r]`` first, token by token (a transformers LogitsProcessor, last in the list): a content
+    adapter's pass re-writes the trace the deciding model wrote, as decided, before its own array."""
+
+    def __init__(self, width: int, ids: Sequence[Sequence[int]]):
+        self.width, self.ids = width, [list(r) for r in ids]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        t = input_ids.shape[1] - self.width
+        for row, forced in enumerate(self.ids):
+            if t < len(forced):
+                scores[row] = float("-inf")
+                scores[row, forced[t]] = 0.0
         return scores
 
 

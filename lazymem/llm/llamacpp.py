@@ -67,7 +67,6 @@ from lazymem.llm.base import (
     LLMConfig,
     Prompt,
     Sampling,
-    _adapter_identity,
     bias_token_ids,
     error_completion,
     to_messages,
@@ -230,14 +229,7 @@ class LlamaCppBackend:
         if unknown:
             raise ConfigError(f"LLMConfig.extra_body {unknown}: backend 'llamacpp' takes {list(self.OPTIONS)}")
         self.identity = {**config.identity(), "quant": self._quant()}
-        self.content_adapter = (config.extra_body or {}).get("content_adapter")
-        if self.content_adapter is not None:
-            if not isinstance(self.content_adapter, str) or not self.content_adapter.strip():
-                raise ConfigError(f"LLMConfig.extra_body.content_adapter={self.content_adapter!r}: must be an "
-                                  "adapter directory (or 'lazymem-135m')")
-            # its weights' hash, not only its path, as for ``adapter``
-            self.identity["extra_body"] = {**config.extra_body, "content_adapter": _adapter_identity(
-                self.content_adapter)}
+        self.content_adapter = (config.extra_body or {}).get("content_adapter")  # checked by LLMConfig
         threads = config.num_threads or max(1, min(len(usable_cores()), 8))  # a local job's share, not the machine
         self.n_instances = max(1, min(config.batch_size, threads))
         self.threads_per_instance = max(1, threads // self.n_instances)
