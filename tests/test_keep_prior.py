@@ -252,14 +252,29 @@ def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_cla
     """pipeline.mpm_decoding: card = the decoding the adapter's model card ships with (v2: count-constrained with
     its trace, grounded, the lexical prior and its bias; v1: free generation and its bias), resolved at load time
     so a run's fingerprint is that of the same decoding written out; a config that says otherwise is refused."""
-    from lazymem.pipeline.config import shipped_decoding
+    from lazymem.pipeline.config import shipped_decoding, shipped_writer
 
     mpm = {"backend": "llamacpp", "model": "smollm2-offline", "adapter": "lazymem-135m"}
     fields, bias = shipped_decoding("lazymem-135m")
+    writer = shipped_writer("lazymem-135m")  # v2's content adapter writes each KEEP's content
+    assert writer == "lazymem-135m-v2-writer" and shipped_writer("lazymem-135m-v1") is None
     card = PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "card", "mpm_sampling": {"max_tokens": 1536}})
-    written = PipelineConfig.from_dict({"mpm": mpm, **fields, "mpm_sampling": {"max_tokens": 1536,
-                                                                               "logit_bias": {" KEEP": bias}}})
+    written = PipelineConfig.from_dict({"mpm": {**mpm, "extra_body": {"content_adapter": writer}}, **fields,
+                                        "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}}})
     assert card == written and card.to_dict() == written.to_dict() and "mpm_decoding" not in card.to_dict()
+    assert card.mpm.extra_body == {"content_adapter": writer}
+    hf = PipelineConfig.from_dict({"mpm": {**mpm, "backend": "transformers", "extra_body": {"content_adapter": writer}},
+                                   "mpm_decoding": "card"})  # saying the card's writer again is no clash
+    assert hf.mpm.extra_body == {"content_adapter": writer}
+    own = PipelineConfig.from_dict({"mpm": {**mpm, "extra_body": {"content_adapter": None}}, "mpm_decoding": "card",
+                                    "mpm_sampling": {"max_tokens": 1536}})  # null: its decisions, its own contents
+    assert own.mpm.extra_body is None and own.to_dict() == PipelineConfig.from_dict(
+        {"mpm": mpm, **fields, "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}}}).to_dict()
+    with pytest.raises(ConfigError, match="content_adapter: 'lazymem-135m-v1'"):
+        PipelineConfig.from_dict({"mpm": {**mpm, "extra_body": {"content_adapter": "lazymem-135m-v1"}},
+                                  "mpm_decoding": "card"})
+    with pytest.raises(ConfigError, match="backend 'openai' cannot"):
+        PipelineConfig.from_dict({"mpm": {**mpm, "backend": "openai"}, "mpm_decoding": "card"})
     assert (card.structured, card.structured_trace, card.grounded) == (True, True, True) and card.keep_prior > 0
     v1 = PipelineConfig.from_dict({"mpm": {**mpm, "adapter": "lazymem-135m-v1"}, "mpm_decoding": "card"})
     assert not v1.structured and not v1.keep_prior and v1.mpm_sampling.logit_bias == {" KEEP": 1.734601}

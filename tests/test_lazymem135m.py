@@ -439,7 +439,7 @@ def test_project_eval_table_config_loads_every_cell():
                 assert c.pipeline.method == "rag" and c.pipeline.retrieval.n == 50
 
 
-DEFAULT_ROW = "lazymem_135m_v2_independent"  # the test tables' row of the default as it ships (since stop 46)
+DEFAULT_ROW = "lazymem_135m_v2_v6_content"  # the test tables' row of the default as it ships (since stop 49)
 
 
 @pytest.mark.parametrize("table", ["main_table_locomo", "paper_shape_locomo", "longmemeval_s_real"])
@@ -450,20 +450,33 @@ def test_the_test_tables_default_row_decodes_exactly_as_the_shipped_card_says(ta
     default's."""
     from lazymem.eval import EvalConfig
     from lazymem.eval.table import EvalTableConfig
+    from lazymem.files import sha256_file
+    from lazymem.llm.models import resolve_adapter
     from lazymem.pipeline import PipelineConfig
-    from lazymem.pipeline.config import shipped_decoding
+    from lazymem.pipeline.config import shipped_decoding, shipped_writer
     from lazymem.train.recipe import load_recipe
 
     t = load_recipe(EvalTableConfig, ROOT / "configs" / "tables" / f"{table}.yaml")
     assert DEFAULT_ROW in t.rows
     decoding, _ = shipped_decoding("lazymem-135m")
+    writer = shipped_writer("lazymem-135m")
+
+    def weights(name):
+        return sha256_file(Path(resolve_adapter(name)) / "adapter_model.safetensors")
+
     for s in t.sets:
         row = EvalConfig.from_yaml(ROOT / t.base, t.cell_overrides(s, DEFAULT_ROW)).pipeline
         rest = {k: v for k, v in row.to_dict().items() if k not in decoding}  # the card's keys left to the card
+        # the row names the content adapter by the training run it was shipped from: the same weights
+        content = row.mpm.extra_body["content_adapter"]
+        assert weights(content) == weights(writer), (table, s, content)
+        rest["mpm"] = {**rest["mpm"], "extra_body": {**row.mpm.extra_body, "content_adapter": writer}}
         card = PipelineConfig.from_dict({**rest, "mpm_decoding": "card",
                                          "mpm_sampling": {**row.mpm_sampling.as_dict(), "logit_bias": None}})
         assert row.mpm.adapter == "lazymem-135m" and row.trace_independent
-        assert row.to_dict() == card.to_dict(), (table, s)
+        got = card.to_dict()
+        got["mpm"]["extra_body"]["content_adapter"] = content
+        assert row.to_dict() == got, (table, s)
 
 
 # --- shipping: adapter + model card from the run's files -------------------------------------------------
@@ -557,6 +570,28 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     assert "offline, on one leased NVIDIA H200;" in md and "- trained on: one leased NVIDIA H200" in md
     assert card["device_run"]["calls"][0]["stages"]["sft"]["global_step"] == 410
     assert "eval" not in card["device_run"]["calls"][0]["stages"]["sft"]
+    # a content adapter shipped beside it: copied next to the asset, named by the card, its own README
+    writer = tmp_path / "content" / "final"
+    writer.mkdir(parents=True)
+    (writer / "adapter_config.json").write_text(json.dumps({"r": 16}))
+    (writer / "adapter_model.safetensors").write_bytes(b"\1" * 500)
+    (tmp_path / "content" / "train_result.json").write_text(json.dumps(
+        {"global_step": 64, "wall_s_total": 5124.0, "segments": 1, "recipe": {"adapter": "lazymem/assets/x"},
+         "log_history": [{"step": 64, "loss": 0.05}]}))
+    (tmp_path / "cw.json").write_text(json.dumps({"v2_dev": {"writes": {"kept_tokens": 18.5, "windows": 120}}}))
+    card = ship(dataclasses.replace(cfg, content_adapter=str(writer), content_run=str(tmp_path / "content"),
+                                    content_table=str(tmp_path / "cw.json")))
+    w = card["content_adapter"]
+    assert (tmp_path / "asset-writer" / "adapter_model.safetensors").read_bytes() == b"\1" * 500
+    assert (w["name"], w["adapter_bytes"], w["sft"]["global_step"]) == ("lazymem-135m-v2-writer", 500, 64)
+    assert "`lazymem-135m-v2-writer`" in (tmp_path / "asset" / "README.md").read_text()
+    wmd = (tmp_path / "asset-writer" / "README.md").read_text()
+    assert "64 optimizer steps, 1.42 h over 1 process(es)" in wmd and "| writes | 18.5 | 120 |" in wmd
+    assert "It never decides" in wmd and "sha256 " + w["adapter_sha256"][:16] in wmd
+    with pytest.raises(ConfigError, match="content_adapter='.*nothing'"):
+        ship(dataclasses.replace(cfg, content_adapter=str(tmp_path / "nothing")))
+    with pytest.raises(ConfigError, match="no content-adapter name"):
+        ReleaseConfig(version="lazymem-135m-v1", content_adapter=str(writer))
     with pytest.raises(ConfigError, match="adapter_model.safetensors not found"):
         ship(ReleaseConfig(adapter=str(tmp_path), dest=str(tmp_path / "x"), measure_load=False))
     with pytest.raises(ConfigError, match="stage"):

@@ -37,6 +37,11 @@ LAZYMEM_135M_VERSIONS = {  # name -> its directory under lazymem/assets
     "lazymem-135m-v2": "lazymem-135m",     # v2 (issue 25): varied dialogue, every window shape; SFT on CPU
 }
 LAZYMEM_135M_DEFAULT = "lazymem-135m-v2"  # what `adapter: lazymem-135m` means
+# Content adapters (``extra_body.content_adapter``: they write each KEEP's content after a version's decisions,
+# never decide), shipped beside the version whose card names them: name -> its directory under lazymem/assets
+LAZYMEM_135M_WRITERS = {
+    "lazymem-135m-v2-writer": "lazymem-135m-v2-writer",  # v6-content (issue 25): key-span targets, v2's windows
+}
 # The name a version's runs are fingerprinted under: v1's were recorded as `lazymem-135m` while it was the
 # default, so they stay fresh under `lazymem-135m-v1`, and `lazymem-135m` (now v2) no longer matches them.
 _RECORDED_AS = {"lazymem-135m-v1": "lazymem-135m", "lazymem-135m": LAZYMEM_135M_DEFAULT}
@@ -172,16 +177,17 @@ def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
 def resolve_adapter(name: str) -> str:
     """An adapter name as a directory: ``lazymem-135m`` is the default LazyMem-135M shipped in
     ``lazymem/assets/lazymem-135m`` (its README is the model card), ``lazymem-135m-v1`` / ``-v2`` a
-    version by name; other names are paths.
+    version by name, ``lazymem-135m-v2-writer`` v2's content adapter; other names are paths.
 
     >>> resolve_adapter("runs/train/sft_cpu/final")
     'runs/train/sft_cpu/final'
     """
     if name == LAZYMEM_135M:
         name = LAZYMEM_135M_DEFAULT
-    if name not in LAZYMEM_135M_VERSIONS:
+    shipped = {**LAZYMEM_135M_VERSIONS, **LAZYMEM_135M_WRITERS}
+    if name not in shipped:
         return name
-    d = ASSETS_DIR / LAZYMEM_135M_VERSIONS[name]
+    d = ASSETS_DIR / shipped[name]
     if not (d / "adapter_config.json").is_file():
         raise ConfigError(f"adapter {name!r}: not in this checkout ({d} has no adapter_config.json). "
                           "Train it with the recipe in configs/train/lazymem-135m/*.yaml (lazymem train recipe), "

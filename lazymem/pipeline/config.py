@@ -30,6 +30,7 @@ from lazymem.construct.prior import KeepPrior
 from lazymem.errors import ConfigError, check_fields
 from lazymem.fields import h, require
 from lazymem.llm import LLMConfig, Sampling
+from lazymem.llm.base import cpu_backend
 from lazymem.llm.models import LAZYMEM_135M, LAZYMEM_135M_VERSIONS, resolve_adapter
 from lazymem.pipeline.methods import method_class, method_names
 from lazymem.pipeline.methods.mem0 import MEM0_SERVE_HINT, Mem0Settings  # noqa: F401 (MEM0_SERVE_HINT re-exported)
@@ -271,11 +272,7 @@ def shipped_decoding(name: str) -> tuple[dict, float | None]:
         raise ConfigError(f"adapter {name!r}: only a shipped LazyMem-135M version ({LAZYMEM_135M}, "
                           f"{', '.join(LAZYMEM_135M_VERSIONS)}) has a card to read its decoding from; write the "
                           "decoding out (structured, grounded, keep_prior, mpm_sampling.logit_bias) for this adapter")
-    path = Path(resolve_adapter(name)) / "card.json"
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: cannot read the model card ({e})") from None
+    path, card = _read_card(name)
     fields = dict(FREE_DECODING, **(card.get("decoding") or {}))
     unknown = set(fields) - set(FREE_DECODING) - {"keep_prior_model"}
     if unknown:
@@ -284,9 +281,64 @@ def shipped_decoding(name: str) -> tuple[dict, float | None]:
     return fields, bias
 
 
+def shipped_writer(name: str) -> str | None:
+    """The content adapter a shipped LazyMem-135M version's card names (``content_adapter.name``: it writes each
+    KEEP's content after the version's decisions, ``extra_body.content_adapter``); None where the card names none.
+
+    >>> shipped_writer("lazymem-135m-v1") is None
+    True
+    """
+    shipped_decoding(name)  # a shipped version, its card readable
+    return ((_read_card(name)[1].get("content_adapter") or {}).get("name")) or None
+
+
+def _read_card(name: str) -> tuple[Path, dict]:
+    path = Path(resolve_adapter(name)) / "card.json"
+    try:
+        return path, json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read the model card ({e})") from None
+
+
+def _card_writer(mpm: Any, adapter: str) -> Any:
+    """``mpm`` with the content adapter the card of ``adapter`` names (``shipped_writer``) in its
+    ``extra_body.content_adapter``; None where the card names none. The in-process engines run it; another engine,
+    or a config naming another content adapter, is refused (write the decoding out instead). A config setting
+    ``content_adapter: null`` gets the card's decoding without it: the version's decisions with its own contents."""
+    writer = shipped_writer(adapter)
+    if writer is None:
+        return None
+    if isinstance(mpm, LLMConfig):
+        backend, extra = mpm.backend, dict(mpm.extra_body or {})
+    else:
+        backend, extra = mpm.get("backend", "transformers"), dict(mpm.get("extra_body") or {})
+        if backend == "auto":
+            backend = cpu_backend(mpm.get("model", "smollm2-offline"))
+    if "content_adapter" in extra and extra["content_adapter"] is None:  # the card's decoding without its writer
+        extra.pop("content_adapter")
+        return _with_extra(mpm, extra or None)
+    if "content_adapter" in extra and extra["content_adapter"] != writer:
+        raise ConfigError(f"pipeline.mpm_decoding: card sets the content adapter of {adapter!r} from its model card "
+                          f"({writer!r}), and the config sets pipeline.mpm.extra_body.content_adapter: "
+                          f"{extra['content_adapter']!r}: drop it, or mpm_decoding to write the decoding out")
+    if backend not in ("llamacpp", "transformers"):
+        raise ConfigError(f"pipeline.mpm_decoding: card: the card of {adapter!r} names a content adapter ({writer!r}, "
+                          "extra_body.content_adapter: each KEEP's content written by a second adapter), which the "
+                          f"in-process engines (llamacpp, transformers) run; backend {backend!r} cannot. Write the "
+                          "decoding out (mpm_decoding: null and the card's keys) to run its decisions with their own "
+                          "contents there")
+    extra["content_adapter"] = writer
+    return _with_extra(mpm, extra)
+
+
+def _with_extra(mpm: Any, extra: dict | None) -> Any:
+    return dataclasses.replace(mpm, extra_body=extra) if isinstance(mpm, LLMConfig) else {**mpm, "extra_body": extra}
+
+
 def _card_decoding(values: Mapping, mode: Any) -> dict:
     """``pipeline.mpm_decoding: card``: the decoding the adapter's model card ships with (structured, trace,
-    grounded, KEEP priors and ``mpm_sampling.logit_bias``; ``shipped_decoding``). A config
+    grounded, KEEP priors and ``mpm_sampling.logit_bias``; ``shipped_decoding``; its content adapter,
+    ``mpm.extra_body.content_adapter``: ``shipped_writer``). A config
     that also sets one of those keys to another value is refused (say one or the other); the other sampling
     settings (temperature, max_tokens) stay the config's. Runs record the resolved values, so their
     fingerprints are those of the same decoding written out."""
@@ -308,6 +360,8 @@ def _card_decoding(values: Mapping, mode: Any) -> dict:
     if clashes:
         raise ConfigError(f"pipeline.mpm_decoding: card sets the decoding of {adapter!r} from its model card, and the "
                           f"config sets {'; '.join(clashes)}: drop those keys, or mpm_decoding to write them out")
+    if (mpm_written := _card_writer(mpm, adapter)) is not None:
+        fields["mpm"] = mpm_written
     if isinstance(sampling, Sampling):
         fields["mpm_sampling"] = dataclasses.replace(sampling, logit_bias=bias_map)
     else:

@@ -53,6 +53,13 @@ class ReleaseConfig:
     decoding: dict | None = field(default=None, metadata=h(
         "the pipeline settings it was chosen under and ships with (e.g. structured, structured_trace, grounded), "
         "stated in the card beside its KEEP bias"))
+    content_adapter: str | None = field(default=None, metadata=h(
+        "a content adapter shipped beside it (extra_body.content_adapter: it writes each KEEP's content after this "
+        "version's decisions) as `<version>-writer`, named by the card; None = none"))
+    content_run: str | None = field(default=None, metadata=h("the content adapter's SFT output_dir"))
+    content_data: str | None = field(default=None, metadata=h("the content adapter's SFT data card"))
+    content_table: str | None = field(default=None, metadata=h(
+        "lazymem train eval-windows table.json where the content adapter was chosen (development windows)"))
     dest: str | None = field(default=None, metadata=h("target directory; None = the version's package asset"))
     measure_load: bool = field(default=True, metadata=h("time base + adapter loading offline for the card"))
 
@@ -63,6 +70,16 @@ class ReleaseConfig:
 
         if self.version not in LAZYMEM_135M_VERSIONS:
             raise ConfigError(f"ReleaseConfig.version={self.version!r}: one of {sorted(LAZYMEM_135M_VERSIONS)}")
+        from lazymem.llm.models import LAZYMEM_135M_WRITERS
+
+        if self.content_adapter is not None and self.writer not in LAZYMEM_135M_WRITERS:
+            raise ConfigError(f"ReleaseConfig.content_adapter: {self.version!r} has no content-adapter name "
+                              f"({self.writer!r} is not in lazymem.llm.models.LAZYMEM_135M_WRITERS)")
+
+    @property
+    def writer(self) -> str:
+        """The name a content adapter shipped with this version is selected by."""
+        return f"{self.version}-writer"
 
 
 def _read(path: str | None) -> Any:
@@ -124,18 +141,25 @@ def load_seconds(adapter_dir: str) -> float:
 
 def ship(config: ReleaseConfig) -> dict:
     """Copy the adapter into ``dest`` and write card.json + README.md; returns the card."""
-    from lazymem.llm.models import ASSETS_DIR, LAZYMEM_135M_DEFAULT, LAZYMEM_135M_VERSIONS
+    from lazymem.files import sha256_file
+    from lazymem.llm.models import ASSETS_DIR, LAZYMEM_135M_DEFAULT, LAZYMEM_135M_VERSIONS, LAZYMEM_135M_WRITERS
 
     src = Path(config.adapter)
-    missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
-    if missing:
-        raise ConfigError(f"ReleaseConfig.adapter={config.adapter!r}: {', '.join(missing)} not found (train it first: "
-                          "configs/train/lazymem-135m/*.yaml)")
     dest = Path(config.dest) if config.dest else ASSETS_DIR / LAZYMEM_135M_VERSIONS[config.version]
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in ADAPTER_FILES:
-        shutil.copyfile(src / f, dest / f)
-    from lazymem.files import sha256_file
+    _copy_adapter(src, dest, "adapter")
+    writer = None
+    if config.content_adapter is not None:
+        wsrc = Path(config.content_adapter)
+        wdest = dest.parent / f"{dest.name}-writer" if config.dest else ASSETS_DIR / LAZYMEM_135M_WRITERS[config.writer]
+        _copy_adapter(wsrc, wdest, "content_adapter")
+        run = run_summary(config.content_run)
+        if run is not None:
+            run.pop("log_history", None)
+        writer = {"name": config.writer, "dir": wdest.name, "shipped_from": str(wsrc),
+                  "adapter_bytes": (wdest / "adapter_model.safetensors").stat().st_size,
+                  "adapter_sha256": sha256_file(wdest / "adapter_model.safetensors"),
+                  "sft": run, "sft_data": _slim_card(_read(config.content_data)),
+                  "window_table": _read(config.content_table), "window_table_path": config.content_table}
 
     sft, grpo = run_summary(config.sft_run), run_summary(config.grpo_run) if config.stage == "sft+grpo" else None
     sft2 = run_summary(config.sft2_run)
@@ -153,13 +177,25 @@ def ship(config: ReleaseConfig) -> dict:
         "sft_data": _slim_card(_read(config.sft_data)), "rl_data": _slim_card(_read(config.rl_data)),
         "sft": sft, "sft2": sft2, "sft2_data": _slim_card(_read(config.sft2_data)), "grpo": grpo, "machine": machine(),
         "trained_on": config.trained_on, "device_run": _slim_device_run(_read(config.device_run)),
-        "keep_bias": _decoding_choice(bias),
+        "keep_bias": _decoding_choice(bias), "content_adapter": writer,
         "window_table": _read(config.window_table), "pipeline_table": _read(config.pipeline_table),
         "load_s": load_seconds(str(dest)) if config.measure_load else None,
     }
     (dest / "card.json").write_text(json.dumps(card, indent=1, default=str) + "\n", encoding="utf-8")
     (dest / "README.md").write_text(model_card(card), encoding="utf-8")
+    if writer is not None:
+        (wdest / "README.md").write_text(writer_card(card), encoding="utf-8")
     return card
+
+
+def _copy_adapter(src: Path, dest: Path, key: str) -> None:
+    missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
+    if missing:
+        raise ConfigError(f"ReleaseConfig.{key}={str(src)!r}: {', '.join(missing)} not found (train it first: "
+                          "configs/train/lazymem-135m/*.yaml)")
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in ADAPTER_FILES:
+        shutil.copyfile(src / f, dest / f)
 
 
 def _decoding_choice(record: Mapping | None) -> dict | None:
@@ -273,6 +309,14 @@ def model_card(card: Mapping) -> str:
                   f"({(kb.get('settings') or {}).get('pairs')}) by {c.get('by')}; there it kept "
                   f"{c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
                   f"(teacher-forced AUC {kb.get('auc')}).", ""]
+    w = card.get("content_adapter")
+    if w:
+        lines += [f"Each KEEP's content is written by its content adapter, `{w['name']}` (shipped beside it in "
+                  f"`lazymem/assets/{w['dir']}`; `mpm.extra_body.content_adapter`, which `pipeline.mpm_decoding: card` "
+                  "sets): the decisions stay this adapter's, token for token, and the content adapter, trained to "
+                  "keep the span of a message a question needs, writes the array after them (still a verbatim span "
+                  "of its message under grounded decoding). llama.cpp and transformers run it; elsewhere write the "
+                  f"decoding out. How it was chosen: `lazymem/assets/{w['dir']}/README.md`.", ""]
     if kb and card.get("decoding"):
         lines += ["Pipeline settings it was chosen under and ships with: "
                   + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in card["decoding"].items())
@@ -294,6 +338,32 @@ def model_card(card: Mapping) -> str:
                   *(f"#   {c}" for c in card["device_run"].get("commands") or [])]
     lines += ["```", ""]
     return "\n".join(lines)
+
+
+def writer_card(card: Mapping) -> str:
+    """README.md of the content adapter shipped with a version (``card['content_adapter']``)."""
+    w = card["content_adapter"]
+    run, data = w.get("sft") or {}, w.get("sft_data") or {}
+    recipe = run.get("recipe") or {}
+    lines = ["---", "base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "library_name: peft", "license: apache-2.0",
+             "tags: [lazymem, memory, lora, trl, sft]", "---", "",
+             f"# {w['name']}: the content adapter of LazyMem-135M {str(card.get('version')).rsplit('-', 1)[-1]}", "",
+             f"A LoRA adapter on SmolLM2-135M-Instruct that writes each KEEP's `compressed_content` after "
+             f"`{card['version']}` has decided every op (`mpm.extra_body.content_adapter: {w['name']}`; "
+             f"`pipeline.mpm_decoding: card` on `{card['version']}` sets it). It never decides: its training targets "
+             "keep non-gold messages too, so its own trace would keep too much. Trained by this project's recipe on "
+             "its synthetic generator only; LoCoMo and LongMemEval were never trained on.", "",
+             f"- {w['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 "
+             f"{w['adapter_sha256'][:16]}...), from `{w['shipped_from']}`",
+             f"- SFT: {run.get('global_step')} optimizer steps, {_fmt_s(run.get('wall_s_total'))} over "
+             f"{run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}, continuing "
+             f"`{recipe.get('adapter')}`, data `{recipe.get('data')}`"]
+    if data:
+        slim = {k: data.get(k) for k in ("sources", "counts", "teacher") if k in data}
+        lines += ["", "### sft_data", "", "```json", json.dumps(slim, indent=1, default=str)[:3000], "```"]
+    lines += ["", f"## Where it was chosen (development windows: `{w.get('window_table_path')}`)", ""]
+    lines += [_table_md(w["window_table"])] if w.get("window_table") else ["Not measured."]
+    return "\n".join(lines) + "\n"
 
 
 def _table_md(table: Mapping) -> str:
