@@ -1,0 +1,103 @@
+"""Where the answer goes when a KEEP keeps a span: the gold answer's tokens in each kept gold message, whole and
+as kept.
+
+    python scripts/kept_spans.py RUN_DIR... [--dataset SPEC] [--out F]
+
+A RUN_DIR is an eval run directory (``lazymem eval`` / ``eval-table``) with its ``records.jsonl``; the messages are
+read again from the run's data set (its manifest's ``dataset``, or ``--dataset``). For every KEEP of a gold message
+(the question's evidence), the share of the answer's tokens (LoCoMo's normalisation, ``lazymem.answers``) in the
+whole message and in the kept content; how many kept messages hold an answer token whole and as kept; and, of the
+spans that lost answer tokens, how many are the message's opening (the content is where the message starts).
+Evidence recall counts a kept span of a gold message as the message kept; this says what the span lost.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from lazymem.answers import answer_text, answer_tokens
+
+
+def kept_gold(record: Mapping, texts: Mapping[int, str]) -> Iterable[tuple[str, str, set[str]]]:
+    """(whole message, kept content, answer tokens) of each KEEP of a gold message in one question's record."""
+    q = record.get("question") or {}
+    if q.get("abstention") or q.get("category") == 5:  # no answer to find (as lazymem.answers.answer_recall)
+        return
+    answer = set(answer_tokens(answer_text(q.get("answer"), q.get("category"))))
+    gold = {g for w in record.get("windows") or () for g in w.get("gold") or ()}
+    for d in record.get("decisions") or ():
+        if d.get("op") == "KEEP" and d.get("pos") in gold:
+            yield texts[d["pos"]], d.get("content") or "", answer
+
+
+def summarise(pairs: Iterable[tuple[str, str, set[str]]]) -> dict:
+    n = whole_has = kept_has = lost = lost_opening = 0
+    whole_share = kept_share = 0.0
+    for text, content, answer in pairs:
+        if not answer:  # an answer without a token (an abstention) says nothing about the cut
+            continue
+        whole, kept = set(answer_tokens(text)) & answer, set(answer_tokens(content)) & answer
+        n += 1
+        whole_share += len(whole) / len(answer)
+        kept_share += len(kept) / len(answer)
+        whole_has += bool(whole)
+        kept_has += bool(kept)
+        if len(kept) < len(whole):
+            lost += 1
+            lost_opening += text.strip().startswith(content.strip())
+    return {"kept_gold_messages": n,
+            "answer_share_whole": round(whole_share / n, 3) if n else None,
+            "answer_share_kept": round(kept_share / n, 3) if n else None,
+            "with_answer_token_whole": whole_has, "with_answer_token_kept": kept_has,
+            "spans_that_lost_answer_tokens": lost, "of_them_the_message_opening": lost_opening}
+
+
+def run(run_dir: str | Path, dataset: str | None = None) -> dict:
+    from lazymem.data.datasets import load_dataset
+
+    d = Path(run_dir)
+    records = d / "records.jsonl"
+    if not records.is_file():
+        raise SystemExit(f"kept_spans: {run_dir}: no records.jsonl (an eval run directory)")
+    if dataset is None:
+        try:
+            dataset = json.loads((d / "manifest.json").read_text(encoding="utf-8"))["config"]["dataset"]
+        except (OSError, ValueError, KeyError) as e:
+            raise SystemExit(f"kept_spans: {d / 'manifest.json'}: no config.dataset ({e}); pass --dataset") from None
+    ds = load_dataset(dataset)
+    pairs = []
+    with records.open(encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"kept_spans: {records}: line {i} is not JSON ({e})") from None
+            if r.get("status") != "ok":
+                continue
+            history = ds.histories[r["question"]["history_id"]]
+            texts = {k: m.text for k, m in enumerate(history.messages)}
+            pairs.extend(kept_gold(r, texts))
+    return {"run": str(d), "dataset": dataset, **summarise(pairs)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", help="eval run directories")
+    ap.add_argument("--dataset", help="the data set spec (default: each run's manifest)")
+    ap.add_argument("--out", help="write the results as JSON here")
+    a = ap.parse_args(argv)
+    out = [run(r, a.dataset) for r in a.runs]
+    for o in out:
+        print(json.dumps(o))
+    if a.out:
+        Path(a.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
