@@ -57,6 +57,7 @@ def summarise(pairs: Iterable[tuple[str, str, set[str]]]) -> dict:
 
 def run(run_dir: str | Path, dataset: str | None = None) -> dict:
     from lazymem.data.datasets import load_dataset
+    from lazymem.eval.runfiles import latest_records, read_records
 
     d = Path(run_dir)
     records = d / "records.jsonl"
@@ -69,19 +70,13 @@ def run(run_dir: str | Path, dataset: str | None = None) -> dict:
             raise SystemExit(f"kept_spans: {d / 'manifest.json'}: no config.dataset ({e}); pass --dataset") from None
     ds = load_dataset(dataset)
     pairs = []
-    with records.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SystemExit(f"kept_spans: {records}: line {i} is not JSON ({e})") from None
-            if r.get("status") != "ok":
-                continue
-            history = ds.histories[r["question"]["history_id"]]
-            texts = {k: m.text for k, m in enumerate(history.messages)}
-            pairs.extend(kept_gold(r, texts))
+    raw, _ = read_records(records)  # a bad line is a LoadError naming the file and line
+    for r in latest_records(raw).values():  # a question retried counts once, as its last record
+        if r.get("status") != "ok":
+            continue
+        history = ds.histories[r["question"]["history_id"]]
+        texts = {k: m.text for k, m in enumerate(history.messages)}
+        pairs.extend(kept_gold(r, texts))
     return {"run": str(d), "dataset": dataset, **summarise(pairs)}
 
 

@@ -47,7 +47,11 @@ def test_run_reads_the_messages_from_the_runs_data_set(tmp_path):
               "windows": [{"gold": gold}], "decisions": decisions}
     run = tmp_path / "run"
     run.mkdir()
-    (run / "records.jsonl").write_text(json.dumps(record) + "\n" + json.dumps({"status": "error"}) + "\n")
+    failed = {"question_id": "q-failed", "status": "error"}
+    stale = {**record, "question_id": q.id, "decisions": decisions[:1] + [{"pos": gold[0], "op": "KEEP",
+                                                                             "content": "x"}]}  # retried: not counted
+    record["question_id"] = q.id
+    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (stale, record, failed)))
     (run / "manifest.json").write_text(json.dumps({"config": {"dataset": spec}}))
     out = ks.run(run)
     assert out["kept_gold_messages"] == len(gold) and out["spans_that_lost_answer_tokens"] == 0
