@@ -2,6 +2,7 @@
 as kept.
 
     python scripts/kept_spans.py RUN_DIR... [--dataset SPEC] [--out F]
+    python scripts/kept_spans.py --openings SPEC [--histories ID,ID...] [--out F]
 
 A RUN_DIR is an eval run directory (``lazymem eval`` / ``eval-table``) with its ``records.jsonl``; the messages are
 read again from the run's data set (its manifest's ``dataset``, or ``--dataset``). For every KEEP of a gold message
@@ -9,11 +10,17 @@ read again from the run's data set (its manifest's ``dataset``, or ``--dataset``
 whole message and in the kept content; how many kept messages hold an answer token whole and as kept; and, of the
 spans that lost answer tokens, how many are the message's opening (the content is where the message starts).
 Evidence recall counts a kept span of a gold message as the message kept; this says what the span lost.
+
+``--openings SPEC``: no run, only a data set (``--histories`` picks conversations, e.g. LoCoMo's 1-8, the
+development ones): of the gold messages that hold an answer token, how many have more than one sentence and how
+many hold one in their first sentence (up to the first ``.``, ``!`` or ``?`` before a space). A writer that keeps a
+message's opening keeps the answer where that share is high.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -80,13 +87,55 @@ def run(run_dir: str | Path, dataset: str | None = None) -> dict:
     return {"run": str(d), "dataset": dataset, **summarise(pairs)}
 
 
+def first_sentence(text: str) -> str:
+    """Up to the first ``.``, ``!`` or ``?`` followed by a space or the end (the whole text without one).
+
+    >>> first_sentence("Hey Sam! I adopted a corgi."), first_sentence("no stop here")
+    ('Hey Sam!', 'no stop here')
+    """
+    m = re.search(r"[.!?](\s|$)", text)
+    return text[:m.end()].strip() if m else text.strip()
+
+
+def openings(spec: str, histories: set[str] | None = None) -> dict:
+    """How often a data set's gold messages hold an answer token in their first sentence (module docstring)."""
+    from lazymem.data.datasets import load_dataset
+
+    ds = load_dataset(spec)
+    if histories and not histories <= set(ds.histories):
+        raise SystemExit(f"kept_spans: {spec}: no histories {sorted(histories - set(ds.histories))}")
+    n = multi = opening = 0
+    for q in ds.questions:
+        if (histories and q.history_id not in histories) or q.abstention or q.category == 5:
+            continue
+        answer = set(answer_tokens(answer_text(q.answer, q.category)))
+        messages = ds.histories[q.history_id].messages
+        for p in sorted(set(q.evidence)):
+            text = messages[p].text
+            if not answer or not set(answer_tokens(text)) & answer:
+                continue
+            n += 1
+            head = first_sentence(text)
+            multi += head != text.strip()
+            opening += bool(set(answer_tokens(head)) & answer)
+    return {"dataset": spec, "histories": sorted(histories) if histories else None,
+            "gold_with_answer_token": n, "of_them_several_sentences": multi,
+            "of_them_answer_in_first_sentence": opening, "share": round(opening / n, 3) if n else None}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", help="eval run directories")
+    ap.add_argument("runs", nargs="*", help="eval run directories")
     ap.add_argument("--dataset", help="the data set spec (default: each run's manifest)")
+    ap.add_argument("--openings", action="append", default=[], metavar="SPEC",
+                    help="a data set: where its gold messages hold the answer (repeatable)")
+    ap.add_argument("--histories", help="with --openings: comma-separated history ids to read (default: all)")
     ap.add_argument("--out", help="write the results as JSON here")
     a = ap.parse_args(argv)
-    out = [run(r, a.dataset) for r in a.runs]
+    if not a.runs and not a.openings:
+        ap.error("give run directories, or --openings SPEC")
+    hist = set(a.histories.split(",")) if a.histories else None
+    out = [run(r, a.dataset) for r in a.runs] + [openings(spec, hist) for spec in a.openings]
     for o in out:
         print(json.dumps(o))
     if a.out:

@@ -62,3 +62,19 @@ def test_run_reads_the_messages_from_the_runs_data_set(tmp_path):
     assert ks.run(run, dataset=spec) == out
     with pytest.raises(SystemExit, match="no records.jsonl"):
         ks.run(tmp_path)
+
+
+def test_openings_counts_gold_whose_first_sentence_holds_the_answer_on_the_real_generator():
+    ks = load_script("kept_spans")
+    spec = "synthetic-casual:conversations=1,sessions=6,seed=5,questions=6"
+    out = ks.openings(spec)
+    assert out["gold_with_answer_token"] > 0
+    assert 0 <= out["of_them_answer_in_first_sentence"] <= out["gold_with_answer_token"]
+    assert out["share"] == round(out["of_them_answer_in_first_sentence"] / out["gold_with_answer_token"], 3)
+    with pytest.raises(SystemExit, match="no histories"):
+        ks.openings(spec, {"conv-99"})
+    assert ks.first_sentence("Hey Sam, good to hear from you! Last weekend I went to Jasper.") == (
+        "Hey Sam, good to hear from you!")
+    assert ks.main(["--openings", spec]) == 0
+    with pytest.raises(SystemExit):
+        ks.main([])  # neither runs nor --openings
