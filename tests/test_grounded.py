@@ -188,7 +188,7 @@ def test_the_pipeline_sends_each_window_its_texts_and_counts_rewrites():
 
 
 def test_held_out_scoring_counts_rewritten_keeps_from_the_prompt():
-    from lazymem.train.heldout import score_rows, summarize
+    from lazymem.train.window_scores import score_rows, summarize
 
     row = {"prompt": _prompt(), "decision_positions": [4, 5, 6], "gold_labels": [True, False, False]}
     out = json.dumps([{"op": "KEEP", "compressed_content": "Hey Evan!", "reason": ""},

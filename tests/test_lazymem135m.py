@@ -12,14 +12,8 @@ import pytest
 from lazymem.errors import ConfigError, LoadError
 from lazymem.llm import LLMConfig
 from lazymem.retrieve import RetrievalConfig, WindowConfig
-from lazymem.train.heldout import (
-    WindowEvalConfig,
-    balanced_subset,
-    evaluate_windows,
-    load_pairs,
-    score_rows,
-    summarize,
-)
+from lazymem.train.heldout import WindowEvalConfig, balanced_subset, evaluate_windows, load_pairs
+from lazymem.train.window_scores import score_rows, summarize
 from lazymem.train.window_table import WindowTableConfig, run_window_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +99,7 @@ def test_answer_recall_reads_the_answer_in_what_a_gold_window_keeps():
     from lazymem.construct import window_prompts
     from lazymem.records import History, Message, Question
     from lazymem.retrieve import build_windows
-    from lazymem.train.heldout import row_answers
+    from lazymem.train.window_scores import row_answers
 
     texts = ["We moved to Lisbon in May. The flat is small.", "Traffic in Lisbon is awful.", "My cats sleep a lot."]
     h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
