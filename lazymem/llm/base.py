@@ -30,6 +30,7 @@ from lazymem.errors import ConfigError, check_fields
 from lazymem.fields import h, require
 
 BACKENDS = ("openai", "transformers", "llamacpp", "vllm", "fake")
+CONTENT_ADAPTER_BACKENDS = ("llamacpp", "transformers")  # the engines that run extra_body.content_adapter
 # How a JSON schema reaches an OpenAI-compatible server: OpenAI's response_format (OpenAI
 # and vLLM honour it; `transformers serve` silently ignores it), vLLM's own extra_body
 # field {"structured_outputs": {"json": schema}} (vLLM >= 0.12; guided_json was removed),
@@ -281,7 +282,7 @@ class LLMConfig:
 
         if "content_adapter" in (self.extra_body or {}):
             content = self.extra_body["content_adapter"]
-            if self.backend not in ("llamacpp", "transformers"):
+            if self.backend not in CONTENT_ADAPTER_BACKENDS:
                 raise ConfigError(f"LLMConfig.extra_body.content_adapter is an option of the in-process engines "
                                   f"('llamacpp', 'transformers'; got backend {self.backend!r}): the array pass "
                                   "written by a second adapter on the same base")

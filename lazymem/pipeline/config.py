@@ -30,7 +30,7 @@ from lazymem.construct.prior import KeepPrior
 from lazymem.errors import ConfigError, check_fields
 from lazymem.fields import h, require
 from lazymem.llm import LLMConfig, Sampling
-from lazymem.llm.base import cpu_backend
+from lazymem.llm.base import CONTENT_ADAPTER_BACKENDS, cpu_backend
 from lazymem.llm.models import LAZYMEM_135M, LAZYMEM_135M_VERSIONS, resolve_adapter
 from lazymem.pipeline.methods import method_class, method_names
 from lazymem.pipeline.methods.mem0 import MEM0_SERVE_HINT, Mem0Settings  # noqa: F401 (MEM0_SERVE_HINT re-exported)
@@ -268,10 +268,6 @@ def shipped_decoding(name: str) -> tuple[dict, float | None]:
     >>> fields["structured"], bias
     (False, 1.734601)
     """
-    if name != LAZYMEM_135M and name not in LAZYMEM_135M_VERSIONS:
-        raise ConfigError(f"adapter {name!r}: only a shipped LazyMem-135M version ({LAZYMEM_135M}, "
-                          f"{', '.join(LAZYMEM_135M_VERSIONS)}) has a card to read its decoding from; write the "
-                          "decoding out (structured, grounded, keep_prior, mpm_sampling.logit_bias) for this adapter")
     path, card = _read_card(name)
     fields = dict(FREE_DECODING, **(card.get("decoding") or {}))
     unknown = set(fields) - set(FREE_DECODING) - {"keep_prior_model"}
@@ -288,11 +284,15 @@ def shipped_writer(name: str) -> str | None:
     >>> shipped_writer("lazymem-135m-v1") is None
     True
     """
-    shipped_decoding(name)  # a shipped version, its card readable
     return ((_read_card(name)[1].get("content_adapter") or {}).get("name")) or None
 
 
 def _read_card(name: str) -> tuple[Path, dict]:
+    """The card.json of a shipped LazyMem-135M version (path, contents); another adapter has none."""
+    if name != LAZYMEM_135M and name not in LAZYMEM_135M_VERSIONS:
+        raise ConfigError(f"adapter {name!r}: only a shipped LazyMem-135M version ({LAZYMEM_135M}, "
+                          f"{', '.join(LAZYMEM_135M_VERSIONS)}) has a card to read its decoding from; write the "
+                          "decoding out (structured, grounded, keep_prior, mpm_sampling.logit_bias) for this adapter")
     path = Path(resolve_adapter(name)) / "card.json"
     try:
         return path, json.loads(path.read_text(encoding="utf-8"))
@@ -321,7 +321,7 @@ def _card_writer(mpm: Any, adapter: str) -> Any:
         raise ConfigError(f"pipeline.mpm_decoding: card sets the content adapter of {adapter!r} from its model card "
                           f"({writer!r}), and the config sets pipeline.mpm.extra_body.content_adapter: "
                           f"{extra['content_adapter']!r}: drop it, or mpm_decoding to write the decoding out")
-    if backend not in ("llamacpp", "transformers"):
+    if backend not in CONTENT_ADAPTER_BACKENDS:
         raise ConfigError(f"pipeline.mpm_decoding: card: the card of {adapter!r} names a content adapter ({writer!r}, "
                           "extra_body.content_adapter: each KEEP's content written by a second adapter), which the "
                           f"in-process engines (llamacpp, transformers) run; backend {backend!r} cannot. Write the "

@@ -239,8 +239,7 @@ def _fmt_s(s: float | None) -> str:
 def model_card(card: Mapping) -> str:
     """README.md of the shipped adapter (Hugging Face model-card front matter, then the facts)."""
     a = card["adapter"]
-    lines = ["---", "base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "library_name: peft", "license: apache-2.0",
-             "tags: [lazymem, memory, lora, trl, sft, grpo]", "---", "",
+    lines = [*_front_matter("sft, grpo"),
              f"# LazyMem-135M {str(card.get('version') or '').rsplit('-', 1)[-1]} ({card['stage']})", "",
              "A LoRA adapter that makes SmolLM2-135M-Instruct a LazyMem memory-processing model: given a query and "
              "one window of chat history, it writes one KEEP/DROP decision per message (JSON, after a short think "
@@ -340,13 +339,18 @@ def model_card(card: Mapping) -> str:
     return "\n".join(lines)
 
 
+def _front_matter(stages: str) -> list[str]:
+    """A model card's Hugging Face front matter (and the blank line after it)."""
+    return ["---", "base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "library_name: peft", "license: apache-2.0",
+            f"tags: [lazymem, memory, lora, trl, {stages}]", "---", ""]
+
+
 def writer_card(card: Mapping) -> str:
     """README.md of the content adapter shipped with a version (``card['content_adapter']``)."""
     w = card["content_adapter"]
     run, data = w.get("sft") or {}, w.get("sft_data") or {}
     recipe = run.get("recipe") or {}
-    lines = ["---", "base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "library_name: peft", "license: apache-2.0",
-             "tags: [lazymem, memory, lora, trl, sft]", "---", "",
+    lines = [*_front_matter("sft"),
              f"# {w['name']}: the content adapter of LazyMem-135M {str(card.get('version')).rsplit('-', 1)[-1]}", "",
              f"A LoRA adapter on SmolLM2-135M-Instruct that writes each KEEP's `compressed_content` after "
              f"`{card['version']}` has decided every op (`mpm.extra_body.content_adapter: {w['name']}`; "
