@@ -120,7 +120,8 @@ v2_card = json.loads(Path(v2_card_path).read_text()) if Path(v2_card_path).is_fi
 v2_rows = log_rows(v2["log_history"]) if v2 else []
 print(f"v2 SFT: {v2['global_step'] if v2 else 0} steps, finished {v2['finished'] if v2 else False}; "
       f"shipped: {v2_card.get('version')} from {v2_card.get('shipped_from')}, "
-      f"KEEP bias {(v2_card.get('keep_bias') or {}).get('keep_bias')}, decoding {v2_card.get('decoding')}")
+      f"KEEP bias {(v2_card.get('keep_bias') or {}).get('keep_bias')}, decoding {v2_card.get('decoding')}, "
+      f"writer {(v2_card.get('content_adapter') or {}).get('name')}")
 if v2_rows:
     figs["07_v2_sft_curves"] = viz.training_curves(v2_rows, ["loss", "mean_token_accuracy"],
                                                    title="LazyMem-135M v2 SFT")
