@@ -15,10 +15,10 @@ import pytest
 import yaml
 from fakerun import FAKE, PIPELINE, SYNTH, _private_cache  # noqa: F401  (an autouse fixture)
 
+from lazymem.answers import answer_recall
 from lazymem.errors import LoadError
 from lazymem.eval.f1 import answer_tokens, contains_gold
 from lazymem.eval.memory_measures import (
-    answer_recall,
     content_stems,
     gold_in_text,
     measure_record,

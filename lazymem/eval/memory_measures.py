@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from lazymem.answers import answer_recall, answer_text, answer_tokens  # noqa: F401  (re-exported)
+from lazymem.answers import answer_recall, answer_tokens
 from lazymem.text import tokenize
 
 if TYPE_CHECKING:
