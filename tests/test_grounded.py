@@ -234,7 +234,7 @@ def test_transformers_grounded_decoding_keeps_only_spans_with_the_shipped_adapte
                                    num_threads=1))
     texts = TEXTS[:2]
     prompt = _prompt(texts)
-    # beside structured_trace (the grammar and _FollowTrace), the trace's " KEEP" pushed by a bias; the content
+    # beside structured_trace (the grammar and FollowTrace), the trace's " KEEP" pushed by a bias; the content
     # unbounded in the schema, as the pipeline and the window evaluation ask under grounded decoding
     s = Sampling(max_tokens=200, json_schema=decision_schema(2, None, 32, think=True), grounded=window_texts(prompt),
                  logit_bias={" KEEP": 6.0})

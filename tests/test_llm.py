@@ -474,7 +474,7 @@ def test_transformers_array_ops_follow_the_trace_against_a_bias(tiny_backend):
     each line after its first token."""
     pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")
     from lazymem.construct import decision_schema, parse_decisions, strip_think
-    from lazymem.llm.hf import trace_ops
+    from lazymem.llm.trace import trace_ops
 
     bias = {"\n": 32.0, " DROP": 31.0, "KEEP": 30.0}
     schema = decision_schema(2, 8, 4, think=True)  # the grammar of the test above: its Index is reused

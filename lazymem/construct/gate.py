@@ -227,7 +227,7 @@ def decision_schema(n_messages: int, max_len: int | None = 512, max_reason_len: 
     lines (how a model trained on ``teacher: gold-trace`` writes, e.g. LazyMem-135M, each line
     ending in ``-> KEEP`` or ``-> DROP``), and item i's op is the op trace line i ends with: the
     annotations ``x-lazymem-think-lines`` and ``x-lazymem-array-follows-trace`` carry this to the
-    transformers backend (its grammar, then ``_FollowTrace``).
+    transformers backend (its grammar, then ``FollowTrace``).
 
     Exactly ``n_messages`` items; KEEP needs 1..max_len characters of content, DROP forces
     "" (maxLength 0); no other keys. Bounded strings matter: unbounded ones let constrained

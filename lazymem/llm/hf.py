@@ -4,23 +4,23 @@ Greedy when temperature is 0; a ``json_schema`` is enforced token by token with 
 (imported on first use). torch and transformers are imported when the model first loads.
 
 A decision schema whose array follows its trace (``decision_schema(n, think=True)``) also gets
-``_FollowTrace``: each item's op is the one its trace line ends with, so the array cannot
+``lazymem.llm.processors.FollowTrace``: each item's op is the one its trace line ends with, so the array cannot
 contradict the decision the trace made (where a logit bias on " KEEP" acts).
 
-``Sampling.grounded`` adds ``_Grounded`` (after both, or alone in free generation): while the
+``Sampling.grounded`` adds ``Grounded`` (after both, or alone in free generation): while the
 model writes item i's ``compressed_content``, only tokens that keep it a verbatim span of text i
 are allowed (``lazymem.llm.grounding``).
 
-``Sampling.trace_independent``: ``_TraceKeepBias`` records each trace line's op and makes the model write DROP
-there (``lazymem.llm.trace.IndependentOps``); ``_FollowTrace`` makes the array follow the recorded decisions,
+``Sampling.trace_independent``: ``TraceKeepBias`` records each trace line's op and makes the model write DROP
+there (``lazymem.llm.trace.IndependentOps``); ``FollowTrace`` makes the array follow the recorded decisions,
 which are also written into the returned trace. One pass writes trace and array, so the array is written
 after the trace as generated (every op DROP); llama.cpp's array pass reads the trace as decided, so where
 a KEEP was decided the two engines' kept spans may differ (the ops do not).
 
 ``extra_body: {content_adapter: DIR}`` (as on llama.cpp): a second model, the base with that adapter, writes the
 array. The first pass stops at ``</think>``; the second re-reads the prompt, is made to write the trace as
-decided token by token (``_Forced``), then writes the array under the same grammar, ``_FollowTrace`` and
-``_Grounded``. The decisions stay the first adapter's; each KEEP's content is the second's.
+decided token by token (``Forced``), then writes the array under the same grammar, ``FollowTrace`` and
+``Grounded``. The decisions stay the first adapter's; each KEEP's content is the second's.
 """
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -44,15 +43,8 @@ from lazymem.llm.base import (
     error_completion,
     to_messages,
 )
-from lazymem.llm.trace import (
-    IndependentOps,
-    require_followed_trace,
-    set_ops,
-    trace_drop_id,
-    trace_keep_ids,
-    trace_op_line,
-    trace_ops,
-)
+from lazymem.llm.processors import BiasProcessor, FollowTrace, Forced, Grounded, TraceKeepBias
+from lazymem.llm.trace import require_followed_trace, set_ops
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
 from lazymem.runtime import check_device, torch_threads
 
@@ -74,8 +66,8 @@ class TransformersBackend:
         self._model = self._tokenizer = None
         self._outlines = None  # outlines_core Vocabulary wrapper, built on the first json_schema call
         self._indexes: dict[str, Any] = {}  # schema JSON -> outlines_core Index (reusable across calls)
-        self._op_tokens: dict[str, Any] | None = None  # token texts and masks for _FollowTrace
-        self._span_tokens = None  # the vocabulary indexed for _Grounded
+        self._op_tokens: dict[str, Any] | None = None  # token texts and masks for FollowTrace
+        self._span_tokens = None  # the vocabulary indexed for Grounded
         self._lock = threading.Lock()  # one generate at a time per model
         self.content_adapter = (config.extra_body or {}).get("content_adapter")  # checked by LLMConfig
         self._content_model = None  # the base with content_adapter: writes a trace-following array pass
@@ -151,7 +143,7 @@ class TransformersBackend:
             self._outlines = OutlinesCoreBackend(from_transformers(model, tok))
         # The grammar keeps the schema's own property order (the paper's items start with "op",
         # so KEEP/DROP is chosen before the content is written); the sorted dump is only the key.
-        # ARRAY_FOLLOWS_TRACE is enforced by _FollowTrace, not by the grammar: the same Index.
+        # ARRAY_FOLLOWS_TRACE is enforced by FollowTrace, not by the grammar: the same Index.
         schema = {k: v for k, v in schema.items() if k != ARRAY_FOLLOWS_TRACE}
         key = json.dumps(schema, sort_keys=True)
         if key not in self._indexes:
@@ -190,7 +182,7 @@ class TransformersBackend:
         content = self._content_model is not None and bool(s.json_schema and s.json_schema.get(ARRAY_FOLLOWS_TRACE))
         trace = None
         if s.trace_keep_bias is not None or s.trace_independent:
-            trace = _TraceKeepBias(tok, enc["input_ids"].shape[1], s, len(texts))
+            trace = TraceKeepBias(tok, enc["input_ids"].shape[1], s, len(texts))
         decided = trace.decided if trace is not None else None
         # with a content adapter the deciding model writes the trace only: the array is the second pass's
         stop = ("</think>",) if content else ()
@@ -202,7 +194,7 @@ class TransformersBackend:
     def _run(self, model: Any, enc: Any, s: Sampling, trace: Any = None, decided: Any = None, stop: Sequence[str] = (),
              forced: Sequence[Sequence[int]] | None = None) -> list[Completion]:
         """One ``generate`` of ``model`` on the batch ``enc`` under ``s``'s processors (``trace``: a
-        ``_TraceKeepBias``; ``stop``: extra stop strings, kept in the text; ``forced``: each row's first tokens)."""
+        ``TraceKeepBias``; ``stop``: extra stop strings, kept in the text; ``forced``: each row's first tokens)."""
         import torch
 
         tok = self._tokenizer
@@ -215,21 +207,21 @@ class TransformersBackend:
             kwargs.update(stop_strings=list(s.stop or ()) + list(stop), tokenizer=tok)
         processors = []
         if s.logit_bias:
-            processors.append(_BiasProcessor(bias_token_ids(tok, s.logit_bias)))
+            processors.append(BiasProcessor(bias_token_ids(tok, s.logit_bias)))
         if trace is not None:
             processors.append(trace)
         if s.json_schema is not None:
             processors.append(self._json_processor(s.json_schema))  # masks after the bias
             if s.json_schema.get(ARRAY_FOLLOWS_TRACE):
-                processors.append(_FollowTrace(tok, width=width, ids=self._op_token_ids(), decided=decided))
+                processors.append(FollowTrace(tok, width=width, ids=self._op_token_ids(), decided=decided))
         if s.grounded is not None:
             if self._span_tokens is None:
                 from lazymem.llm.grounding import SpanTokens
 
                 self._span_tokens = SpanTokens(self._op_token_ids()["texts"])
-            processors.append(_Grounded(tok, width, s.grounded, self._span_tokens))
+            processors.append(Grounded(tok, width, s.grounded, self._span_tokens))
         if forced is not None:
-            processors.append(_Forced(width, forced))  # last: what it forces is written whatever the others say
+            processors.append(Forced(width, forced))  # last: what it forces is written whatever the others say
         if processors:
             kwargs["logits_processor"] = processors
         kwargs.update({k: v for k, v in (self.config.extra_body or {}).items() if k != "content_adapter"})
@@ -256,7 +248,7 @@ class TransformersBackend:
 
     def _content_pass(self, enc: Any, s: Sampling, first: list[Completion]) -> list[Completion]:
         """``extra_body.content_adapter``: each row whose trace the deciding model finished is decoded again by the
-        content model, made to write that trace as decided (``_Forced``), then writing the array after it; a row
+        content model, made to write that trace as decided (``Forced``), then writing the array after it; a row
         whose trace ran out of tokens keeps the first pass (its finish is ``length``)."""
         tok = self._tokenizer
         rows, forced = [], []
@@ -307,145 +299,3 @@ class TransformersBackend:
                 for i, c in zip(idx, done):
                     out[i] = c
             return out  # type: ignore[return-value]
-
-
-_OP_SET = re.compile(r'"op"[ ]?:[ ]?"([A-Z])')  # an item's op, from its first letter
-_OP_OPEN = re.compile(r'"op"[ ]?:[ ]?"$')  # an op value opened, its letter not yet written
-class _FollowTrace:
-    """Item i's op = the op trace line i ends with (a transformers LogitsProcessor after the grammar).
-
-    While item i's op is not yet written, every token the grammar allows that would write the
-    other op's first letter there (alone after the quote, or with the quote and key merged into
-    one token) is masked; a trace line that names no op leaves the choice to the model. Right
-    after ``"op": "`` that is the tokens starting with the other letter; elsewhere only tokens
-    holding a quote can open an op value, so only those are checked.
-    """
-
-    def __init__(self, tok: Any, width: int, ids: Mapping[str, Any], decided: Sequence[IndependentOps] | None = None):
-        self.tok, self.width, self.ids, self.decided = tok, width, ids, decided
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        for row in range(input_ids.shape[0]):
-            text = self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True)
-            end = text.find("</think>")
-            if end < 0:
-                continue
-            ops, array = trace_ops(text), text[end:]
-            if self.decided is not None:  # trace_independent: the recorded decisions, not the DROPs written
-                ops = [self.decided[row].ops.get(i, op) for i, op in enumerate(ops)]
-            done = len(_OP_SET.findall(array))
-            if done >= len(ops) or ops[done] is None:
-                continue
-            other = "D" if ops[done] == "KEEP" else "K"
-            tail = array[-16:]
-            if _OP_OPEN.search(tail):  # the value's quote is written: its first letter is next
-                scores[row, self.ids[other]] = float("-inf")
-                continue
-            before = len(_OP_SET.findall(tail))
-            allowed = torch.isfinite(scores[row]) & self.ids["quoted"]
-            for t in torch.nonzero(allowed).flatten().tolist():
-                new = _OP_SET.findall(tail + self.ids["texts"][t])[before:]
-                if new and new[0] == other:
-                    scores[row, t] = float("-inf")
-        return scores
-
-
-class _Grounded:
-    """Item i's compressed_content stays a verbatim span of text i (a transformers LogitsProcessor,
-    last in the list: it narrows what the grammar, if any, still allows). A row whose text is
-    followed by ``JsonScan`` incrementally; where nothing the other processors allow is a span,
-    the row is left as it is (the gate and the rewritten count then judge it)."""
-
-    def __init__(self, tok: Any, width: int, texts: Sequence[str], vocab: Any):
-        from lazymem.llm.grounding import SpanText
-
-        self.tok, self.width, self.vocab = tok, width, vocab
-        self.spans = [SpanText(t) for t in texts]
-        self.rows: dict[int, tuple[str, Any]] = {}  # row -> (text scanned, JsonScan after it)
-
-    def _scan(self, row: int, text: str) -> Any:
-        from lazymem.llm.grounding import JsonScan
-
-        done, scan = self.rows.get(row, ("", None))
-        if scan is None or not text.startswith(done):  # a byte-level token may rewrite the last character
-            done, scan = "", JsonScan()
-        scan.feed(text[len(done):])
-        self.rows[row] = (text, scan)
-        return scan
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        for row in range(input_ids.shape[0]):
-            text = self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True)
-            scan = self._scan(row, text)
-            allowed = self.vocab.allowed(scan, self.spans)
-            if allowed is not None:
-                idx = torch.tensor(sorted(t for t in allowed if t < scores.shape[1]), dtype=torch.long,
-                                   device=scores.device)
-                if idx.numel() and bool(torch.isfinite(scores[row, idx]).any()):
-                    kept = scores[row, idx].clone()
-                    scores[row] = float("-inf")
-                    scores[row, idx] = kept
-            elif scan.near_content:
-                banned = [t for t in self.vocab.banned(scan, self.spans) if t < scores.shape[1]]
-                finite = torch.isfinite(scores[row])
-                finite[banned] = False
-                if bool(finite.any()):
-                    scores[row, banned] = float("-inf")
-        return scores
-
-
-class _TraceKeepBias:
-    """``Sampling.trace_keep_bias``: where the op of line i of a row's ``<think>`` trace comes next (after its
-    ``->``: ``trace_op_line``), line i's number is added to `` KEEP``'s logit (after ``_BiasProcessor``'s
-    ``logit_bias``; a transformers LogitsProcessor). With ``Sampling.trace_independent`` it then records
-    line i's op (``decided``: one ``IndependentOps`` per row) and makes `` DROP`` the greedy choice."""
-
-    def __init__(self, tok: Any, width: int, s: Sampling, rows: int):
-        self.tok, self.width, self.lines = tok, width, tuple(s.trace_keep_bias or ())
-        self.keep, _ = trace_keep_ids(tok, s)
-        self.drop = trace_drop_id(tok) if s.trace_independent else None
-        self.decided = [IndependentOps() for _ in range(rows)] if s.trace_independent else None
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        for row in range(input_ids.shape[0]):
-            line = trace_op_line(self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True))
-            if line is not None and line < len(self.lines):
-                scores[row, self.keep] += self.lines[line]
-            if line is not None and self.decided is not None and self.decided[row].decide(
-                    line, float(scores[row, self.keep]), float(scores[row, self.drop])):
-                scores[row, self.drop] = scores[row].max() + 1000.0  # written DROP, whatever was decided
-        return scores
-
-
-class _Forced:
-    """Row r writes ``ids[r]`` first, token by token (a transformers LogitsProcessor, last in the list): a content
-    adapter's pass re-writes the trace the deciding model wrote, as decided, before its own array."""
-
-    def __init__(self, width: int, ids: Sequence[Sequence[int]]):
-        self.width, self.ids = width, [list(r) for r in ids]
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        t = input_ids.shape[1] - self.width
-        for row, forced in enumerate(self.ids):
-            if t < len(forced):
-                scores[row] = float("-inf")
-                scores[row, forced[t]] = 0.0
-        return scores
-
-
-class _BiasProcessor:
-    """Adds a fixed bias to some tokens' logits at every step (a transformers LogitsProcessor)."""
-
-    def __init__(self, bias: dict[int, float]):
-        self.ids, self.values = list(bias), list(bias.values())
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        scores = scores.clone()
-        scores[:, self.ids] += torch.tensor(self.values, dtype=scores.dtype, device=scores.device)
-        return scores
