@@ -121,7 +121,7 @@ def cmd_eval_table(args) -> int:
 
 def cmd_jobs(args) -> int:
     """``lazymem jobs DIR``: 0 when no job failed, 1 otherwise."""
-    from lazymem.jobs import jobs_status, status_text
+    from lazymem.jobs_status import jobs_status, status_text
 
     status = jobs_status(args.dir)
     print_json(status) if args.json else print(status_text(status))

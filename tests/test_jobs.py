@@ -16,7 +16,8 @@ from fakerun import PIPELINE, _private_cache  # noqa: F401  (an autouse fixture)
 
 from lazymem.cli import main
 from lazymem.errors import ConfigError
-from lazymem.jobs import JobsConfig, jobs_status, make_executor, read_index, sbatch_script
+from lazymem.jobs import JobsConfig, make_executor, read_index, sbatch_script
+from lazymem.jobs_status import jobs_status
 from lazymem.sweep import Cell, Jobs, JobsFailedError, run_cells
 
 TESTS = Path(__file__).resolve().parent

@@ -39,7 +39,7 @@ def test_cli_error_is_clear_and_nonzero(tmp_path):
 
 PKG = Path(__file__).resolve().parents[1] / "lazymem"
 GROUND = {"__init__", "answers", "errors", "fields", "records", "prompts", "paths", "text", "secrets", "stats",
-          "runtime", "runinfo", "files", "yamlio", "sweep", "jobs"}
+          "runtime", "runinfo", "files", "yamlio", "sweep", "jobs", "jobs_status"}
 _STAGES = {"ground", "data", "retrieve", "llm", "construct"}
 # part -> parts it may import (besides itself). Imports only go down; siblings never import each other.
 ALLOWED = {
