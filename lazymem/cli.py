@@ -233,9 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = probe.add_arguments(train.add_parser("probe",
                                              help="teacher-forced P(KEEP) on held-out windows (no generation)"))
     s.set_defaults(func=probe.run_from_args)
-    s = probe.add_lexical_arguments(train.add_parser(
+    from lazymem.train import lexical
+
+    s = lexical.add_arguments(train.add_parser(
         "lexical-check", help="is a probe's P(KEEP) more than word overlap with the query? (no model)"))
-    s.set_defaults(func=probe.run_lexical_from_args)
+    s.set_defaults(func=lexical.run_from_args)
     from lazymem.train import prior
 
     s = prior.add_arguments(train.add_parser(

@@ -323,7 +323,7 @@ def test_lexical_check_splits_the_model_auc_by_shared_words(tmp_path):
     from lazymem.construct import window_prompts
     from lazymem.records import History, Message, Question
     from lazymem.retrieve import build_windows
-    from lazymem.train.probe import lexical_check, window_query
+    from lazymem.train.lexical import lexical_check, window_query
 
     texts = ["I moved to Lisbon last spring.", "Lisbon traffic is awful.", "My cats love the balcony.",
              "Where did you move?", "I teach math now."]
@@ -354,7 +354,7 @@ def test_lexical_check_splits_the_model_auc_by_shared_words(tmp_path):
     assert res["auc_lexical"] == sum((a > b) + 0.5 * (a == b) for a, b in pairs) / (2 * len(non))
     with pytest.raises(ValueError, match="scored windows"):
         lexical_check({"settings": {"output": "hand"}, "scores": record["scores"][:-1] + [[]] * 2}, rows)
-    from lazymem.train.probe import pair_overlap
+    from lazymem.train.lexical import pair_overlap
 
     by = pair_overlap([{**r, "style": "casual"} for r in rows])
     assert set(by) == {"casual"} and by["casual"]["auc_lexical"] == res["auc_lexical"]

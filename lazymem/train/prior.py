@@ -8,7 +8,7 @@ i of a window is KEEP when
 
 where P(KEEP_i) is the model's probability of KEEP against DROP at trace line i's ``->``, x_i the share of
 the query's content words message i has (``lexical_scores``, the extractive processor's relevance;
-``probe.line_overlap``) and s_i the cosine similarity of the query and the message under the prior's
+``lexical.line_overlap``) and s_i the cosine similarity of the query and the message under the prior's
 sentence encoder (``lazymem.construct.prior.dense_scores``). A ``choose_keep_bias`` record already holds
 P(KEEP) of every line of its windows, teacher-forced, so any (a, d, b) is re-read from it without the
 model: this module scores a grid of (a, d, b) by mean R_act per window (the paper's action reward, as the
@@ -47,7 +47,8 @@ from pathlib import Path
 from lazymem.construct.extractive import ExtractiveConfig
 from lazymem.construct.prior import DEFAULT_DENSE_MODEL, dense_scores
 from lazymem.errors import ConfigError
-from lazymem.train.probe import overlap_windows, probed_rows, window_messages
+from lazymem.train.lexical import overlap_windows
+from lazymem.train.probe import probed_rows, window_messages
 from lazymem.train.rewards import action_reward
 
 PRIORS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0)
