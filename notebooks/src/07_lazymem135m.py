@@ -59,6 +59,11 @@ probe_records = {  # teacher-forced P(KEEP) probes (`lazymem train keep-bias`): 
     "v2, LoCoMo dev": "docs/results/lazymem-135m/locomo_dev/keep_bias_v2.json",
     "v1, LoCoMo dev": "docs/results/lazymem-135m/locomo_dev/keep_bias_v1.json",
     "untrained, LoCoMo dev": "docs/results/lazymem-135m/locomo_dev/keep_bias_base.json",
+    # read as independent decisions read it (every earlier op DROP): v2 beside the LoCoMo-trained ablation (labelled),
+    # whose training conversations these windows come from (other questions)
+    "v2, LoCoMo dev, drop context": "docs/results/lazymem-135m/locomo_dev/keep_bias_v2_drop.json",
+    "LoCoMo-trained ablation, LoCoMo dev, drop context":
+        "docs/results/lazymem-135m/ablation_locomo/keep_bias_drop_locomo_dev.json",
 }
 metrics_path = ""  # set by `lazymem notebooks run`: the last cell writes its metrics JSON here
 
@@ -161,7 +166,9 @@ for path in test_tables:
 # P(KEEP) of gold lines against the rest on development windows (never the test conversations), each
 # model's best-R_act bias marked. On LoCoMo's conversations 1-8 v2 ranks gold better than v1 and the
 # untrained base, but far worse than on its own casual style: the LoCoMo gap is mostly the model, not the
-# bias (docs/numbers.md, "Is it the operating point or the model?").
+# bias (docs/numbers.md, "Is it the operating point or the model?"). Training on eight LoCoMo conversations (the labelled
+# ablation) barely moves its ROC on windows from those same conversations (docs/numbers.md, "The LoCoMo-trained
+# ablation").
 
 # %%
 probes = {label: json.loads(Path(path).read_text()) for label, path in probe_records.items() if Path(path).is_file()}
