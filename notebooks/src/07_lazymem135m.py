@@ -166,9 +166,9 @@ for path in test_tables:
 # P(KEEP) of gold lines against the rest on development windows (never the test conversations), each
 # model's best-R_act bias marked. On LoCoMo's conversations 1-8 v2 ranks gold better than v1 and the
 # untrained base, but far worse than on its own casual style: the LoCoMo gap is mostly the model, not the
-# bias (docs/numbers.md, "Is it the operating point or the model?"). Training on eight LoCoMo conversations (the labelled
-# ablation) barely moves its ROC on windows from those same conversations (docs/numbers.md, "The LoCoMo-trained
-# ablation").
+# bias (docs/numbers.md, "Is it the operating point or the model?"). Training on eight LoCoMo conversations
+# (the labelled ablation) barely moves its ROC on windows from those same conversations (docs/numbers.md,
+# "The LoCoMo-trained ablation").
 
 # %%
 probes = {label: json.loads(Path(path).read_text()) for label, path in probe_records.items() if Path(path).is_file()}
