@@ -277,6 +277,37 @@ def test_locomo_ablation_is_v2s_recipe_plus_conversations_1_to_8_and_v2_has_no_t
     assert all(s.startswith(("synthetic:", "synthetic-casual:")) for s in v2_data.datasets)
 
 
+def test_the_locomo_trained_adapter_runs_only_in_rows_named_ablation_with_the_prior_and_bias_chosen_for_it():
+    import yaml
+
+    adapter = yaml.safe_load((STAGES / "ablation_locomo_keep_bias.yaml").read_text())["adapter"]
+    assert adapter.endswith("ablation_locomo_sft/final") and (ROOT / adapter / "adapter_model.safetensors").is_file()
+    chosen = json.loads((ROOT / "docs/results/lazymem-135m/ablation_locomo/keep_prior_drop.json").read_text())["chosen"]
+    own = ("pipeline.mpm.adapter", "pipeline.keep_prior", "pipeline.mpm_sampling", "pipeline.mpm_sampling.logit_bias")
+
+    def bias_and_rest(row):
+        if "pipeline.mpm_sampling" in row:
+            s = dict(row["pipeline.mpm_sampling"])
+            return s.pop("logit_bias"), s
+        return row["pipeline.mpm_sampling.logit_bias"], None
+
+    seen = []
+    for path in sorted((ROOT / "configs" / "tables").glob("*.yaml")):
+        rows = (yaml.safe_load(path.read_text()) or {}).get("rows", {})
+        for name, row in rows.items():
+            if adapter not in json.dumps(row):
+                continue
+            seen.append(path.stem)
+            assert "ablation" in name, f"{path}: row {name} runs the LoCoMo-trained adapter unlabelled"
+            # decoded as v2 with independent decisions (the same keys and values), with its own prior and bias
+            v2 = rows["lazymem_135m_v2_independent"]
+            assert {k: v for k, v in row.items() if k not in own} == {k: v for k, v in v2.items() if k not in own}
+            assert row["pipeline.keep_prior"] == chosen["keep_prior"] and chosen["keep_prior_dense"] == 0
+            bias, rest = bias_and_rest(row)
+            assert bias == {" KEEP": chosen["keep_bias"]} and rest == bias_and_rest(v2)[1]
+    assert sorted(seen) == ["longmemeval_s_real", "main_table_locomo", "paper_shape_locomo"]
+
+
 def test_the_gpu_variants_of_v2_and_the_ablation_are_their_cpu_recipes_batched_in_bf16():
     import dataclasses
 
