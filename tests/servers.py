@@ -148,14 +148,17 @@ def thinking_model(answer, think_tokens: int = 2000, parser: str | None = None):
     It writes ``<think> step0 ... step{think_tokens-1} </think>`` then ``answer`` (a string, or
     ``answer(body)``), and honours what vLLM does: ``max_tokens`` (cut, finish_reason "length"),
     ``stop`` strings (cut before them, "stop"), ``thinking_token_budget`` (the think phase ends
-    after that many tokens) and ``continue_final_message`` (a final assistant message that
-    closes its ``</think>`` is continued: only the answer is written). ``parser``: None leaves
+    after that many tokens), ``continue_final_message`` (a final assistant message that
+    closes its ``</think>`` is continued: only the answer is written) and Qwen3's
+    ``chat_template_kwargs: {enable_thinking: false}`` (no think phase: only the answer). ``parser``: None leaves
     the trace inline in ``content`` (vLLM without a reasoning parser); "reasoning" (vLLM) or
     "reasoning_content" (DeepSeek, older vLLM) returns it in that message field."""
     def reply(body: dict) -> dict:
         text_answer = answer(body) if callable(answer) else answer
         last = body["messages"][-1]
-        if body.get("continue_final_message") and last["role"] == "assistant" and "</think>" in last["content"]:
+        thinking_off = (body.get("chat_template_kwargs") or {}).get("enable_thinking") is False
+        if thinking_off or (body.get("continue_final_message") and last["role"] == "assistant"
+                            and "</think>" in last["content"]):
             tokens = text_answer.split(" ")
         else:
             budget = body.get("thinking_token_budget")

@@ -17,6 +17,7 @@ turn) of the histories asked about; reranker pairs at most ``rerank_depth`` a qu
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,45 @@ def _llm(cfg: Any) -> dict:
         out["adapter"] = cfg.adapter
     if cfg.backend == "openai":
         out["api_key_env"] = cfg.api_key_env
+    return out
+
+
+def judge_settings(cfg: Any) -> dict | None:
+    """How a cell's judge is asked: reply cap, thinking (chat_template_kwargs), thinking budget; None: no judge.
+
+    A thinking model (Qwen3 thinks unless ``enable_thinking`` is false) under the official 10-token
+    LongMemEval cap writes only thinking: the dry run shows these so that a config that forgets them
+    is seen before a GPU hour is spent.
+    """
+    from lazymem.eval.judge import JUDGE_MAX_TOKENS
+
+    if cfg.judge == "none" or cfg.pipeline.judge is None:
+        return None
+    j = cfg.pipeline.judge
+    kwargs = dict(j.chat_template_kwargs or {})
+    thinking = ("off (enable_thinking: false)" if kwargs.get("enable_thinking") is False
+                else f"budget {j.thinking_budget} tokens ({j.thinking_budget_mode})" if j.thinking_budget
+                else "on (enable_thinking: true), no budget" if kwargs.get("enable_thinking") is True
+                else "the model's default (Qwen3: on), no budget")
+    return {"kind": cfg.judge, "max_tokens": cfg.judge_max_tokens or JUDGE_MAX_TOKENS[cfg.judge],
+            "max_tokens_source": "judge_max_tokens" if cfg.judge_max_tokens else "official",
+            "chat_template_kwargs": kwargs or None, "thinking_budget": j.thinking_budget,
+            "thinking_budget_mode": j.thinking_budget_mode if j.thinking_budget else None, "thinking": thinking}
+
+
+def open_settings(cfg: Any) -> dict:
+    """The settings the paper leaves open and the project chose (``lazymem.eval.paper.PROJECT_CHOICES``),
+    as this cell resolves them."""
+    from lazymem.eval.paper import PROJECT_CHOICES
+
+    out = {}
+    for key in PROJECT_CHOICES:
+        v: Any = cfg
+        for part in key.split("."):
+            v = getattr(v, part, None)
+        if dataclasses.is_dataclass(v):
+            v = {k: x for k, x in dataclasses.asdict(v).items() if x not in (None, (), {})}
+        out[key] = v
     return out
 
 
@@ -121,7 +161,9 @@ def dry_run(config: EvalTableConfig) -> dict:
                 entry["cells"] = sorted(set(entry["cells"]) | {f"{set_name}/{row}"})
             cells.append({
                 "set": set_name, "row": row, "state": state, "method": p.method,
-                "models": used, "judge": cfg.judge,
+                "not_in_paper": row in config.not_in_paper,
+                "models": used, "judge": cfg.judge, "judge_settings": judge_settings(cfg),
+                "open_settings": open_settings(cfg),
                 "retrieval": {"n": p.retrieval.n, "sparse": p.retrieval.sparse, "dense_model": p.retrieval.dense_model,
                               "reranker": p.retrieval.reranker, "rrf_k": p.retrieval.rrf_k},
                 "window": {"w": p.window.w, "L": p.window.L, "s": p.window.s},
@@ -150,7 +192,16 @@ def dry_run(config: EvalTableConfig) -> dict:
             if k.endswith("per_question"):
                 continue
             totals[k] = None if v is None or totals.get(k, 0) is None else totals.get(k, 0) + v
+    from lazymem.eval.table import reported_only
+
+    not_run = {set_name: reported_only(config.paper_systems_not_run, next(
+        (c["data"]["dataset"] for c in cells if c["set"] == set_name), None)) for set_name in config.sets}
+    warnings += [f"{c['set']} / {c['row']}: the judge thinks with no budget under max_tokens "
+                 f"{c['judge_settings']['max_tokens']}: its replies may be all thinking and give no verdict"
+                 for c in cells if c["judge_settings"] and c["state"] != "not run (only)"
+                 and "no budget" in c["judge_settings"]["thinking"] and c["judge_settings"]["max_tokens"] < 4096]
     return {"base": config.base, "output_dir": config.output_dir, "cells": cells,
+            "paper_systems_not_run": {k: v for k, v in not_run.items() if v},
             "models": sorted(models.values(), key=lambda m: (m["backend"], m["model"], m["endpoint"])),
             "api_key_envs": sorted({m["api_key_env"] for m in models.values() if m.get("api_key_env")}),
             "totals": totals, "warnings": warnings}
@@ -172,7 +223,8 @@ def dry_run_text(plan: dict) -> str:
              "(nothing run, no model loaded, no network)", "", "cells:"]
     for c in plan["cells"]:
         d, r, win = c["data"], c["retrieval"], c["window"]
-        lines.append(f"  {c['set']} / {c['row']}: method {c['method']} [{c['state']}]")
+        mark = " (ours, not in the paper)" if c.get("not_in_paper") else ""
+        lines.append(f"  {c['set']} / {c['row']}{mark}: method {c['method']} [{c['state']}]")
         for role, m in c["models"].items():
             extra = f" + adapter {m['adapter']}" if m.get("adapter") else ""
             lines.append(f"    {role:<8} {m['model']}{extra} ({m['backend']}, {m['endpoint']})")
@@ -180,6 +232,11 @@ def dry_run_text(plan: dict) -> str:
         lines.append(f"    retrieval n={r['n']} sparse={r['sparse']} dense={r['dense_model']} "
                      f"reranker={r['reranker']}; "
                      f"window w={win['w']} L={win['L']} s={win['s']}; judge {c['judge']}{settings}")
+        js = c.get("judge_settings")
+        if js:
+            kw = f", chat_template_kwargs {js['chat_template_kwargs']}" if js["chat_template_kwargs"] else ""
+            lines.append(f"    judge {js['kind']}: max_tokens {js['max_tokens']} ({js['max_tokens_source']}), "
+                         f"thinking {js['thinking']}{kw}")
         split = f", split {d['split']} (seed {d['split_seed']})" if d["split"] else ""
         lines.append(f"    data {d['dataset']}{' subset ' + d['subset'] if d['subset'] else ''}{split}"
                      f"{', limit ' + str(d['limit']) if d['limit'] else ''}: {_n(c['questions'])} questions"
@@ -188,6 +245,17 @@ def dry_run_text(plan: dict) -> str:
         lines.append("    calls: " + ", ".join(f"{CALL_NAMES[k]} {_n(v)}" for k, v in calls.items() if k in CALL_NAMES)
                      + (f" (MPM <= {calls['mpm_max_per_question']} a question)" if "mpm_max_per_question" in calls
                         else ""))
+    first = next((c for c in plan["cells"] if c.get("open_settings")), None)
+    if first:
+        lines += ["", "settings the paper leaves open, as the project chose them (first cell; "
+                      "lazymem.eval.paper.PROJECT_CHOICES says why):"]
+        lines += [f"  {k} = {v}" for k, v in first["open_settings"].items()]
+    for set_name, rows in (plan.get("paper_systems_not_run") or {}).items():
+        lines += ["", f"systems of the paper's Table 1 not run here ({set_name}; the paper's reported numbers):"]
+        for r in rows:
+            nums = "not reported on this benchmark" if r["lj"] is None else (
+                f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})")
+            lines.append(f"  {r['system']}: {nums}; {r['why']}")
     lines += ["", "models and endpoints (deduplicated):"]
     for m in plan["models"]:
         extra = f" + adapter {m['adapter']}" if m.get("adapter") else ""

@@ -4,6 +4,12 @@ Prompts and parsers call no model: build a prompt, send it with any client (usin
 settings in LONGMEMEVAL_JUDGE_SETTINGS / LOCOMO_JUDGE_SETTINGS), and parse the reply.
 ``judge_answer`` does all three for one response with a given client.
 
+A reply with no verdict (a thinking model cut off mid-thought, a reply with neither yes nor no,
+LoCoMo JSON that does not parse twice) is an error of the judge, counted and shown per run and per
+table cell, never a silent "wrong": a judge that thinks (Qwen3 by default) needs
+``chat_template_kwargs: {enable_thinking: false}`` or a ``thinking_budget`` that leaves room for
+the verdict (``check_judge_client`` refuses the combination that cannot work before any call).
+
 >>> parse_yes_no("Yes.")
 True
 """
@@ -67,6 +73,35 @@ def longmemeval_judge_prompt(question: Question, response: str) -> str:
     return template.render(question=question.text, answer=question.answer, response=response)
 
 
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+_YES_NO = re.compile(r"\b(?:yes|no)\b", re.IGNORECASE)
+
+
+def reply_after_thinking(response: str) -> str:
+    """The part of a judge reply after an inline ``<think>...</think>`` trace ("" when the trace
+    never closed: the model was cut off while thinking).
+
+    >>> reply_after_thinking("<think> step0 step1 </think> yes"), reply_after_thinking("<think> step0 step1")
+    ('yes', '')
+    >>> reply_after_thinking("No.")
+    'No.'
+    """
+    text = response.strip()
+    if not text.startswith(_THINK_OPEN):
+        return response
+    _, closed, rest = text[len(_THINK_OPEN):].partition(_THINK_CLOSE)
+    return rest.strip() if closed else ""
+
+
+def has_yes_no(response: str) -> bool:
+    """Whether a LongMemEval judge reply gives a verdict: the word yes or no after any think trace.
+
+    >>> has_yes_no("Yes."), has_yes_no("<think> the answer says yes"), has_yes_no("Correct.")
+    (True, False, False)
+    """
+    return bool(_YES_NO.search(reply_after_thinking(response)))
+
+
 def parse_yes_no(response: str) -> bool:
     """Official label: ``'yes' in response.lower()`` (so "no, not yes" is True, as official).
 
@@ -120,16 +155,30 @@ def parse_correct_wrong(response: str, strict: bool = True) -> bool | None:
 # ---------------------------------------------------------------------------------------
 
 
+def no_verdict_error(kind: str, reply: str, finish_reason: str | None, max_tokens: int) -> str:
+    """Why a judge reply has no verdict, and what to change (the record's ``error``)."""
+    cut = finish_reason == "length"
+    thinking = reply.lstrip().startswith(_THINK_OPEN)
+    why = (f"cut off at max_tokens={max_tokens}" + (" while thinking" if thinking else "") if cut
+           else "a reply with no " + ("yes/no" if kind == "longmemeval" else "readable {\"label\": ...} JSON"))
+    return (f"judge reply has no verdict ({why}; reply starts {reply[:60]!r}): a thinking model (Qwen3 thinks by "
+            "default) needs pipeline.judge.chat_template_kwargs {enable_thinking: false} or a "
+            "pipeline.judge.thinking_budget that leaves room for the verdict; or raise judge_max_tokens")
+
+
 def judge_answer(client: LLMClient, question: Question, response: str, kind: str, seed: int = 0,
                  max_tokens: int | None = None, json_mode: bool = True) -> dict:
     """Ask the official judge of `kind` about one response; a record with prompt, reply and label.
 
-    ``label`` is True/False, or None only when the question is not judged (LoCoMo category 5,
-    which Mem0's judge skips) or the call errored. A LoCoMo reply that does not parse is asked
-    once more (seed + 1) and then counted as wrong: ``label`` False with ``unparseable`` True
-    (the first reply is kept in ``retry_of``), so no answer leaves the accuracy denominator.
-    LongMemEval's judge already reads any reply without "yes" as wrong. With ``json_mode``
-    the LoCoMo judge's request carries LOCOMO_JUDGE_SCHEMA.
+    ``label`` is True/False, or None when the question is not judged (LoCoMo category 5, which
+    Mem0's judge skips), the call errored, or the reply gave no verdict. A reply with no verdict
+    (``no_verdict_error``: a LongMemEval reply without the word yes or no once any think trace is
+    dropped, e.g. a thinking model cut off at the official 10 tokens; a LoCoMo reply that is not
+    Mem0's JSON, asked once more with seed + 1, the first reply kept in ``retry_of``) is an
+    ``error`` with ``unparseable`` True: Mem0's script raises on it, and counting it wrong would
+    hide a broken judge. The LongMemEval label is the official rule (``'yes' in reply.lower()``)
+    on the reply after its think trace. With ``json_mode`` the LoCoMo judge's request carries
+    LOCOMO_JUDGE_SCHEMA.
     """
     from lazymem.llm import Sampling
 
@@ -148,9 +197,9 @@ def judge_answer(client: LLMClient, question: Question, response: str, kind: str
         raise ConfigError(f"judge kind {kind!r}: must be 'longmemeval' or 'locomo'")
     out["prompt"] = prompt
     schema = LOCOMO_JUDGE_SCHEMA if kind == "locomo" and json_mode else None
+    cap = max_tokens or JUDGE_MAX_TOKENS[kind]
     for attempt in range(2 if kind == "locomo" else 1):
-        sampling = Sampling(temperature=0.0, max_tokens=max_tokens or JUDGE_MAX_TOKENS[kind], seed=seed + attempt,
-                            json_schema=schema)
+        sampling = Sampling(temperature=0.0, max_tokens=cap, seed=seed + attempt, json_schema=schema)
         c = client.generate([prompt], sampling)[0]
         out["attempts"] = attempt + 1
         if out["response"] is not None:
@@ -162,13 +211,16 @@ def judge_answer(client: LLMClient, question: Question, response: str, kind: str
             return out
         out["response"] = c.text
         if kind == "longmemeval":
-            out["label"] = parse_yes_no(c.text)
-            return out
-        label = parse_correct_wrong(c.text)
+            if has_yes_no(c.text):
+                out["label"] = parse_yes_no(reply_after_thinking(c.text))
+                return out
+            break
+        label = parse_correct_wrong(reply_after_thinking(c.text))
         if label is not None:
             out["label"] = label
             return out
-    out["label"], out["unparseable"] = False, True
+    out["unparseable"] = True
+    out["error"] = no_verdict_error(kind, out["response"] or "", (out["output"] or {}).get("finish_reason"), cap)
     return out
 
 

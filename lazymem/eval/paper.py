@@ -72,6 +72,21 @@ def all_at_50_reference(which: bool | str = True) -> dict[str, dict[int, float]]
     raise ValueError(f"paper reference {which!r}: choose 'locomo', 'longmemeval', 'both', True or ''")
 
 
+# Settings the paper's evaluation leaves open (Sec. 4 and App. "Experimental Setup Details" name the
+# models, n, w, L, s and the judge, not these): the project's choice, shown by `eval-table --dry-run`
+# and marked in the paper configs (configs/eval/paper_*.yaml), so that no number reads as the paper's.
+PROJECT_CHOICES = {
+    "pipeline.retrieval.rrf_k": "RRF's k: 60, Cormack et al.'s constant (the paper names RRF, not its k)",
+    "pipeline.retrieval.depth": "each ranked list cut at 100 before fusion (the paper does not say)",
+    "pipeline.retrieval.rerank_depth": "the reranker scores the top 100 fused candidates (the paper does not say)",
+    "pipeline.retrieval.query_prompt_name": "None: Qwen3-Embedding's own 'query' instruction prompt, as "
+                                            "sentence-transformers ships it (the paper names no instruction)",
+    "pipeline.mpm_sampling": "greedy (temperature 0), 3,072 new tokens (the RL generation length); the paper "
+                             "gives no inference decoding for the MPM",
+    "pipeline.answer_sampling": "greedy (temperature 0), 4,096 new tokens with thinking on; the paper gives no "
+                                "answerer decoding",
+}
+
 # the project's methods that are systems of the paper's Table 1, by its name there (``Method.in_paper``)
 PAPER_SYSTEM = {name: method_class(name).label for name in method_names() if method_class(name).in_paper}
 NOT_IN_PAPER = "ours, not in the paper"

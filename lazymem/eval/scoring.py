@@ -72,6 +72,8 @@ def summarize(records: Iterable[RunRecord | Mapping], judge: str = "none",
             "skipped": sum(1 for r in ok if r.judge and r.judge.skipped),
             "unparseable": sum(1 for r in ok if r.judge and r.judge.unparseable),
             "judge_errors": sum(1 for r in latest.values() if r.judge and r.judge.error),
+            # replies with no verdict (an error of the judge, e.g. a thinking model cut off): never counted wrong
+            "judge_no_verdict": sum(1 for r in latest.values() if r.judge and r.judge.error and r.judge.unparseable),
             "question_errors": counts["error"],
             "by_type": by_group(abbrev, lambda r: r.label),
         }
@@ -248,7 +250,9 @@ def summary_text(s: Mapping) -> str:
         lines.append(f"accuracy ({s['judge']} judge) {f(a['overall'])} over {a['n']}  "
                      + "  ".join(f"{t} {f(v['mean'])}" for t, v in a["by_type"].items())
                      + f"  (unparseable judge replies counted wrong: {a.get('unparseable', 0)}, skipped "
-                       f"{a.get('skipped', 0)}, errored questions {a.get('question_errors', c['error'])})")
+                       f"{a.get('skipped', 0)}, errored questions {a.get('question_errors', c['error'])}"
+                       + (f", of them judge replies with no verdict: {a['judge_no_verdict']}"
+                          if a.get("judge_no_verdict") else "") + ")")
     if s.get("locomo_f1"):
         lf = s["locomo_f1"]
         lines.append(f"LoCoMo F1 {f(lf['overall'])}  "

@@ -37,7 +37,8 @@ from lazymem.errors import ConfigError
 from lazymem.eval.paper import NOT_IN_PAPER, not_in_paper
 from lazymem.fields import h
 
-COLUMNS = ("questions", "all_gold_shown", "gate_fmt", "rewritten_rate", "gold_keep_recall", "nongold_drop_rate",
+COLUMNS = ("questions", "judge_accuracy", "judge_errors", "all_gold_shown", "gate_fmt", "rewritten_rate",
+           "gold_keep_recall", "nongold_drop_rate",
            "evidence_recall", "answer_recall_in_memory", "memory_tokens", "ratio_to_ref", "locomo_f1", "answer_f1",
            "processing_s")
 
@@ -96,8 +97,14 @@ class EvalTableConfig:
     executor: Any = field(default=None, metadata=h(
         "where cells run: inline (default), local or slurm, or lazymem.jobs.JobsConfig keys (partition, ...)"))
     shards: int = field(default=1, metadata=h("jobs per cell (local/slurm), each a part of its questions, merged"))
+    not_in_paper: tuple[str, ...] = field(default=(), metadata=h(
+        "rows the paper's table does not have (the project's own systems or models): marked 'ours, not in the paper'"))
+    paper_systems_not_run: Mapping[str, str] = field(default_factory=dict, metadata=h(
+        "systems of the paper's Table 1 this table cannot run -> why; the dry run and table.md show the paper's "
+        "reported numbers for them (lazymem.eval.paper.REPORTED), labelled reported"))
 
     def __post_init__(self):
+        from lazymem.eval.paper import REPORTED
         from lazymem.jobs import JobsConfig
 
         object.__setattr__(self, "executor", JobsConfig.of(self.executor, "EvalTableConfig.executor"))
@@ -126,14 +133,56 @@ class EvalTableConfig:
         if unknown := [r for r in only if r not in self.rows]:
             raise ConfigError(f"EvalTableConfig.only: unknown rows {unknown} (rows: {', '.join(self.rows)})")
         object.__setattr__(self, "only", only)
+        ext = (self.not_in_paper,) if isinstance(self.not_in_paper, str) else tuple(self.not_in_paper or ())
+        if unknown := [r for r in ext if r not in self.rows]:
+            raise ConfigError(f"EvalTableConfig.not_in_paper: unknown rows {unknown} (rows: {', '.join(self.rows)})")
+        object.__setattr__(self, "not_in_paper", ext)
+        systems = self.paper_systems_not_run or {}
+        if not isinstance(systems, Mapping) or not all(isinstance(v, str) for v in systems.values()):
+            raise ConfigError("EvalTableConfig.paper_systems_not_run: a mapping of the paper's system name -> why "
+                              f"it is not run (a string), got {systems!r}")
+        known = set(REPORTED["longmemeval"]) | set(REPORTED["locomo"])
+        if unknown := [k for k in systems if k not in known]:
+            raise ConfigError(f"EvalTableConfig.paper_systems_not_run: {unknown} are not systems of the paper's "
+                              f"Table 1 (known: {', '.join(sorted(known))})")
 
     def cell_overrides(self, set_name: str, row: str) -> list[str]:
         return [*_overrides(self.sets[set_name] or {}, f"sets.{set_name}"),
                 *_overrides(self.rows[row] or {}, f"rows.{row}")]
 
 
-def table_row(summary: Mapping, reference: Mapping | None = None) -> dict:
-    """The table's columns from one run summary (and the reference row's summary)."""
+def reported_only(systems: Mapping[str, str], dataset: str | None) -> list[dict]:
+    """The paper's reported numbers for the Table 1 systems a table does not run, on ``dataset``'s benchmark.
+
+    >>> reported_only({"LightMem": "no implementation here"}, "longmemeval_s_cleaned")
+    [{'system': 'LightMem', 'why': 'no implementation here', 'mpm': 'Qwen3-32B', 'lj': 0.79, 'tokens': 2497}]
+    """
+    from lazymem.eval.paper import REPORTED, benchmark_of
+
+    bench = benchmark_of(dataset)
+    out = []
+    for system, why in systems.items():
+        rep = REPORTED.get(bench, {}).get(system) if bench else None
+        out.append({"system": system, "why": why, "mpm": rep["mpm"] if rep else None,
+                    "lj": rep["lj"] if rep else None, "tokens": rep["tokens"] if rep else None})
+    return out
+
+
+def reported_only_markdown(rows: Sequence[Mapping]) -> list[str]:
+    """Lines under a set's table: the paper's systems not run here, with the paper's reported numbers."""
+    if not rows:
+        return []
+    lines = ["Systems of the paper's Table 1 not run here (the paper's reported numbers, not measured):", ""]
+    for r in rows:
+        nums = "not reported on this benchmark" if r["lj"] is None else (
+            f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})")
+        lines.append(f"- {r['system']}: {nums}; {r['why']}")
+    return [*lines, ""]
+
+
+def table_row(summary: Mapping, reference: Mapping | None = None, extension: bool = False) -> dict:
+    """The table's columns from one run summary (and the reference row's summary); ``extension``: a row
+    the paper's table does not have (``EvalTableConfig.not_in_paper``), marked "ours, not in the paper"."""
     c = summary.get("construction") or {}
     rest = (c.get("n_messages") or 0) - (c.get("n_gold") or 0)
     tokens = (summary.get("memory_tokens") or {}).get("mean")
@@ -141,12 +190,17 @@ def table_row(summary: Mapping, reference: Mapping | None = None) -> dict:
     proc = ((summary.get("latency_s") or {}).get("processing") or {}).get("mean")
     measures = summary.get("memory_measures") or {}  # absent from summaries made before it existed
     counts = summary.get("counts") or {}
-    notes = [NOT_IN_PAPER] if not_in_paper(summary.get("method"), summary.get("dataset")) else []
+    notes = [NOT_IN_PAPER] if extension or not_in_paper(summary.get("method"), summary.get("dataset")) else []
     asked = counts.get("selected") or counts.get("recorded")
     if asked and (counts.get("ok") or 0) < asked:  # errors or unfinished: the means are over fewer questions
         notes.append(f"{counts.get('ok') or 0} of {asked} answered")
+    acc = summary.get("accuracy") or {}
+    if acc.get("judge_no_verdict"):  # a broken judge shows in its cell, never as wrong answers
+        notes.append(f"{acc['judge_no_verdict']} judge replies with no verdict")
     return {
         "questions": counts.get("ok"),
+        "judge_accuracy": acc.get("overall"),
+        "judge_errors": acc.get("judge_errors") if acc else None,
         "all_gold_shown": c.get("all_gold_shown"),
         "gate_fmt": c.get("gate_fmt"), "rewritten_rate": c.get("rewritten_rate"),
         "gold_keep_recall": c.get("gold_keep_recall"),
@@ -240,10 +294,47 @@ def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: 
         if o.shown or o.status in ("stale", "failed"):  # a stale or failed cell shows no numbers, only its mark
             summaries.setdefault(o.cell.key[0], {})[o.cell.key[1]] = o.result if o.shown else {}
     marks = {o.cell.key: o.mark() for o in outcomes}
-    table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None), **marks[(s, r)])
+    table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None,
+                                   extension=r in config.not_in_paper), **marks[(s, r)])
                  for r, v in rows.items()} for s, rows in summaries.items()}
-    write_table(out, table, table_markdown(table, config.reference))
+    text = table_markdown(table, config.reference)
+    if config.paper_systems_not_run:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(
+            line for s in table for line in [f"### {s}", ""]
+            + reported_only_markdown(reported_only(config.paper_systems_not_run, set_dataset(config, s))))
+    text = text.rstrip("\n") + "\n\n" + "\n".join(provenance_lines(out, table, command)) + "\n"
+    write_table(out, table, text)
     return table
+
+
+def provenance_lines(out: Path, table: Mapping[str, Mapping], command: Sequence[str] | None) -> list[str]:
+    """Where a table's numbers come from: the command that remakes it, and each cell run's commit and dates
+    (from the cells' manifests), grouped by commit."""
+    from lazymem import __version__
+    from lazymem.eval.runfiles import MANIFEST_FILE, read_json
+
+    made: dict[str, list] = {}
+    for set_name, rows in table.items():
+        for row in rows:
+            m = read_json(out / set_name / row / MANIFEST_FILE) or {}
+            if m.get("status") == "done":
+                made.setdefault((m.get("git_commit") or "unknown")[:7], []).append(
+                    (str(m.get("end") or m.get("start") or "")[:10], f"{set_name}/{row}"))
+    shown = " ".join(command) if command else "lazymem eval-table --config <this table's config>"
+    lines = [f"Remade by `{shown}` (lazymem {__version__}): finished cells whose config, dataset and prompts "
+             "still match are read back, others are run."]
+    for commit, cells in sorted(made.items(), key=lambda kv: min(d for d, _ in kv[1])):
+        dates = sorted(d for d, _ in cells)
+        span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+        lines.append(f"- {len(cells)} cell(s) run at commit {commit}, finished {span}")
+    return lines
+
+
+def set_dataset(config: EvalTableConfig, set_name: str) -> str:
+    """The dataset spec a set's cells read (from its first row's config; nothing is loaded)."""
+    from lazymem.eval.config import EvalConfig
+
+    return EvalConfig.from_yaml(config.base, config.cell_overrides(set_name, next(iter(config.rows)))).dataset
 
 
 class CellInputs:
@@ -350,7 +441,7 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]], reference: str | 
 def _fmt(column: str, v: Any) -> str:
     if v is None:
         return "-"
-    if column == "questions":
+    if column in ("questions", "judge_errors"):
         return str(v)
     if column in ("memory_tokens", "processing_s"):
         return f"{v:.1f}"
