@@ -288,6 +288,15 @@ class TransformersBackend:
             if sampling.seed is not None:
                 torch.manual_seed(sampling.seed)
             out: list[Completion | None] = [None] * len(texts)
+            # A prompt past the model's trained positions would run (RoPE extends) and decode noise: refuse
+            # it per prompt, as llama.cpp and vLLM refuse a request over their context
+            limit = getattr(self.load()[0].config, "max_position_embeddings", None)
+            for i, n in enumerate(lengths):
+                if limit and n + sampling.max_tokens > limit:
+                    out[i] = error_completion(ValueError(
+                        f"Requested tokens ({n} in the prompt + {sampling.max_tokens} max_tokens) exceed the model's "
+                        f"context of {limit} (max_position_embeddings)"), self.model_id)
+            order = [i for i in order if out[i] is None]
             bs = self.config.batch_size
             for start in range(0, len(order), bs):
                 idx = order[start:start + bs]
