@@ -1,5 +1,6 @@
 """The `lazymem` command line: thin wrappers over the package (all logic lives in modules).
 
+    lazymem --version
     lazymem data summary SPEC [--subset paper] [--json]
     lazymem data split SPEC [--seed 42] [--json]
     lazymem retrieve SPEC --question ID [--w 2] [--json]
@@ -64,6 +65,10 @@ def _recipe_data(path: str, sets: list[str]) -> dict:
 def cmd_train(args) -> int:
     from lazymem.notebooks.recipe import run_step
 
+    if args.smoke:
+        from lazymem.train.smoke import smoke_main
+
+        return smoke_main(args.train_command, _recipe_data(args.config, args.set), args.config, as_json=args.json)
     t0 = time.perf_counter()
     out = run_step(args.train_command, _recipe_data(args.config, args.set), args.config)
     if args.train_command == "eval-windows":
@@ -110,6 +115,18 @@ def cmd_eval_table(args) -> int:
 
         plan = dry_run(config)
         print_json(plan) if args.json else print(dry_run_text(plan), end="")
+        return 0
+    if args.smoke:  # every cell with the table's settings, its models scripted or small: CPU, offline, minutes
+        from lazymem.eval.smoke import SmokeFailed, run_smoke
+
+        try:
+            report = run_smoke(config, questions=args.smoke_questions, data=args.smoke_data, output_dir=args.out,
+                               progress=not args.no_progress)
+        except SmokeFailed as e:
+            print(e, file=sys.stderr)
+            return 1
+        if args.json:
+            print_json(report)
         return 0
     from lazymem.eval.runner import sigterm_exits
 
@@ -169,7 +186,10 @@ def cmd_demo(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lazymem import __version__
+
     p = argparse.ArgumentParser(prog="lazymem", description="LazyMem research workbench")
+    p.add_argument("--version", action="version", version=f"lazymem {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     from lazymem.data import command as data_command
@@ -222,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a recipe key (dotted for nested keys, e.g. lora.r=8)")
         s.add_argument("--json", action="store_true", help="print the card / result as JSON")
+        s.add_argument("--smoke", action="store_true",
+                       help="sft-data, rl-data, sft, grpo: run the recipe's settings on CPU, offline, with tiny "
+                            "stand-ins for its models and data (printed); fails on what a real run would trip on")
         s.set_defaults(func=cmd_train)
     s = train.add_parser("recipe", help="LazyMem-135M's training recipe, step by step (every step resumes)")
     s.add_argument("--only", nargs="+", default=[], metavar="STEP", help="run just these steps")
@@ -262,6 +285,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true",
                    help="print every cell's resolved config, the models and endpoints the table needs and its "
                         "model calls (bounds where only retrieval can tell); runs nothing, loads no model, no network")
+    s.add_argument("--smoke", action="store_true",
+                   help="run every cell on CPU, offline, in minutes: the table's settings exactly, its served models "
+                        "replaced by a scripted Qwen3-family server on a loopback port, GPU models on CPU, a few "
+                        "questions; prints what it replaced and fails on what a real run would trip on")
+    s.add_argument("--smoke-questions", type=int_at_least(1), default=1, metavar="N",
+                   help="--smoke: questions a set (default 1)")
+    s.add_argument("--smoke-data", metavar="SPEC",
+                   help="--smoke: the dataset every set reads (default: the config's where on disk, else local data)")
+    s.add_argument("--out", metavar="DIR", help="--smoke: the (new or empty) folder for the smoke's cells")
     add_executor_arguments(s).add_argument("--shards", type=int_at_least(1), metavar="K",
                                            help="K jobs per cell, each a part of its questions, merged into the cell")
     s.set_defaults(func=cmd_eval_table)

@@ -435,3 +435,93 @@ def test_time_budget_waits_for_its_seconds_and_rejects_a_bad_budget():
     for bad in (0, -1, "60", None):
         with pytest.raises(ValueError, match="time budget"):
             time_budget_callback(bad)
+
+
+def _long_prompt_history(path):
+    """A LongMemEval-format file: one question over one 20-turn session whose turn 3 is ~9,000 tokens long (no
+    gold) and whose turn 16 is the gold evidence; every turn shares "move" with the query, so BM25 retrieves all
+    20 and the windows (w=2, L=8, s=7) are [0-7], [7-14], [14-19]: only the first holds the long turn."""
+    turns = [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"Small talk number {i}: the move went fine, the weather is nice."} for i in range(20)]
+    turns[3]["content"] = "A very long story about the move and the garden. " + "tomato " * 9000
+    turns[16] = {"role": "user", "content": "I moved to Lisbon last spring; the move was in May.", "has_answer": True}
+    record = {"question_id": "q1", "question_type": "single-session-user", "question": "Where did I move?",
+              "answer": "Lisbon", "question_date": "2023/06/01 (Thu) 10:00", "haystack_session_ids": ["s0"],
+              "haystack_dates": ["2023/05/20 (Sat) 02:21"], "haystack_sessions": [turns], "answer_session_ids": ["s0"]}
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    return str(path)
+
+
+def test_rl_prompts_over_the_max_input_leave_the_pool_before_the_draw_and_are_counted(tmp_path):
+    """The paper's max input length (8,192 tokens with the chat template) as VERL's filter_overlong_prompts: the
+    one window holding a ~9,000-token message leaves the pool; the card counts it (not gold-bearing)."""
+    from lazymem.train.datacard import read_jsonl
+    from lazymem.train.rl_data import RLDataConfig, build_rl_prompts, chat_tokenizer, prompt_tokens
+
+    base = {"datasets": [_long_prompt_history(tmp_path / "long.json")], "split": None, "size": None, "seed": 0,
+            "retrieval": {"n": 50, "sparse": "rank_bm25", "dense_model": None, "reranker": None},
+            "window": {"w": 2, "L": 8, "s": 7}, "progress": False}
+    everything = build_rl_prompts(RLDataConfig.from_dict({**base, "output_dir": str(tmp_path / "all")}))
+    assert everything["pool"] == 3 and "overlong_prompts" not in everything  # no limit: nothing is counted or dropped
+    limited = {**base, "max_prompt_tokens": 8192, "output_dir": str(tmp_path / "r")}
+    card = build_rl_prompts(RLDataConfig.from_dict(limited))
+    assert card["pool"] == 2 and card["overlong_prompts"]["pool_before"] == 3
+    o = card["overlong_prompts"]
+    assert (o["limit"], o["dropped"], o["dropped_gold_bearing"], o["dropped_other"]) == (8192, 1, 0, 1)
+    assert o["longest"] > 9000 and o["longest_kept"] < 2000 and o["tokenizer"] == "Qwen3 (shipped)"
+    rows = read_jsonl(tmp_path / "r" / "rl_prompts.jsonl")
+    assert all("tomato tomato" not in json.dumps(r["prompt"]) for r in rows)  # exactly the long window is gone
+    assert {r["window_index"] for r in rows} == {1, 2}
+    assert max(prompt_tokens([r["prompt"] for r in rows], chat_tokenizer(None))) == o["longest_kept"]
+    md = (tmp_path / "r" / "card.md").read_text()
+    assert "Prompts over 8,192 tokens with the chat template" in md and "1 of 3 (0 gold-bearing, 1 without gold)" in md
+    for bad in ({"max_prompt_tokens": 0}, {"max_prompt_tokens": True}, {"tokenizer": ""}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            RLDataConfig.from_dict({**base, **bad})
+
+
+def test_the_paper_data_configs_resolve_to_the_papers_training_data():
+    """App. "Training Data": 100 of the 360 train questions for SFT with a thinking DeepSeek teacher whose
+    reasoning goes in the targets; 10,000 RL prompts, half gold-bearing, max input 8,192; 40 validation questions;
+    the paper's retrieval and window shape; and the training recipes read what these write."""
+    from pathlib import Path
+
+    from lazymem.train.grpo import GRPORecipe
+    from lazymem.train.rl_data import RLDataConfig
+    from lazymem.train.sft import SFTRecipe
+    from lazymem.train.sft_data import SFTDataConfig
+
+    train = Path(__file__).resolve().parents[1] / "configs" / "train"
+    sft = SFTDataConfig.from_yaml(str(train / "data_sft_paper.yaml"))
+    rl = RLDataConfig.from_yaml(str(train / "data_rl_paper.yaml"))
+    val = RLDataConfig.from_yaml(str(train / "data_rl_val_paper.yaml"))
+    for c in (sft, rl, val):
+        assert (c.datasets, c.split_seed) == (("longmemeval_s_cleaned",), 42)
+        assert (c.window.w, c.window.L, c.window.s) == (2, 8, 7)
+        r = c.retrieval
+        assert (r.n, r.sparse, r.dense_model, r.reranker) == (50, "rank_bm25", "Qwen/Qwen3-Embedding-8B",
+                                                               "BAAI/bge-reranker-v2-m3")
+    assert (sft.split, sft.questions, sft.teacher_reasoning, sft.balance, sft.max_length) == ("train", 100, True, True,
+                                                                                              8192)
+    assert sft.teacher.backend == "openai" and "deepseek" in sft.teacher.model
+    assert (rl.split, rl.questions, rl.size, rl.gold_fraction) == ("train", None, 10000, 0.5)
+    assert rl.max_prompt_tokens == 8192
+    assert (val.split, val.questions, val.max_prompt_tokens) == ("validation", None, 8192)
+    assert Path(rl.reasoning_chains) == Path(sft.output_dir)
+    s, g = SFTRecipe.from_yaml(train / "sft_paper.yaml"), GRPORecipe.from_yaml(train / "grpo_paper.yaml")
+    assert Path(s.data).parent == Path(sft.output_dir)
+    assert Path(g.data).parent == Path(rl.output_dir) and Path(g.validation_data).parent == Path(val.output_dir)
+    assert g.base == f"{s.output_dir}/final"
+
+
+def test_every_path_the_paper_recipes_comments_name_exists():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("sft_paper", "grpo_paper", "data_sft_paper", "data_rl_paper", "data_rl_val_paper"):
+        text = (root / "configs" / "train" / f"{name}.yaml").read_text(encoding="utf-8")
+        comments = "\n".join(line.split("#", 1)[1] for line in text.splitlines() if "#" in line)
+        named = set(re.findall(r"(?:configs|lazymem|tests|scripts)/[\w./-]+\.(?:yaml|py|sh)", comments))
+        assert named, name
+        assert all((root / p).is_file() for p in named), (name, [p for p in named if not (root / p).is_file()])

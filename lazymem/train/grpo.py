@@ -42,7 +42,7 @@ from lazymem.errors import ConfigError
 from lazymem.fields import h, require
 from lazymem.llm import LLMConfig
 from lazymem.train.cadence import rollout_batches_to_steps, steps_per_rollout_batch
-from lazymem.train.modeling import DTYPES, LoraSettings, has_cuda, load_policy, load_tokenizer
+from lazymem.train.modeling import DTYPES, LoraSettings, check_master_weights, has_cuda, load_policy, load_tokenizer
 from lazymem.train.objective import TRL_PAPER_SETTINGS
 from lazymem.train.recipe import load_recipe
 from lazymem.train.rewards import ETA, LAMBDA_PHASE2, TAU
@@ -87,10 +87,11 @@ class GRPORecipe:
     scale_rewards: str = field(default="group", metadata=h("advantage std normalisation per group"))
     weight_decay: float = field(default=0.01, metadata=h("paper: 0.01"))
     max_grad_norm: float = field(default=1.0, metadata=h("paper: 1.0"))
-    bf16: bool = field(default=False, metadata=h("bf16 mixed precision (paper: true)"))
+    bf16: bool = field(default=False, metadata=h("bf16 compute by autocast (paper: true); the weights stay `dtype`"))
     gradient_checkpointing: bool = field(default=False, metadata=h(
         "recompute activations in the backward pass: less memory, more time"))
-    dtype: str = field(default="float32", metadata=h(f"weights dtype, one of {DTYPES}"))
+    dtype: str = field(default="float32", metadata=h(
+        f"weights dtype, one of {DTYPES}; full fine-tuning (no lora, no adapter) needs float32 (master weights)"))
     dataloader_drop_last: bool = field(default=True, metadata=h("paper: drop the last incomplete batch"))
     eta: float = field(default=ETA, metadata=h("gold-retention weight of R_act (paper: 0.915)"))
     tau: float = field(default=TAU, metadata=h("format-validity threshold of the curriculum (paper: 0.99)"))
@@ -131,6 +132,7 @@ class GRPORecipe:
         require(self.num_generations >= 2, "GRPORecipe", "num_generations", self.num_generations,
                 "must be >= 2 (a group needs a baseline)")
         require(self.dtype in DTYPES, "GRPORecipe", "dtype", self.dtype, f"must be one of {DTYPES}")
+        check_master_weights("GRPORecipe", self.dtype, self.lora, self.adapter)
         require(self.adapter is None or self.lora is None, "GRPORecipe", "lora", self.lora,
                 "a new LoRA and an SFT adapter cannot both be set")
         require(self.judge is None or isinstance(self.judge, LLMConfig), "GRPORecipe", "judge", self.judge,

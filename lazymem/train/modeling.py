@@ -13,6 +13,7 @@ from typing import Any
 from lazymem.errors import ConfigError
 
 DTYPES = ("float32", "bfloat16", "float16")
+HALF = ("bfloat16", "float16")  # weight dtypes an optimizer cannot update finely without a float32 master copy
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,49 @@ class LoraSettings:
         targets = self.target_modules if isinstance(self.target_modules, str) else list(self.target_modules)
         return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=targets,
                           layers_to_transform=list(self.layers) if self.layers else None, task_type="CAUSAL_LM")
+
+
+def check_master_weights(where: str, dtype: str, lora: Any, adapter: str | None = None) -> None:
+    """Refuse full-parameter training of half-precision weights (a recipe's ``dtype`` with ``lora: null``).
+
+    AdamW under plain data-parallel accelerate updates the weights in their own dtype: a bf16 weight
+    moves only when the update exceeds half its spacing (2^-8 of its size), so at the paper's learning
+    rates most updates are rounded away (measured on CPU: after 10 steps on weights of scale 0.02, 2.0%
+    of weights changed at lr 1e-6 and 7.4% at 5e-6, against 100% in float32). The paper's DeepSpeed
+    ZeRO-2 (SFT) and FSDP (RL) keep float32 master weights; here that is float32 weights with bf16
+    compute (``dtype: float32`` + ``bf16: true``). A LoRA adapter (``lora`` or ``adapter``) on a bf16 base
+    is fine: PEFT keeps adapter weights in float32 (``autocast_adapter_dtype``).
+
+    >>> check_master_weights("SFTRecipe", "float32", None)
+    >>> check_master_weights("SFTRecipe", "bfloat16", LoraSettings())
+    >>> check_master_weights("SFTRecipe", "bfloat16", None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.ConfigError: SFTRecipe.dtype='bfloat16' with lora: null (full-parameter training): ...
+    """
+    if dtype in HALF and lora is None and not adapter:
+        raise ConfigError(
+            f"{where}.dtype={dtype!r} with lora: null (full-parameter training): the optimizer would update the "
+            f"{dtype} weights themselves, with no float32 master copy (plain data-parallel accelerate keeps none), so "
+            "updates below half a weight's spacing (2^-8 of its size in bfloat16) are lost: at learning rate 1e-6 "
+            "only ~2% of weights of scale 0.02 move in 10 AdamW steps. Set dtype: float32 with bf16: true (float32 "
+            "weights, bf16 compute: what the paper's DeepSpeed ZeRO-2 / FSDP runs keep), or train a LoRA adapter "
+            "(lora: {r: ..., alpha: ...}; PEFT keeps adapter weights in float32)")
+
+
+def check_trainable_dtypes(trainer: Any) -> None:
+    """Refuse to train when a trainable parameter is bf16/fp16 and no DeepSpeed engine keeps float32 master
+    weights (e.g. a PEFT module left in the base dtype): the same loss as ``check_master_weights``, caught on
+    the model the trainer will really update."""
+    if getattr(trainer, "is_deepspeed_enabled", False):
+        return  # ZeRO with bf16 keeps float32 master weights in its optimizer
+    half = [(n, str(p.dtype).replace("torch.", "")) for n, p in trainer.model.named_parameters()
+            if p.requires_grad and str(p.dtype).replace("torch.", "") in HALF]
+    if half:
+        raise ConfigError(f"{len(half)} trainable parameters are half precision (first: {half[0][0]}, {half[0][1]}) "
+                          "and nothing keeps float32 master weights: their small updates would be rounded away. "
+                          "Load the weights in float32 (dtype: float32, bf16: true for bf16 compute) or launch "
+                          "with a DeepSpeed config (configs/train/accelerate/zero2.yaml)")
 
 
 def load_tokenizer(base: str) -> Any:

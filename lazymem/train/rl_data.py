@@ -17,15 +17,21 @@ teacher's for that question (``reasoning_chains``: an SFT data folder or its
 ``annotations.jsonl``, joined by dataset and question id; ``teacher_chains`` says which trace),
 else "". Rows without a chain are counted in the card (``reasoning_chains``), never silent.
 
+Prompts longer than ``max_prompt_tokens`` (the paper's max input length, 8,192) leave the pool
+before the draw, as VERL's ``filter_overlong_prompts`` does (TRL's GRPOTrainer truncates no prompt):
+counted with the policy's tokenizer and chat template (``tokenizer``) as the trainer will tokenize
+them, and counted in the card (``overlong_prompts``: dropped, gold-bearing or not, the longest kept).
+
 Writes ``rl_prompts.jsonl`` and a pool card (``card.json``, ``card.md``) to ``output_dir``.
 """
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lazymem.errors import ConfigError, LoadError
 from lazymem.fields import h
@@ -53,6 +59,12 @@ class RLDataConfig(PairsConfig):
     reasoning_chains: str | None = field(default=None, metadata=h(
         "an SFT data folder (or its annotations.jsonl): each question's teacher trace becomes the judge's referenced "
         "reasoning chain; None = only chains the data has"))
+    max_prompt_tokens: int | None = field(default=None, metadata=h(
+        "drop pool prompts longer than this many tokens (chat template and generation prompt included) before the "
+        "draw (the paper: 8192, its max input length); None = keep every prompt"))
+    tokenizer: str | None = field(default=None, metadata=h(
+        "the policy's tokenizer that max_prompt_tokens counts with: a base model (hub id or local dir); None = the "
+        "Qwen3 tokenizer that ships here (lazymem.llm.tokens.qwen3_tokenizer_dir)"))
 
     def __post_init__(self):
         super().__post_init__()
@@ -63,6 +75,49 @@ class RLDataConfig(PairsConfig):
                    and 0 <= self.gold_fraction <= 1, "gold_fraction", "must be in [0, 1]")
         self._need(self.reasoning_chains is None or (isinstance(self.reasoning_chains, str) and self.reasoning_chains),
                    "reasoning_chains", "must be None or the path of an SFT data folder or its annotations.jsonl")
+        self._need(self.max_prompt_tokens is None or (isinstance(self.max_prompt_tokens, int)
+                                                      and not isinstance(self.max_prompt_tokens, bool)
+                                                      and self.max_prompt_tokens >= 1),
+                   "max_prompt_tokens", "must be None or an integer >= 1")
+        self._need(self.tokenizer is None or (isinstance(self.tokenizer, str) and self.tokenizer), "tokenizer",
+                   "must be None (the shipped Qwen3 tokenizer) or a model name / local directory")
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        for name in ("max_prompt_tokens", "tokenizer"):  # unset: cards of earlier prompt sets stay as they were
+            if d.get(name) is None:
+                d.pop(name)
+        return d
+
+
+def chat_tokenizer(name: str | None) -> Any:
+    """The tokenizer whose chat template a policy sees: ``name`` (alias, local dir, hub id) or, for None,
+    the Qwen3 tokenizer that ships here."""
+    from transformers import AutoTokenizer
+
+    if name is None:
+        from lazymem.llm.tokens import require_qwen3_tokenizer
+
+        return AutoTokenizer.from_pretrained(str(require_qwen3_tokenizer()))
+    from lazymem.llm.models import resolve_model
+
+    return AutoTokenizer.from_pretrained(resolve_model(name))
+
+
+def prompt_tokens(prompts: Sequence[Sequence[Mapping[str, str]]], tokenizer: Any) -> list[int]:
+    """Tokens of each chat prompt as a trainer feeds it: the chat template with the generation prompt."""
+    texts = [tokenizer.apply_chat_template([dict(m) for m in p], tokenize=False, add_generation_prompt=True)
+             for p in prompts]
+    return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+
+
+def overlong(lengths: Sequence[int], limit: int | None) -> list[int]:
+    """Indices of the prompts longer than ``limit`` tokens (none when ``limit`` is None).
+
+    >>> overlong([10, 9000, 8192, 8193], 8192), overlong([9000], None)
+    ([1, 3], [])
+    """
+    return [] if limit is None else [i for i, n in enumerate(lengths) if n > limit]
 
 
 def balance_pool(gold_bearing: Sequence[bool], size: int | None, gold_fraction: float = 0.5,
@@ -172,6 +227,7 @@ def build_rl_prompts(config: RLDataConfig) -> dict:
     selected, selection = select_questions(datasets, config)
     pool = [pair for pairs in query_window_pairs(datasets, selected, config, desc="rl pool") for pair in pairs]
     selection["gold_messages_in_windows"] = gold_in_windows(pool)
+    pool, too_long = drop_overlong(pool, config)
     gold = [any(p.prompt.gold_labels) for p in pool]
     picked = balance_pool(gold, config.size, config.gold_fraction, config.seed)
     rows = [rl_row(pool[i], teacher) for i in picked]
@@ -189,6 +245,7 @@ def build_rl_prompts(config: RLDataConfig) -> dict:
     lengths = length_stats([prompt_text(pool[i].prompt.messages) for i in sorted(set(picked))])
     card = {"kind": "rl", "sources": sources, "seeds": {"seed": config.seed, "split_seed": config.split_seed},
             "selection": selection, **counts, "prompt_lengths_unique": lengths,
+            **({"overlong_prompts": too_long} if too_long else {}),
             "sampling": "gold-bearing WITH replacement, others WITHOUT replacement, shuffled",
             "reasoning_chains": chains, "paper": PAPER_RL, "files": files, "config": config.to_dict(),
             **provenance()}
@@ -205,8 +262,32 @@ def build_rl_prompts(config: RLDataConfig) -> dict:
                ("distinct gold-bearing prompts drawn", counts["gold_bearing_unique"], None),
                ("others drawn (without replacement)", counts["other_sampled"], PAPER_RL["other_sampled"]),
                (f"prompt length, mean ({lengths['unit']})", lengths["mean"], None)]), "",
+        *([overlong_md(too_long), ""] if too_long else []),
         f"Referenced reasoning chains (the judge's): {chains['rows_with_chain']} of {len(rows)} rows have one, "
         f"{chains['rows_empty']} are empty (source: {chains['source']}).", ""])
     write_card(config.output_dir, card, md)
     return card
 
+
+
+def drop_overlong(pool: list[QueryWindow], config: RLDataConfig) -> tuple[list[QueryWindow], dict | None]:
+    """The pool without prompts over ``config.max_prompt_tokens`` and what left it (None when no limit is set)."""
+    if config.max_prompt_tokens is None:
+        return pool, None
+    lengths = prompt_tokens([p.prompt.messages for p in pool], chat_tokenizer(config.tokenizer))
+    out = set(overlong(lengths, config.max_prompt_tokens))
+    kept = [n for i, n in enumerate(lengths) if i not in out]
+    gold_out = sum(any(pool[i].prompt.gold_labels) for i in out)
+    return [p for i, p in enumerate(pool) if i not in out], {
+        "limit": config.max_prompt_tokens, "tokenizer": config.tokenizer or "Qwen3 (shipped)",
+        "unit": "tokens with the chat template and generation prompt", "pool_before": len(pool),
+        "dropped": len(out), "dropped_gold_bearing": gold_out, "dropped_other": len(out) - gold_out,
+        "longest_kept": max(kept) if kept else None, "longest": max(lengths) if lengths else None}
+
+
+def overlong_md(c: Mapping) -> str:
+    """The card's sentence on prompts over the limit."""
+    longest = "-" if c["longest_kept"] is None else f"{c['longest_kept']:,}"
+    return (f"Prompts over {c['limit']:,} {c['unit']} ({c['tokenizer']}), dropped from the pool before the draw: "
+            f"{c['dropped']} of {c['pool_before']} ({c['dropped_gold_bearing']} gold-bearing, {c['dropped_other']} "
+            f"without gold); the longest kept has {longest} tokens.")

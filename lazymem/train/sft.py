@@ -18,7 +18,15 @@ from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.fields import h
-from lazymem.train.modeling import DTYPES, LoraSettings, has_cuda, load_policy, load_tokenizer
+from lazymem.train.modeling import (
+    DTYPES,
+    LoraSettings,
+    check_master_weights,
+    check_trainable_dtypes,
+    has_cuda,
+    load_policy,
+    load_tokenizer,
+)
 from lazymem.train.recipe import load_recipe, recipe_dict
 
 RESULT_FILE = "train_result.json"
@@ -44,10 +52,11 @@ class SFTRecipe:
     per_device_train_batch_size: int = field(default=1, metadata=h("paper: 1 (x 8 accumulation x 2 GPUs = 16)"))
     gradient_accumulation_steps: int = field(default=8, metadata=h("paper: 8"))
     max_length: int = field(default=8192, metadata=h("max tokens of prompt + completion (paper: 8192 input)"))
-    bf16: bool = field(default=False, metadata=h("bf16 mixed precision (paper: true; on CPU autocast)"))
+    bf16: bool = field(default=False, metadata=h("bf16 compute by autocast (paper: true); the weights stay `dtype`"))
     gradient_checkpointing: bool = field(default=False, metadata=h(
         "recompute activations in the backward pass: less memory, ~1.5x the time (TRL's SFT default is true)"))
-    dtype: str = field(default="float32", metadata=h(f"weights dtype, one of {DTYPES}"))
+    dtype: str = field(default="float32", metadata=h(
+        f"weights dtype, one of {DTYPES}; full fine-tuning (lora: null) needs float32 (master weights)"))
     max_steps: int = field(default=-1, metadata=h("stop after this many optimizer steps (-1 = the epochs)"))
     logging_steps: int = field(default=1, metadata=h("log every N steps"))
     save_steps: int = field(default=50, metadata=h("checkpoint every N steps (resume point)"))
@@ -70,6 +79,7 @@ class SFTRecipe:
             raise ConfigError(f"SFTRecipe.warmup_ratio must be in [0, 1), got {self.warmup_ratio!r}")
         if self.dtype not in DTYPES:
             raise ConfigError(f"SFTRecipe.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        check_master_weights("SFTRecipe", self.dtype, self.lora, self.adapter)
         paths = (self.data,) if isinstance(self.data, str) else self.data
         if not (isinstance(paths, tuple) and all(isinstance(d, str) for d in paths)):
             raise ConfigError(f"SFTRecipe.data must be a path or a list of paths, got {self.data!r}")
@@ -179,6 +189,7 @@ def train_and_record(trainer: Any, tokenizer: Any, recipe: Any, stage: str, extr
     resume_from = last_checkpoint(out) if recipe.resume else None
     if before_train is not None:
         before_train(resume_from)
+    check_trainable_dtypes(trainer)
     clock = wall_clock_callback(resume_from)
     trainer.add_callback(clock)
     t0 = time.perf_counter()

@@ -224,6 +224,9 @@ class SFTDataConfig(PairsConfig):
     batch_questions: int = field(default=16, metadata=h("questions whose windows go in one generate call"))
     balance: bool = field(default=True, metadata=h(
         "pair the windows with a KEEP with as many sampled all-DROP windows"))
+    max_length: int = field(default=2048, metadata=h(
+        "the SFT recipe's max_length (prompt + target tokens): the card counts the instances over it, which TRL "
+        "truncates (the paper: 8192)"))
     output_dir: str = field(default="runs/train_data/sft", metadata=h("where sft.jsonl and the data card go"))
 
     _SECTIONS = {**PairsConfig._SECTIONS, "teacher": LLMConfig, "teacher_sampling": Sampling}
@@ -237,6 +240,7 @@ class SFTDataConfig(PairsConfig):
         self._need(_is_int(self.batch_questions) and self.batch_questions >= 1, "batch_questions", "must be >= 1")
         self._need(isinstance(self.balance, bool), "balance", "must be true or false")
         self._need(isinstance(self.teacher_reasoning, bool), "teacher_reasoning", "must be true or false")
+        self._need(_is_int(self.max_length) and self.max_length >= 1, "max_length", "must be an integer >= 1")
         self._need(self.teacher_keep in KEEP_STYLES, "teacher_keep", f"must be one of {', '.join(KEEP_STYLES)}")
         self._need(self.teacher_keep == "verbatim" or self.gold, "teacher_keep",
                    f"{self.teacher_keep} is the gold-label teacher's (a model teacher writes its own KEEP content)")
@@ -245,6 +249,8 @@ class SFTDataConfig(PairsConfig):
         d = super().to_dict()
         if d.get("teacher_keep") == "verbatim":  # unset: cards and fingerprints of earlier data stay as they were
             d.pop("teacher_keep")
+        if d.get("max_length") == 2048:  # likewise
+            d.pop("max_length")
         return d
 
     @property
@@ -337,6 +343,7 @@ def build_sft_data(config: SFTDataConfig, client: LLMClient | None = None) -> di
                   "n_decisions": ann.n_decisions, "has_think": ann.has_think, "model": c.model, "error": c.error,
                   "finish_reason": c.finish_reason, "output": c.text, "reasoning": c.reasoning}
                  for pair, c, ann in done))}
-    card, markdown = sft_card(config, sources, selection, [(pair.prompt, ann) for pair, _, ann in done], rows, files)
+    card, markdown = sft_card(config, sources, selection, [(pair.prompt, ann) for pair, _, ann in done], rows, files,
+                              max_length=config.max_length)
     write_card(out, card, markdown)
     return card
