@@ -1,12 +1,16 @@
-"""LazyMem-135M's recipe as one list of steps (notebook 07 and `make lazymem-135m` run it).
+"""LazyMem-135M's recipes as lists of steps (notebook 07, `lazymem train recipe` and `make lazymem-135m` run them).
 
-Each step is a config file and the function that runs it; every step resumes where it stopped
-(data builders rewrite the same files, trainers continue from their newest checkpoint and
-return a finished run at once, the tables read finished cells back), so rerunning the whole
-list after an interruption redoes no finished work.
+One YAML file per model and stage, ``configs/recipes/<model>/<stage>.yaml``. ``RECIPE`` trains and ships the
+default, LazyMem-135M v2 and its writer (``configs/recipes/lazymem-135m``): data, SFT continuing v1, development
+windows, teacher-forced KEEP probes, the KEEP prior and bias, the writer's data and SFT, release. ``ABLATION`` is
+the LoCoMo-trained ablation beside it (``configs/recipes/lazymem-135m-ablation-locomo``; labelled, never shipped).
+
+Each step is a config file and the function that runs it; every step resumes where it stopped (data builders
+rewrite the same files, trainers continue from their newest checkpoint and return a finished run at once, probes
+and choices read a finished record back), so rerunning a whole list after an interruption redoes no finished work.
 
 >>> [s.name for s in RECIPE][:3]
-['sft-data', 'sft', 'sft2-data']
+['data', 'sft', 'dev-data']
 """
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lazymem.errors import ConfigError
+
+SHIPPED = "configs/recipes/lazymem-135m"
+ABLATION_DIR = "configs/recipes/lazymem-135m-ablation-locomo"
 
 
 @dataclass(frozen=True)
@@ -27,68 +34,105 @@ class Step:
 
     @property
     def command(self) -> str:
-        """The step as one ``lazymem train`` command.
+        """The step as one command (a step whose runner takes no ``--config`` runs through the recipe).
 
-        >>> Step("keep-bias-sft2", "configs/k.yaml", "keep-bias", ("adapter=a",)).command
+        >>> Step("keep-bias-dev", "configs/k.yaml", "keep-bias", ("adapter=a",)).command
         'lazymem train keep-bias --config configs/k.yaml --set adapter=a'
+        >>> Step("keep-prior", "configs/p.yaml", "keep-prior").command
+        'lazymem train recipe --only keep-prior   # configs/p.yaml'
         """
+        if self.kind == "keep-prior":
+            return f"lazymem train recipe --only {self.name}   # {self.config}"
         head = ["lazymem", "eval-table"] if self.kind == "eval-table" else ["lazymem", "train", self.kind]
         return " ".join([*head, "--config", self.config, *(f"--set {s}" for s in self.sets)])
 
 
-def _stage_bias(stage: str, adapter: str, *extra: str) -> tuple[str, ...]:
-    """The keep-bias step's overrides for one training stage: its adapter and its own output file."""
-    return (f"adapter={adapter}", f"output=docs/results/lazymem-135m/keep_bias_{stage}.json", *extra)
+def _probe(pairs: str, limit: int, output: str) -> tuple[str, ...]:
+    """A keep-bias step's overrides: another set of development pairs and its own record."""
+    return (f"pairs=runs/train_data/{pairs}/sft.jsonl", f"limit={limit}", f"output={output}")
 
+
+_DEV = "docs/results/lazymem-135m/independent_dev"
+_ABL = "docs/results/lazymem-135m/ablation_locomo"
 
 RECIPE = (
-    Step("sft-data", "configs/train/lazymem-135m/sft_data.yaml", "sft-data"),
-    Step("sft", "configs/train/lazymem-135m/sft.yaml", "sft"),
-    Step("sft2-data", "configs/train/lazymem-135m/sft2_data.yaml", "sft-data"),
-    Step("sft2", "configs/train/lazymem-135m/sft2.yaml", "sft"),
-    Step("sft3-data", "configs/train/lazymem-135m/sft3_data.yaml", "sft-data"),
-    Step("sft3", "configs/train/lazymem-135m/sft3.yaml", "sft"),
-    Step("heldout-synthetic", "configs/train/lazymem-135m/heldout_synthetic.yaml", "sft-data"),
-    Step("heldout-default", "configs/train/lazymem-135m/heldout_default.yaml", "sft-data"),
-    Step("heldout-locomo", "configs/train/lazymem-135m/heldout_locomo.yaml", "sft-data"),
-    Step("rl-data", "configs/train/lazymem-135m/rl_data.yaml", "rl-data"),
-    Step("grpo", "configs/train/lazymem-135m/grpo.yaml", "grpo"),
-    Step("dev-data", "configs/train/lazymem-135m/dev_synthetic.yaml", "sft-data"),
-    Step("keep-bias", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias"),
-    Step("keep-bias-sft2", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
-         _stage_bias("sft2", "models/lazymem-135m/train/sft2/final")),
-    Step("keep-bias-sft3", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
-         _stage_bias("sft3", "models/lazymem-135m/train/sft3/final")),
-    # the GPU path (scripts/device_train.sh trains sft_gpu and grpo_sft_gpu on a leased GPU; the data and
-    # the choices on development windows run here)
-    Step("sft-gpu-data", "configs/train/lazymem-135m/sft_gpu_data.yaml", "sft-data"),
-    Step("rl-data-gpu", "configs/train/lazymem-135m/rl_data_gpu.yaml", "rl-data"),
-    Step("keep-bias-sft-gpu", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
-         _stage_bias("sft_gpu", "models/lazymem-135m/train/sft_gpu/final")),
-    Step("keep-bias-grpo-sft-gpu", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
-         _stage_bias("grpo_sft_gpu", "models/lazymem-135m/train/grpo_sft_gpu/step3")),
-    Step("keep-bias-grpo-sft-gpu-recall", "configs/train/lazymem-135m/keep_bias.yaml", "keep-bias",
-         _stage_bias("grpo_sft_gpu_recall", "models/lazymem-135m/train/grpo_sft_gpu/step3", "target_recall=0.8")),
-    Step("eval-windows", "configs/train/lazymem-135m/eval_windows.yaml", "eval-windows"),
-    Step("eval-table", "configs/tables/lazymem135m.yaml", "eval-table"),
-    Step("release-v1", "configs/train/lazymem-135m/release_gpu.yaml", "release"),  # CPU-only: release.yaml
-    # v2 (issue 25), the default: three styles at every window shape, SFT on CPU continuing v1 (~15 h on 2 cores,
-    # resumable; a finished run returns at once), its step and KEEP bias chosen on development windows
-    Step("v2-sft-data", "configs/train/lazymem-135m/v2_sft_data.yaml", "sft-data"),
-    Step("v2-sft", "configs/train/lazymem-135m/v2_sft.yaml", "sft"),
-    Step("v2-dev-data", "configs/train/lazymem-135m/v2_dev.yaml", "sft-data"),
-    Step("v2-keep-bias", "configs/train/lazymem-135m/v2_keep_bias.yaml", "keep-bias",
-         ("adapter=models/lazymem-135m/train/v2_sft/final",
-          "output=docs/results/lazymem-135m/v2_dev/keep_bias_step296.json")),
-    Step("v2-dev-windows", "configs/train/lazymem-135m/v2_dev_windows.yaml", "eval-windows",
-         ("only=['v1_shipping_cpp', 'v2_step296_shipping_cpp']",)),
-    Step("release", "configs/train/lazymem-135m/release_v2.yaml", "release"),
+    Step("data", f"{SHIPPED}/data.yaml", "sft-data"),
+    Step("sft", f"{SHIPPED}/sft.yaml", "sft"),  # ~15 h on 2 CPU cores (sft_gpu.yaml: minutes on a GPU)
+    Step("dev-data", f"{SHIPPED}/dev_data.yaml", "sft-data"),
+    Step("dev-data-asked", f"{SHIPPED}/dev_data_asked.yaml", "sft-data"),
+    Step("dev-data-locomo", f"{SHIPPED}/dev_data_locomo.yaml", "sft-data"),  # LoCoMo conversations 1-8
+    Step("keep-bias", f"{SHIPPED}/keep_bias.yaml", "keep-bias"),
+    Step("keep-bias-dev", f"{SHIPPED}/keep_bias.yaml", "keep-bias",
+         _probe("lazymem135m_v2_dev", 160, f"{_DEV}/keep_bias_v2_drop_v2dev160.json")),
+    Step("keep-bias-locomo", f"{SHIPPED}/keep_bias.yaml", "keep-bias",  # reported beside the choice only
+         _probe("lazymem135m_locomo_dev", 80, "docs/results/lazymem-135m/locomo_dev/keep_bias_v2_drop.json")),
+    Step("keep-prior", f"{SHIPPED}/keep_prior.yaml", "keep-prior"),
+    Step("writer-data", f"{SHIPPED}/writer_data.yaml", "sft-data"),
+    Step("writer-sft", f"{SHIPPED}/writer_sft.yaml", "sft"),
+    Step("release", f"{SHIPPED}/release.yaml", "release"),
 )
+
+# The LoCoMo-trained ablation: it trains on RECIPE's `data` and reads its development windows (`dev-data*`)
+ABLATION = (
+    Step("ablation-data", f"{ABLATION_DIR}/data.yaml", "sft-data"),
+    Step("ablation-sft", f"{ABLATION_DIR}/sft.yaml", "sft"),  # ~8 h on 2 CPU cores
+    Step("ablation-keep-bias", f"{ABLATION_DIR}/keep_bias.yaml", "keep-bias"),
+    Step("ablation-keep-bias-dev", f"{ABLATION_DIR}/keep_bias.yaml", "keep-bias",
+         _probe("lazymem135m_v2_dev", 160, f"{_ABL}/keep_bias_drop_v2dev160.json")),
+    Step("ablation-keep-bias-locomo", f"{ABLATION_DIR}/keep_bias.yaml", "keep-bias",
+         _probe("lazymem135m_locomo_dev", 80, f"{_ABL}/keep_bias_drop_locomo_dev.json")),
+    Step("ablation-keep-prior", f"{ABLATION_DIR}/keep_prior.yaml", "keep-prior"),
+)
+
+GPU_VARIANTS = {f"{SHIPPED}/sft_gpu.yaml": f"{SHIPPED}/sft.yaml",  # the same SFT as one batch of 8 in bf16
+                f"{ABLATION_DIR}/sft_gpu.yaml": f"{ABLATION_DIR}/sft.yaml"}
+
+
+@dataclass(frozen=True)
+class KeepPriorConfig:
+    """``lazymem train keep-prior``'s arguments as a recipe file (``configs/recipes/*/keep_prior.yaml``)."""
+
+    select: tuple[str, ...]  # keep-bias records of development windows to choose on
+    out: str  # where the choice, the grid and the reports go
+    report: tuple[str, ...] = ()  # records the choice is reported on, never chosen on
+    priors: tuple[float, ...] | None = None  # None: lazymem.train.prior.PRIORS
+    dense_priors: tuple[float, ...] | None = None  # None: DENSE_PRIORS; (0.0,): the lexical prior only
+    biases: tuple[float, ...] | None = None  # None: BIASES
+    dense_model: str | None = None  # None: DEFAULT_DENSE_MODEL
+    budget: str | None = None  # None, "extractive" or "extractive-per-shape"
+
+
+def choose_prior(config: KeepPriorConfig) -> dict:
+    """The keep-prior record at ``config.out``: read back when its settings are these (a setting added later
+    and missing there counts as unset), else chosen and written."""
+    import json
+    from pathlib import Path
+
+    from lazymem.files import write_json
+    from lazymem.train import prior
+
+    kwargs = {"priors": config.priors or prior.PRIORS, "biases": config.biases or prior.BIASES,
+              "dense_priors": config.dense_priors or prior.DENSE_PRIORS,
+              "dense_model": config.dense_model or prior.DEFAULT_DENSE_MODEL, "budget": config.budget}
+    want = {"select": list(config.select), "report": list(config.report),
+            "priors": [float(a) for a in kwargs["priors"]], "dense_priors": [float(d) for d in kwargs["dense_priors"]],
+            "dense_model": kwargs["dense_model"] if any(kwargs["dense_priors"]) else None,
+            "biases": [float(b) for b in kwargs["biases"]], "budget": config.budget}
+    try:
+        done = json.loads(Path(config.out).read_text(encoding="utf-8"))
+        recorded = done["settings"]
+    except (OSError, ValueError, KeyError, TypeError):
+        done, recorded = None, {}
+    if done is not None and all(recorded.get(k) == v for k, v in want.items() if k in recorded or v is not None):
+        return done
+    rec = prior.choose_keep_prior(config.select, config.report, **kwargs)
+    write_json(Path(config.out), rec)
+    return rec
 
 
 def run_step(kind: str, data: Mapping, where: str) -> Any:
     """Run one stage from its recipe mapping (``where`` names the file in errors); what it returns:
-    a data card, a train result, a {set: {row: ...}} table or the shipped model card."""
+    a data card, a train result, a probe or choice record, a {set: {row: ...}} table or the shipped model card."""
     from lazymem.train.modeling import LoraSettings
     from lazymem.train.recipe import build_recipe
 
@@ -113,6 +157,8 @@ def run_step(kind: str, data: Mapping, where: str) -> Any:
         from lazymem.train.probe import KeepBiasConfig, choose_keep_bias
 
         return choose_keep_bias(build_recipe(KeepBiasConfig, data, where))
+    if kind == "keep-prior":
+        return choose_prior(build_recipe(KeepPriorConfig, data, where))
     if kind == "eval-windows":
         from lazymem.train.window_table import WindowTableConfig, run_window_table
 
@@ -129,13 +175,14 @@ def run_step(kind: str, data: Mapping, where: str) -> Any:
 
 
 def run_recipe(until: str | None = None, only: tuple[str, ...] = ()) -> dict[str, float]:
-    """Run the steps in order (all, up to and including ``until``, or just ``only``); returns seconds per step."""
-    names = [s.name for s in RECIPE]
+    """Run RECIPE's steps in order (all, or up to and including ``until``), or just the steps named in ``only``
+    (of RECIPE or ABLATION); returns seconds per step."""
+    names = [s.name for s in (*RECIPE, *ABLATION)]
     for n in (*only, *((until,) if until else ())):
         if n not in names:
             raise ConfigError(f"recipe step {n!r}: one of {', '.join(names)}")
     seconds = {}
-    for step in RECIPE:
+    for step in (*RECIPE, *ABLATION) if only else RECIPE:
         if not only or step.name in only:
             print(f"== {step.name}: {step.command} ==", flush=True)
             t0 = time.perf_counter()

@@ -1,8 +1,9 @@
 """Ship LazyMem-135M: the trained adapter into the package, with a model card built from the run's files.
 
 ``ship(ReleaseConfig)`` copies ``adapter_config.json`` and ``adapter_model.safetensors`` from the
-chosen training output (GRPO's final adapter, or SFT's) into ``lazymem/assets/lazymem-135m``
-(the ``adapter: lazymem-135m`` alias) and writes ``card.json`` and ``README.md`` there: what it
+chosen training output (SFT's final adapter, or GRPO's) into the version's package asset
+(``lazymem/assets/lazymem-135m`` for the default, the ``adapter: lazymem-135m`` alias; a training output
+that links to the asset's own files is left as it is) and writes ``card.json`` and ``README.md`` there: what it
 was trained on (the data cards), how (the recipes, seeds, steps, total wall time across
 resumed processes, the machine), what it scores (the window-level and pipeline tables, read
 from their ``table.json``), its size and offline load time. Nothing in the card is typed in by
@@ -27,21 +28,22 @@ ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 @dataclass(frozen=True)
 class ReleaseConfig:
-    """Where the run's files are; the keys of configs/train/lazymem-135m/release.yaml."""
+    """Where the run's files are; the keys of configs/recipes/lazymem-135m/release.yaml (its defaults: the
+    shipped recipe's training outputs)."""
 
-    adapter: str = field(default="models/lazymem-135m/train/grpo/final", metadata=h("the adapter to ship"))
-    stage: str = field(default="sft+grpo", metadata=h("what the shipped adapter went through: sft or sft+grpo"))
-    sft_data: str = field(default="models/lazymem-135m/train/sft_data_card.json", metadata=h("SFT data card"))
-    rl_data: str | None = field(default="models/lazymem-135m/train/rl_data_card.json", metadata=h("RL prompt card"))
-    sft_run: str = field(default="models/lazymem-135m/train/sft", metadata=h("SFT output_dir"))
-    grpo_run: str | None = field(default="models/lazymem-135m/train/grpo", metadata=h("GRPO output_dir"))
+    adapter: str = field(default="models/lazymem-135m/train/v2_sft/final", metadata=h("the adapter to ship"))
+    stage: str = field(default="sft", metadata=h("what the shipped adapter went through: sft or sft+grpo"))
+    sft_data: str = field(default="models/lazymem-135m/train/v2_sft_data_card.json", metadata=h("SFT data card"))
+    rl_data: str | None = field(default=None, metadata=h("RL prompt card (None: no GRPO stage)"))
+    sft_run: str = field(default="models/lazymem-135m/train/v2_sft", metadata=h("SFT output_dir"))
+    grpo_run: str | None = field(default=None, metadata=h("GRPO output_dir (None: no GRPO stage)"))
     sft2_data: str | None = field(default=None, metadata=h("data card of a second SFT stage (None: one stage)"))
     sft2_run: str | None = field(default=None, metadata=h("output_dir of a second SFT stage (None: one stage)"))
     keep_bias: str | None = field(default=None, metadata=h(
         "the keep-bias record (lazymem.train.probe): the KEEP logit bias to decode with, and how it was chosen"))
-    window_table: str | None = field(default="docs/results/lazymem-135m/windows/table.json", metadata=h(
+    window_table: str | None = field(default="docs/results/lazymem-135m/v2_dev/table.json", metadata=h(
         "lazymem train eval-windows table.json"))
-    pipeline_table: str | None = field(default="docs/results/lazymem-135m/table/table.json", metadata=h(
+    pipeline_table: str | None = field(default="docs/results/main_table/table.json", metadata=h(
         "lazymem eval-table table.json"))
     trained_on: str | None = field(default=None, metadata=h(
         "where the stages ran when not on this machine (e.g. a leased GPU); None = this CPU"))
@@ -189,13 +191,16 @@ def ship(config: ReleaseConfig) -> dict:
 
 
 def _copy_adapter(src: Path, dest: Path, key: str) -> None:
+    """Copy the adapter's files into ``dest``; a source file that already is the asset's (a training output
+    linking to the shipped weights) stays as it is."""
     missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
     if missing:
         raise ConfigError(f"ReleaseConfig.{key}={str(src)!r}: {', '.join(missing)} not found (train it first: "
-                          "configs/train/lazymem-135m/*.yaml)")
+                          "configs/recipes/lazymem-135m/*.yaml)")
     dest.mkdir(parents=True, exist_ok=True)
     for f in ADAPTER_FILES:
-        shutil.copyfile(src / f, dest / f)
+        if not ((dest / f).exists() and (src / f).samefile(dest / f)):
+            shutil.copyfile(src / f, dest / f)
 
 
 def _decoding_choice(record: Mapping | None) -> dict | None:

@@ -1,24 +1,17 @@
 # %% [markdown]
-# # 07 · LazyMem-135M: the project's own recipe, SFT then GRPO, on CPU
+# # 07 · LazyMem-135M: the project's own recipe, on CPU
 #
-# **Purpose.** Train, measure and ship the memory-processing model the workbench uses by default:
-# a LoRA adapter on SmolLM2-135M-Instruct trained on the synthetic generator (seed 1, varied
-# phrasings, two windowings, gold labels with a message-by-message think trace), then GRPO phase 1
-# (format gate x eta-weighted action reward), evaluated on held-out windows (synthetic seed 2, the
-# default data set, LoCoMo conversations 1-8) and through the whole pipeline (base free /
-# constrained, SFT, GRPO, extractive, RAG Top50), and shipped with its model card
-# (`lazymem/assets/lazymem-135m-v1`: v1, selectable as `adapter: lazymem-135m-v1`). Section 3 is v2, the
-# default `adapter: lazymem-135m` since issue 25 (`lazymem/assets/lazymem-135m`).
+# **Purpose.** Train, measure and ship the memory-processing model the workbench uses by default,
+# LazyMem-135M v2 (`adapter: lazymem-135m`, `lazymem/assets/lazymem-135m`) and its writer: the recipe in
+# `configs/recipes/lazymem-135m/` (data in three generated styles at every window shape, SFT continuing v1,
+# the KEEP prior and bias chosen on development windows, the writer's data and SFT, release). v1
+# (`lazymem/assets/lazymem-135m-v1`, selectable as `adapter: lazymem-135m-v1`: SFT then 3 GRPO steps on one
+# GPU) is its starting point; section 2 shows v1's held-out and pipeline tables from its card.
 #
-# With `run = False` (the default) it only reads what the recipe wrote: the committed training
-# checkpoints, the tables, the model card. `run = True` runs the recipe (`lazymem.notebooks.recipe`:
-# hours on a 2-core CPU; every step resumes where it stopped): `make lazymem-135m` executes this
-# notebook that way with papermill and keeps the executed copy under `papermill_runs/`.
-#
-# The shipped adapter's two training stages ran on one leased GPU (`scripts/device_train.sh`: SFT
-# from the base on 3,274 examples, then GRPO from it; README "Trained on one GPU"); the recipe's
-# steps around them (`sft-gpu-data`, `rl-data-gpu`, the `keep-bias-*gpu*` choices on development
-# windows, `release`) run here.
+# With `run = False` (the default) it only reads what the recipe wrote: the runs' records, the tables, the
+# model cards. `run = True` runs the recipe (`lazymem.notebooks.recipe`: hours on a 2-core CPU; every step
+# resumes where it stopped, a finished step returns at once): `make lazymem-135m` executes this notebook that
+# way with papermill and keeps the executed copy under `papermill_runs/`.
 
 # %%
 import os
@@ -42,14 +35,13 @@ from lazymem.yamlio import read_mapping
 
 # %% tags=["parameters"]
 run = False  # True: run the recipe (hours on CPU; each step resumes, finished steps return at once)
-until = ""  # with run: stop after this step (sft-data, sft, ..., release); "" = every step
-sft_dir = "models/lazymem-135m/train/sft"  # the SFT run (committed checkpoints resume on any machine)
-grpo_dir = "models/lazymem-135m/train/grpo"  # the GRPO run
+until = ""  # with run: stop after this step (data, sft, ..., release); "" = every step
 card_path = "lazymem/assets/lazymem-135m-v1/card.json"  # v1's card (its held-out and pipeline tables, times)
 figures_dir = "figures"  # save_figures writes <figures_dir>/<name>.html and <name>.png here
 png = True  # also write PNGs (kaleido + Chromium; skipped with a warning when missing)
-v2_dir = "models/lazymem-135m/train/v2_sft"  # v2's SFT (issue 25): train_result.json (or its newest checkpoint)
-v2_card_path = "lazymem/assets/lazymem-135m/card.json"  # the default's card: v2 since issue 25
+v2_dir = "models/lazymem-135m/train/v2_sft"  # v2's SFT run: train_result.json (or its newest checkpoint)
+writer_dir = "models/lazymem-135m/train/v6_content_sft"  # its writer's SFT run
+v2_card_path = "lazymem/assets/lazymem-135m/card.json"  # the default's card: v2
 lengths_path = "docs/results/message_lengths/lengths.json"  # `lazymem data lengths ... --json` (training vs test)
 v2_dev_table = "docs/results/lazymem-135m/v2_dev/table.json"  # v1 vs v2 steps on v2's development windows
 test_tables = ["docs/results/main_table/table.json", "docs/results/paper_shape/table.json",
@@ -75,7 +67,7 @@ pd.DataFrame([{"step": s.name, "config": s.config, "seconds this run": seconds.g
 # ## 1. Training so far (from the runs' files)
 
 # %%
-runs = {"sft": run_summary(sft_dir), "grpo": run_summary(grpo_dir)}
+runs = {"sft": run_summary(v2_dir), "writer_sft": run_summary(writer_dir)}
 pd.DataFrame([{"stage": k, **({c: v.get(c) for c in ("finished", "global_step", "max_steps", "wall_s_total",
                                                       "segments", "final_loss")} if v else {"finished": None})}
               for k, v in runs.items()])
@@ -87,7 +79,7 @@ for stage, r in runs.items():
     metrics_plotted = [m for m in ("loss", "mean_token_accuracy", "reward", "lazymem/strict_gate", "lazymem/gate_fmt")
                        if any(m in x for x in rows)]
     if metrics_plotted:
-        figs[f"07_{stage}_curves"] = viz.training_curves(rows, metrics_plotted, title=f"LazyMem-135M {stage.upper()}")
+        figs[f"07_{stage}_curves"] = viz.training_curves(rows, metrics_plotted, title=f"LazyMem-135M {stage}")
         figs[f"07_{stage}_curves"].show()
 saved = viz.save_figures(figs, figures_dir, png=png) if figs else {}
 
@@ -109,28 +101,23 @@ for name, t in tables.items():
         display(pd.DataFrame(rows).T.select_dtypes("number").round(3))
 
 # %% [markdown]
-# ## 3. v2, the default since issue 25
+# ## 3. v2, the default
 #
 # v1 learned one register (user/assistant, short turns) and fails on LoCoMo's named speakers and on
 # LongMemEval_S's long turns. v2 is the same recipe on generated dialogue in three styles (varied
 # user/assistant, long assistant turns, casual two-person sessions) at every window shape, still never
-# LoCoMo or LongMemEval text (docs/training.md, "LazyMem-135M v2"). Its SFT ran across sessions from
-# committed checkpoints; here: its loss, the message lengths of the training styles beside the test
+# LoCoMo or LongMemEval text (docs/training.md, "LazyMem-135M v2"). Its loss is in section 1; here: the
+# message lengths of the training styles beside the test
 # sets, v1 against v2's steps on the development windows (where v2's step and bias were chosen), and
 # v1 against v2 on the test tables (LoCoMo at both window shapes, the real LongMemEval_S haystacks).
 
 # %%
 v2 = run_summary(v2_dir)
 v2_card = json.loads(Path(v2_card_path).read_text()) if Path(v2_card_path).is_file() else {}
-v2_rows = log_rows(v2["log_history"]) if v2 else []
 print(f"v2 SFT: {v2['global_step'] if v2 else 0} steps, finished {v2['finished'] if v2 else False}; "
       f"shipped: {v2_card.get('version')} from {v2_card.get('shipped_from')}, "
       f"KEEP bias {(v2_card.get('keep_bias') or {}).get('keep_bias')}, decoding {v2_card.get('decoding')}, "
       f"writer {(v2_card.get('content_adapter') or {}).get('name')}")
-if v2_rows:
-    figs["07_v2_sft_curves"] = viz.training_curves(v2_rows, ["loss", "mean_token_accuracy"],
-                                                   title="LazyMem-135M v2 SFT")
-    figs["07_v2_sft_curves"].show()
 
 # %%
 lengths = json.loads(Path(lengths_path).read_text()) if Path(lengths_path).is_file() else {}
@@ -189,17 +176,17 @@ else:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-sft = read_mapping("configs/train/lazymem-135m/sft.yaml")
-grpo = read_mapping("configs/train/lazymem-135m/grpo.yaml")
-data = read_mapping("configs/train/lazymem-135m/sft_data.yaml")
+sft = read_mapping("configs/recipes/lazymem-135m/sft.yaml")
+writer = read_mapping("configs/recipes/lazymem-135m/writer_sft.yaml")
+data = read_mapping("configs/recipes/lazymem-135m/data.yaml")
+release = read_mapping("configs/recipes/lazymem-135m/release.yaml")
 metrics = {
     "steps": len(RECIPE),
-    "lora_r": sft["lora"]["r"],
-    "lora_layers": len(sft["lora"]["layers"]),
     "sft_learning_rate": f"{sft['learning_rate']:g}",
     "sft_epochs": sft["num_train_epochs"],
-    "grpo_max_steps": grpo["max_steps"],
-    "grpo_eta": grpo["eta"],
+    "sft_max_length": sft["max_length"],
+    "writer_max_steps": writer["max_steps"],
+    "keep_prior": release["decoding"]["keep_prior"],
     "teacher": data["teacher"],
 }
 print(nb.metrics_table(metrics))
