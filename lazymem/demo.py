@@ -153,7 +153,7 @@ def _eval_stage(mpm: str, eval_out: str | None) -> dict:
     engine = "" if mpm == "extractive" else f"-{config.pipeline.mpm.backend}"
     out = eval_out or f"runs/eval/demo-{mpm}{engine}"
     what = {"lazymem-135m": "LazyMem-135M v2 (SmolLM2-135M-Instruct + this project's LoRA adapter, count-constrained "
-                            f"with its trace, grounded, lexical KEEP prior {config.pipeline.keep_prior:g}, on "
+                            f"with its trace, grounded, lexical KEEP prior {config.pipeline.lazymem.keep_prior:g}, on "
                             f"{config.pipeline.mpm.backend})",
             "base": "untrained SmolLM2-135M-Instruct, schema-constrained decoding",
             "extractive": "the training-free extractive processor"}[mpm]
@@ -167,5 +167,5 @@ def _eval_stage(mpm: str, eval_out: str | None) -> dict:
     show_memories(latest_records(records), load_dataset(config.dataset))
     print(f"[eval stage {time.perf_counter() - t:.1f} s]  More: lazymem eval configs/eval/demo.yaml --limit 0 "
           "--out runs/eval/demo-all (every question), configs/eval/locomo_paper.yaml (LoCoMo), "
-          "lazymem train eval-windows --config configs/train/lazymem-135m/eval_windows.yaml (the training table)")
+          "lazymem train recipe --list (LazyMem-135M's training recipe, step by step)")
     return summary

@@ -1,4 +1,4 @@
-"""Grounded content (issue 25, item 3): the rewritten-KEEP statistic (lazymem.construct.grounded) and
+"""Grounded content: the rewritten-KEEP statistic (lazymem.construct.grounded) and
 grounded decoding (lazymem.llm.grounding) on both local backends, the real SmolLM2 included (slow)."""
 from __future__ import annotations
 
@@ -154,13 +154,14 @@ def test_trace_following_grammars_fix_each_items_op_and_compile_in_llama_cpp():
 def test_backends_without_token_control_refuse_grounded_decoding_plainly():
     server = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1")
     with pytest.raises(ConfigError, match="cannot do grounded decoding"):
-        PipelineConfig(mpm=server, grounded=True)
+        PipelineConfig(mpm=server, lazymem={"grounded": True})
     with pytest.raises(ConfigError, match="grounded must be unset"):
         PipelineConfig(mpm=LLMConfig(backend="fake"), mpm_sampling=Sampling(grounded=["x"]))
     from lazymem.train.heldout import WindowEvalConfig
     with pytest.raises(ConfigError, match="cannot do grounded decoding"):
         WindowEvalConfig(data="x.jsonl", mpm=server, grounded=True)
-    assert "grounded" not in PipelineConfig().to_dict() and PipelineConfig(grounded=True).to_dict()["grounded"]
+    assert "grounded" not in PipelineConfig().legacy_dict()  # older run fingerprints stay valid
+    assert PipelineConfig(lazymem={"grounded": True}).to_dict()["lazymem"]["grounded"]
     assert "grounded" not in Sampling().as_dict() and Sampling(grounded=["a"]).as_dict()["grounded"] == ["a"]
 
 
@@ -179,7 +180,7 @@ def test_the_pipeline_sends_each_window_its_texts_and_counts_rewrites():
 
     mpm = FakeBackend(upper)
     c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
-                       answer=LLMConfig(backend="fake"), grounded=True, window=WindowConfig(w=0, L=1, s=1))
+                       answer=LLMConfig(backend="fake"), lazymem={"grounded": True}, window=WindowConfig(w=0, L=1, s=1))
     r = LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, q)
     assert [s.grounded for _, s in mpm.calls] == [(TEXTS[0],), (TEXTS[2],)]  # one call per window, its own text
     assert all(s.json_schema is None for _, s in mpm.calls)  # grounded works without the count constraint

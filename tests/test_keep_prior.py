@@ -78,8 +78,8 @@ def pipeline_samplings(query: str, **settings) -> tuple[PipelineConfig, list[Sam
     drop_all = json.dumps([{"op": "DROP", "compressed_content": "", "reason": ""}])
     mpm = FakeBackend(lambda prompt, sampling: drop_all)
     c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
-                       answer=LLMConfig(backend="fake"), structured=True, structured_trace=True,
-                       window=WindowConfig(w=0, L=1, s=1), **settings)
+                       answer=LLMConfig(backend="fake"), window=WindowConfig(w=0, L=1, s=1),
+                       lazymem=dict(structured=True, structured_trace=True, **settings))
     LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, q)
     return c, [s for _, s in mpm.calls]
 
@@ -89,7 +89,7 @@ def test_the_pipeline_sends_each_window_its_messages_lexical_priors():
     c, samplings = pipeline_samplings(query, keep_prior=4.0)
     want = [tuple(round(4.0 * x, 6) for x in lexical_scores(query, texts)) for texts in ([TEXTS[0]], [TEXTS[2]])]
     assert [s.trace_keep_bias for s in samplings] == want and want[0][0] > 0 == want[1][0]
-    assert c.to_dict()["keep_prior"] == 4.0 and "keep_prior" not in PipelineConfig().to_dict()
+    assert c.to_dict()["lazymem"]["keep_prior"] == 4.0 and "keep_prior" not in PipelineConfig().legacy_dict()
 
 
 def test_the_dense_prior_adds_the_real_minilm_cosine_to_each_window_message():
@@ -107,13 +107,13 @@ def test_the_dense_prior_adds_the_real_minilm_cosine_to_each_window_message():
     c, samplings = pipeline_samplings(q, keep_prior_dense=10.0)
     assert [s.trace_keep_bias for s in samplings] == [KeepPrior(dense=10.0)(q, [t]) for t in (TEXTS[0], TEXTS[2])]
     d = c.to_dict()
-    assert (d["keep_prior_dense"], d["keep_prior_model"]) == (10.0, "minilm-offline")
-    assert "keep_prior_dense" not in PipelineConfig().to_dict()  # older run fingerprints stay valid
+    assert (d["lazymem"]["keep_prior_dense"], d["lazymem"]["keep_prior_model"]) == (10.0, "minilm-offline")
+    assert "keep_prior_dense" not in PipelineConfig().legacy_dict()  # older run fingerprints stay valid
     with pytest.raises(ConfigError, match="keep_prior_dense"):
         PipelineConfig(mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1"),
-                       keep_prior_dense=1.0)
+                       lazymem={"keep_prior_dense": 1.0})
     with pytest.raises(ConfigError, match="keep_prior_dense"):
-        PipelineConfig(mpm=LLMConfig(backend="fake"), keep_prior_dense=float("inf"))
+        PipelineConfig(mpm=LLMConfig(backend="fake"), lazymem={"keep_prior_dense": float("inf")})
     with pytest.raises(ConfigError, match="dense"):
         KeepPrior(dense=-1.0)
 
@@ -121,9 +121,9 @@ def test_the_dense_prior_adds_the_real_minilm_cosine_to_each_window_message():
 def test_backends_without_token_control_refuse_the_keep_prior_plainly():
     server = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1")
     with pytest.raises(ConfigError, match="keep_prior"):
-        PipelineConfig(mpm=server, keep_prior=2.0)
+        PipelineConfig(mpm=server, lazymem={"keep_prior": 2.0})
     with pytest.raises(ConfigError, match="keep_prior"):
-        PipelineConfig(mpm=LLMConfig(backend="fake"), keep_prior=-1.0)
+        PipelineConfig(mpm=LLMConfig(backend="fake"), lazymem={"keep_prior": -1.0})
     with pytest.raises(ConfigError, match="trace_keep_bias must be unset"):
         PipelineConfig(mpm=LLMConfig(backend="fake"), mpm_sampling=Sampling(trace_keep_bias=[1.0]))
     with pytest.raises(ConfigError, match="trace_keep_bias"):
@@ -275,9 +275,10 @@ def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_cla
                                   "mpm_decoding": "card"})
     with pytest.raises(ConfigError, match="backend 'openai' cannot"):
         PipelineConfig.from_dict({"mpm": {**mpm, "backend": "openai"}, "mpm_decoding": "card"})
-    assert (card.structured, card.structured_trace, card.grounded) == (True, True, True) and card.keep_prior > 0
+    s = card.lazymem
+    assert (s.structured, s.structured_trace, s.grounded) == (True, True, True) and s.keep_prior > 0
     v1 = PipelineConfig.from_dict({"mpm": {**mpm, "adapter": "lazymem-135m-v1"}, "mpm_decoding": "card"})
-    assert not v1.structured and not v1.keep_prior and v1.mpm_sampling.logit_bias == {" KEEP": 1.734601}
+    assert not v1.lazymem.structured and not v1.lazymem.keep_prior and v1.mpm_sampling.logit_bias == {" KEEP": 1.734601}
     with pytest.raises(ConfigError, match="keep_prior: 2.0"):
         PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "card", "keep_prior": 2.0})
     with pytest.raises(ConfigError, match="logit_bias"):

@@ -17,7 +17,8 @@ from lazymem.train.window_scores import score_rows, summarize
 from lazymem.train.window_table import WindowTableConfig, run_window_table
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = ROOT / "configs" / "train" / "lazymem-135m"  # LazyMem-135M's stage configs
+STAGES = ROOT / "configs" / "recipes" / "lazymem-135m"  # LazyMem-135M's recipe, one file a stage
+ABLATION = ROOT / "configs" / "recipes" / "lazymem-135m-ablation-locomo"  # the LoCoMo-trained ablation's
 KEEP = '{"op": "KEEP", "compressed_content": "%s", "reason": "evidence"}'
 DROP = '{"op": "DROP", "compressed_content": "", "reason": "no"}'
 
@@ -217,43 +218,28 @@ def test_window_table_fills_in_over_runs_and_reads_finished_cells_back(tmp_path,
         WindowTableConfig(sets={"s": data}, rows={"bad": {"mpm": {"mdl": "x"}}}).row_config("bad", data)
 
 
-def test_project_table_and_heldout_configs_parse():
-    from lazymem.train.recipe import load_recipe
-    from lazymem.train.sft_data import SFTDataConfig
-
-    t = load_recipe(WindowTableConfig, STAGES / "eval_windows.yaml")
-    assert {"base_free", "base_constrained", "sft", "grpo"} <= set(t.rows) and t.limit == 16
-    for name in ("synthetic", "default", "locomo"):
-        c = SFTDataConfig.from_yaml(str(STAGES / f"heldout_{name}.yaml"))
-        assert c.teacher == "gold" and c.window == WindowConfig() and not c.extra_windows
-    train = SFTDataConfig.from_yaml(str(STAGES / "sft_data.yaml"))
-    heldout = {s for n in ("synthetic", "default")
-               for s in SFTDataConfig.from_yaml(str(STAGES / f"heldout_{n}.yaml")).datasets}
-    from lazymem.data.synthetic import parse_spec
-
-    train_seeds = {parse_spec(s)["seed"] for s in train.datasets}
-    assert train_seeds.isdisjoint({parse_spec(s)["seed"] for s in heldout})  # held out = other histories
-    assert train.extra_windows == (WindowConfig(w=1, L=4, s=3),)
-
-
-def test_v2_development_windows_are_other_histories_than_v2_trains_on_and_no_test_set():
+def test_development_windows_are_other_histories_than_the_recipe_trains_on_and_no_test_set():
     import re
 
-    from lazymem.train.recipe import load_recipe
+    from lazymem.eval import EvalConfig
     from lazymem.train.sft_data import SFTDataConfig
 
     def seeds(specs):
         return {int(re.search(r"seed=(\d+)", s).group(1)) for s in specs}
 
-    dev = SFTDataConfig.from_yaml(str(STAGES / "v2_dev.yaml"))
-    train = SFTDataConfig.from_yaml(str(STAGES / "v2_sft_data.yaml"))
-    held = {s for n in ("synthetic", "default")
-            for s in SFTDataConfig.from_yaml(str(STAGES / f"heldout_{n}.yaml")).datasets}
-    assert all(s.startswith(("synthetic:", "synthetic-casual:")) for s in dev.datasets)  # never LoCoMo/LongMemEval
-    assert seeds(dev.datasets).isdisjoint(seeds(train.datasets) | seeds(held))
-    assert {dev.window, *dev.extra_windows} == {WindowConfig(w=2, L=8, s=7), WindowConfig(w=1, L=4, s=3)}
-    table = load_recipe(WindowTableConfig, STAGES / "v2_dev_windows.yaml")
-    assert set(table.sets) == {"v2_dev"} and "v1_keepbias" in table.rows
+    devs = [SFTDataConfig.from_yaml(str(STAGES / f"{n}.yaml")) for n in ("dev_data", "dev_data_asked")]
+    train = [SFTDataConfig.from_yaml(str(STAGES / f"{n}.yaml")) for n in ("data", "writer_data")]
+    # held out: the demo's data set and the pipeline table's synthetic set
+    held = [EvalConfig.from_yaml(ROOT / "configs/eval" / f"{n}.yaml").dataset for n in ("demo", "lazymem135m")]
+    for dev in devs:
+        assert all(s.startswith(("synthetic:", "synthetic-casual:")) for s in dev.datasets)  # never LoCoMo/LongMemEval
+        assert seeds(dev.datasets).isdisjoint(seeds([s for c in train for s in c.datasets]) | seeds(held))
+        assert {dev.window, *dev.extra_windows} == {WindowConfig(w=2, L=8, s=7), WindowConfig(w=1, L=4, s=3)}
+        assert dev.teacher == "gold"
+    locomo = SFTDataConfig.from_yaml(str(STAGES / "dev_data_locomo.yaml"))  # LoCoMo development: conversations 1-8
+    from lazymem.train.selection import HELD_OUT_HISTORIES
+
+    assert len(locomo.histories) == 8 and not set(locomo.histories) & HELD_OUT_HISTORIES
 
 
 def test_locomo_ablation_is_v2s_recipe_plus_conversations_1_to_8_and_v2_has_no_test_set():
@@ -263,10 +249,10 @@ def test_locomo_ablation_is_v2s_recipe_plus_conversations_1_to_8_and_v2_has_no_t
     from lazymem.train.sft import SFTRecipe
     from lazymem.train.sft_data import SFTDataConfig
 
-    v2 = SFTRecipe.from_yaml(STAGES / "v2_sft.yaml")
-    ablation = SFTRecipe.from_yaml(STAGES / "ablation_locomo_sft.yaml")
-    extra = SFTDataConfig.from_yaml(str(STAGES / "ablation_locomo_data.yaml"))
-    v2_data = SFTDataConfig.from_yaml(str(STAGES / "v2_sft_data.yaml"))
+    v2 = SFTRecipe.from_yaml(STAGES / "sft.yaml")
+    ablation = SFTRecipe.from_yaml(ABLATION / "sft.yaml")
+    extra = SFTDataConfig.from_yaml(str(ABLATION / "data.yaml"))
+    v2_data = SFTDataConfig.from_yaml(str(STAGES / "data.yaml"))
     # the same recipe, line for line, but for the data (v2's file first) and where it writes
     assert dataclasses.replace(ablation, data=v2.data, output_dir=v2.output_dir) == v2
     assert ablation.data == (v2.data, f"{extra.output_dir}/sft.jsonl") and ablation.output_dir != v2.output_dir
@@ -280,7 +266,7 @@ def test_locomo_ablation_is_v2s_recipe_plus_conversations_1_to_8_and_v2_has_no_t
 def test_the_locomo_trained_adapter_runs_only_in_rows_named_ablation_with_the_prior_and_bias_chosen_for_it():
     import yaml
 
-    adapter = yaml.safe_load((STAGES / "ablation_locomo_keep_bias.yaml").read_text())["adapter"]
+    adapter = yaml.safe_load((ABLATION / "keep_bias.yaml").read_text())["adapter"]
     assert adapter.endswith("ablation_locomo_sft/final") and (ROOT / adapter / "adapter_model.safetensors").is_file()
     chosen = json.loads((ROOT / "docs/results/lazymem-135m/ablation_locomo/keep_prior_drop.json").read_text())["chosen"]
     own = ("pipeline.mpm.adapter", "pipeline.keep_prior", "pipeline.mpm_sampling", "pipeline.mpm_sampling.logit_bias")
@@ -313,8 +299,8 @@ def test_the_gpu_variants_of_v2_and_the_ablation_are_their_cpu_recipes_batched_i
 
     from lazymem.train.sft import SFTRecipe
 
-    for name in ("v2_sft", "ablation_locomo_sft"):
-        cpu, gpu = SFTRecipe.from_yaml(STAGES / f"{name}.yaml"), SFTRecipe.from_yaml(STAGES / f"{name}_gpu.yaml")
+    for recipe in (STAGES, ABLATION):
+        cpu, gpu = SFTRecipe.from_yaml(recipe / "sft.yaml"), SFTRecipe.from_yaml(recipe / "sft_gpu.yaml")
         # the same 8 examples an optimizer step, one batch instead of 8 accumulated; bf16; its own output
         assert cpu.per_device_train_batch_size * cpu.gradient_accumulation_steps == \
             gpu.per_device_train_batch_size * gpu.gradient_accumulation_steps == 8
@@ -361,8 +347,9 @@ def test_lora_on_upper_layers_only():
     from lazymem.train.recipe import load_recipe
     from lazymem.train.sft import SFTRecipe
 
-    r = load_recipe(SFTRecipe, STAGES / "sft.yaml", {"lora": LoraSettings})
-    assert r.lora.layers == tuple(range(15, 30)) and r.gradient_checkpointing is False and r.bf16 is False
+    r = load_recipe(SFTRecipe, STAGES / "sft.yaml", {"lora": LoraSettings})  # continues v1's LoRA (every layer)
+    assert r.lora is None and r.adapter.endswith("lazymem-135m-v1") and r.gradient_checkpointing is False
+    assert r.bf16 is False
 
 
 def test_shipped_adapter_alias_resolves_or_says_how_to_get_it(tmp_path, monkeypatch):
@@ -452,19 +439,20 @@ def test_project_eval_table_config_loads_every_cell():
     from lazymem.train.recipe import load_recipe
 
     t = load_recipe(EvalTableConfig, ROOT / "configs" / "tables" / "lazymem135m.yaml")
-    assert t.reference == "rag_top50" and {"base_free", "base_constrained", "sft", "grpo", "extractive"} <= set(t.rows)
+    assert t.reference == "rag_top50" and {"base_free", "base_constrained", "grpo_sft_gpu_keepbias",
+                                           "extractive"} <= set(t.rows)
     for s in t.sets:
         for r in t.rows:
             c = EvalConfig.from_yaml(ROOT / t.base, t.cell_overrides(s, r))
             assert c.limit == (6 if s == "synthetic_heldout" else 4)  # LoCoMo: a stated slice
-            assert c.pipeline.structured_trace == r.endswith("constrained_keepbias")
+            assert c.pipeline.lazymem.structured_trace == r.endswith("constrained_keepbias")
             if r.startswith("base"):
-                assert c.pipeline.mpm.adapter is None and c.pipeline.structured == (r == "base_constrained")
+                assert c.pipeline.mpm.adapter is None and c.pipeline.lazymem.structured == (r == "base_constrained")
             if r == "rag_top50":
                 assert c.pipeline.method == "rag" and c.pipeline.retrieval.n == 50
 
 
-DEFAULT_ROW = "lazymem_135m_v2_v6_content"  # the test tables' row of the default as it ships (since stop 49)
+DEFAULT_ROW = "lazymem_135m_v2_v6_content"  # the test tables' row of the default as it ships (0.2.0)
 
 
 @pytest.mark.parametrize("table", ["main_table_locomo", "paper_shape_locomo", "longmemeval_s_real"])
@@ -498,7 +486,7 @@ def test_the_test_tables_default_row_decodes_exactly_as_the_shipped_card_says(ta
         rest["mpm"] = {**rest["mpm"], "extra_body": {**row.mpm.extra_body, "content_adapter": writer}}
         card = PipelineConfig.from_dict({**rest, "mpm_decoding": "card",
                                          "mpm_sampling": {**row.mpm_sampling.as_dict(), "logit_bias": None}})
-        assert row.mpm.adapter == "lazymem-135m" and row.trace_independent
+        assert row.mpm.adapter == "lazymem-135m" and row.lazymem.trace_independent
         got = card.to_dict()
         got["mpm"]["extra_body"]["content_adapter"] = content
         assert row.to_dict() == got, (table, s)
@@ -524,7 +512,7 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
         {"global_step": 30, "wall_s_total": 3600.0, "segments": 1, "recipe": {"learning_rate": 2e-5},
          "log_history": [{"step": 30, "loss": 0.01}]}))
     (tmp_path / "w.json").write_text(json.dumps({"synthetic_heldout": {"sft": {"gate_fmt": 0.97, "windows": 40}}}))
-    cfg = ReleaseConfig(adapter=str(src), sft_data=str(tmp_path / "none.json"), rl_data=None,
+    cfg = ReleaseConfig(adapter=str(src), stage="sft+grpo", sft_data=str(tmp_path / "none.json"), rl_data=None,
                         sft_run=str(tmp_path / "sft"), grpo_run=str(tmp_path / "grpo"),
                         window_table=str(tmp_path / "w.json"),
                         pipeline_table=None, dest=str(tmp_path / "asset"), measure_load=False)
@@ -672,9 +660,9 @@ def test_trace_constrained_decoding_is_wired_through_pipeline_and_window_eval(tm
 
     assert decision_schema(3, think=True)[THINK_LINES] == 3 and THINK_LINES not in decision_schema(3)
     with pytest.raises(ConfigError, match="structured_trace"):
-        PipelineConfig(structured=True, structured_trace=True,
+        PipelineConfig(lazymem={"structured": True, "structured_trace": True},
                        mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-    assert PipelineConfig.from_dict({"structured": True, "structured_trace": True}).structured_trace
+    assert PipelineConfig.from_dict({"structured": True, "structured_trace": True}).lazymem.structured_trace
     data = _jsonl(tmp_path / "pairs.jsonl", _rows(2))
     fake = FakeBackend(lambda p, s: "<think>\n1. a\n2. b\n</think>\n" + _oracle(p, s))
     s = evaluate_windows(WindowEvalConfig(data=data, structured=True, structured_trace=True), None, client=fake,
@@ -796,16 +784,6 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
                     (c["keep_prior"], c.get("keep_prior_dense", 0.0), c["keep_bias"]))
         chosen.setdefault(source.get(a, a), set()).add(r["no_prior"]["keep_bias"])
     biased, prior = {}, {}
-    for cfg in ("eval_windows.yaml", "v2_dev_windows.yaml"):
-        rows = yaml.safe_load((ROOT / "configs/train/lazymem-135m" / cfg).read_text())["rows"]
-        for name, r in rows.items():
-            if (r.get("sampling") or {}).get("logit_bias"):
-                key = (source.get(r["mpm"]["adapter"], r["mpm"]["adapter"]), r["sampling"]["logit_bias"][" KEEP"])
-                if r.get("keep_prior") or r.get("keep_prior_dense"):
-                    prior[f"{cfg}.{name}"] = ((key[0], bool(r.get("trace_independent"))),
-                                              (r.get("keep_prior", 0.0), r.get("keep_prior_dense", 0.0), key[1]))
-                else:
-                    biased[f"{cfg}.{name}"] = key
     demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]
     if demo.get("mpm_decoding") == "card":  # the demo decodes as its adapter's card says (checked below)
         assert demo["mpm"]["adapter"] in source and "logit_bias" not in demo["mpm_sampling"]

@@ -1,116 +1,140 @@
 """Methods are classes registered by name: the pipeline calls them, the rest of the project asks them.
 
-The toy baseline below is what docs/ARCHITECTURE.md shows: one new module (written to a temporary
-folder) and one registry line, and it runs through the pipeline, an evaluation run, the memory
-measures, attribution, the dry run's model list and the committed tables' fingerprints.
+Most tests below run once per registered method (``method_names()``), so a new method adds cases
+here, not failures; tests/test_method_settings.py adds the toy method of docs/ARCHITECTURE.md and
+runs it end to end.
 """
 from __future__ import annotations
 
-import json
-import sys
-import textwrap
-from pathlib import Path
+import dataclasses
 
 import pytest
 from fakerun import FAKE, SYNTH, _private_cache  # noqa: F401  (an autouse fixture)
+from test_pipeline import FixedRetriever, Q, WordEncoder, keep_matching, make_history
 
 from lazymem.errors import ConfigError
+from lazymem.eval.config import EvalConfig, config_fingerprint, fingerprint_payload
 from lazymem.llm import FakeBackend
 from lazymem.pipeline import LazyMemPipeline, PipelineConfig
-from lazymem.pipeline.methods import REGISTRY, Method, method_class, method_names
+from lazymem.pipeline.methods import Method, method_class, method_names, settings_classes
+from lazymem.pipeline.methods.base import plain_settings
+from lazymem.prompts import PROMPTS
 
-REPO = Path(__file__).resolve().parents[1]
-
-TOY = textwrap.dedent('''
-    """A toy baseline: the memory is the history's longest message."""
-    from lazymem.pipeline.methods import Method, MethodOutput
-    from lazymem.prompts import text_memory
+SERVER = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}  # what mem0's check asks for
 
 
-    class Longest(Method):
-        name, label = "longest", "Longest message"
-
-        def memory(self, history, question, pool, timings):
-            best = max(history.messages, key=lambda m: len(m.text))
-            return MethodOutput(text_memory([best]), baseline={"pos": best.pos})
-
-        @classmethod
-        def memory_positions(cls, record, question, history):
-            return {record.baseline["pos"]}
-''')
+def config_for(name: str, **pipeline) -> EvalConfig:
+    """A config every method accepts (mem0 needs its mpm on a server, nanomemory a dense model)."""
+    return EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": name, "mpm": SERVER, **pipeline}})
 
 
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    (tmp_path / "toy_method.py").write_text(TOY)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(REGISTRY, "longest", "toy_method:Longest")  # the one registry line
-    yield method_class("longest")
-    sys.modules.pop("toy_method", None)
+@pytest.mark.parametrize("name", method_names())
+def test_a_registered_method_is_a_method_named_as_registered(name):
+    from lazymem.eval.paper import PAPER_SYSTEM
+
+    cls = method_class(name)
+    assert issubclass(cls, Method) and cls.name == name and isinstance(cls.label, str) and cls.label
+    assert (PAPER_SYSTEM.get(name) == cls.label) if cls.in_paper else name not in PAPER_SYSTEM
 
 
-def test_every_registered_method_is_a_method_named_as_registered():
-    for name in method_names():
+@pytest.mark.parametrize("name", method_names())
+def test_what_it_says_it_does_hangs_together(name):
+    cls = method_class(name)
+    if cls.constructs:  # it labels the windows around the pool
+        assert cls.retrieves and cls.processing_stage and callable(getattr(cls, "window_outputs", None))
+    assert not cls.retrieves or cls.uses_dense  # the pool is hybrid: dense and BM25
+    assert cls.mpm_client or cls.uses_mpm  # its own client to the mpm role is still that role
+    assert cls.__new__(cls).answer_prompt in PROMPTS
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_its_settings_are_the_config_section_of_its_name(name):
+    cls, c = method_class(name), PipelineConfig()
+    if cls.settings_class is None:
+        assert name not in c.sections and name not in settings_classes()
+        with pytest.raises(ConfigError, match=rf"pipeline: unknown field\(s\) \['{name}'\]"):
+            PipelineConfig.from_dict({name: {}})
+        return
+    default = cls.settings_class()
+    assert dataclasses.is_dataclass(default) and cls.settings_class.__dataclass_params__.frozen
+    assert settings_classes()[name] is cls.settings_class and c.sections[name] == default == getattr(c, name)
+    assert c.to_dict()[name] == plain_settings(default) and PipelineConfig.from_dict({name: {}}) == c
+    assert PipelineConfig.from_dict(c.to_dict()) == c and PipelineConfig(**{name: default}) == c
+    with pytest.raises(ConfigError, match=rf"pipeline.{name}: unknown field\(s\) \['no_such_setting'\]"):
+        PipelineConfig.from_dict({name: {"no_such_setting": 1}})
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_its_settings_enter_its_own_runs_fingerprint_only(name):
+    cls = method_class(name)
+    hashed = fingerprint_payload(config_for(name))["pipeline"]
+    assert set(hashed) & set(settings_classes()) == ({name} if cls.settings_class else set())
+    if cls.settings_class is not None:  # another method's runs leave its section out
+        assert all(name not in fingerprint_payload(config_for(other))["pipeline"]
+                   for other in method_names() if other != name)
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_the_dry_run_can_ask_it_what_it_calls(name):
+    from lazymem.data import load_dataset
+
+    cls, c = method_class(name), config_for(name).pipeline
+    ds = load_dataset(SYNTH)
+    calls = cls.calls(c, ds, list(ds.questions[:2]), list(ds.histories.values()))
+    assert isinstance(calls, dict) and all(v is None or isinstance(v, int) for v in calls.values())
+    docs = cls.documents(list(ds.histories.values()))
+    assert docs is None or isinstance(docs, int)
+    assert cls.settings(c) == (plain_settings(c.sections[name]) if cls.settings_class else {})
+
+
+class TinyRetriever(FixedRetriever):
+    """A fixed pool (FixedRetriever) and a bag-of-words encoder (sessions ranked by dense similarity)."""
+
+    encoder = WordEncoder()
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_it_answers_a_question_through_the_pipeline(name):
+    cls = method_class(name)
+    if not cls.mpm_client:
+        pytest.skip(f"{name} calls its own server (tests/test_{name}.py runs it against a scripted one)")
+
+    def mpm(prompt, sampling):  # window prompts get decisions, any other prompt (a pruning call) a memory
+        return "Biscuit loves the beach." if isinstance(prompt, str) else keep_matching()(prompt, sampling)
+
+    c = PipelineConfig.from_dict({"method": name, "mpm": FAKE, "answer": FAKE, "window": {"w": 1, "L": 4, "s": 3}})
+    pipe = LazyMemPipeline(c, clients={"mpm": FakeBackend(mpm), "answer": FakeBackend(["an answer"])},
+                           retriever=TinyRetriever([2, 10]))
+    r = pipe.answer(make_history(), Q)
+    assert r.ok and r.method == name and r.answer == "an answer" and r.memory
+    assert r.answer_prompt == pipe.method.answer_prompt and (r.pool is not None) == cls.retrieves
+    assert bool(r.windows) == cls.constructs and ("processing" in r.timings)
+
+
+# what callers ask the shipped methods (a method added later needs no line here)
+SHIPPED = {  # name: (retrieves, constructs, writes_text, uses_mpm, processing_stage, in_paper)
+    "lazymem": (True, True, False, True, True, False), "extractive": (True, True, False, False, True, False),
+    "rag": (True, False, False, False, False, False), "oracle_turn": (False, False, False, False, False, True),
+    "oracle_session": (False, False, False, False, False, True), "nanomemory": (False, False, True, True, True, True),
+    "mem0": (False, False, True, True, True, True), "full": (False, False, False, False, False, False),
+}
+
+
+def test_what_callers_ask_matches_what_each_shipped_method_does():
+    for name, want in SHIPPED.items():
         cls = method_class(name)
-        assert issubclass(cls, Method) and cls.name == name and cls.label
-        assert cls.section is None or hasattr(PipelineConfig(), cls.section)  # its settings are a config section
+        assert (cls.retrieves, cls.constructs, cls.writes_text, cls.uses_mpm, cls.processing_stage,
+                cls.in_paper) == want, name
+    assert {n: c.__name__ for n, c in settings_classes().items() if n in SHIPPED} == {
+        "lazymem": "LazyMemSettings", "extractive": "ExtractiveConfig", "nanomemory": "NanoMemorySettings",
+        "mem0": "Mem0Settings"}
     with pytest.raises(ConfigError, match="unknown method 'nope'; methods are"):
         method_class("nope")
     with pytest.raises(ConfigError, match="PipelineConfig.method='nope': must be one of"):
         PipelineConfig(method="nope")
 
 
-def test_what_callers_ask_matches_what_each_method_does():
-    by = {n: method_class(n) for n in method_names()}
-    assert [n for n, c in by.items() if c.retrieves] == ["lazymem", "extractive", "rag"]
-    assert [n for n, c in by.items() if c.constructs] == ["lazymem", "extractive"]
-    assert [n for n, c in by.items() if c.writes_text] == ["nanomemory", "mem0"]
-    assert [n for n, c in by.items() if c.uses_mpm] == ["lazymem", "nanomemory", "mem0"]
-    assert [n for n, c in by.items() if c.processing_stage] == ["lazymem", "extractive", "nanomemory", "mem0"]
-    assert {n: c.section for n, c in by.items() if c.section} == {"extractive": "extractive",
-                                                                   "nanomemory": "nanomemory", "mem0": "mem0"}
-    from lazymem.eval.paper import PAPER_SYSTEM
-
-    assert PAPER_SYSTEM == {"oracle_turn": "Oracle Turn", "oracle_session": "Oracle Session",
-                            "nanomemory": "NanoMemory", "mem0": "Mem0"}
-
-
-def test_a_toy_baseline_is_one_module_and_one_registry_line(toy, tmp_path):
-    from lazymem.data import load_dataset
-    from lazymem.eval import EvalConfig, evaluate
-    from lazymem.eval.attribution import attribute
-
-    assert "longest" in method_names() and toy.label == "Longest message"
-    ds = load_dataset(SYNTH)
-    q = ds.questions[0]
-    history = ds.history(q)
-    answer = FakeBackend(lambda p, s: "an answer")
-    pipe = LazyMemPipeline(PipelineConfig(method="longest", answer=PipelineConfig().answer.__class__(**FAKE)),
-                           clients={"answer": answer})
-    r = pipe.answer(history, q)
-    longest = max(history.messages, key=lambda m: len(m.text))
-    assert r.ok and r.method == "longest" and longest.text in r.memory and r.pool is None
-    assert r.answer_prompt == "answer_text" and "processing" in r.timings and r.answer == "an answer"
-
-    config = EvalConfig.from_dict({"dataset": SYNTH, "limit": 3, "pipeline": {
-        "method": "longest", "retrieval": {"dense_model": None}, "answer": FAKE}})
-    summary = evaluate(config, tmp_path / "run", progress=False, clients={"answer": answer}, dataset=ds)
-    assert summary["counts"]["ok"] == 3
-    recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
-    for rec in recs:
-        assert rec["method"] == "longest" and rec["baseline"]["pos"] == longest.pos
-        m = rec["memory_measures"]
-        assert m["evidence_match"] == "identity"  # asked the method for its positions
-        qq = next(x for x in ds.questions if x.id == rec["question_id"])
-        assert m["evidence_recall"] == len({longest.pos} & set(qq.evidence)) / len(set(qq.evidence))
-        assert attribute(rec)["stage"] in (None, "QA error", "no gold evidence")
-    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert manifest["config"]["pipeline"]["method"] == "longest" and manifest["models"]["mpm"] is None
-
-
 def test_old_flat_method_settings_still_load_and_keep_their_fingerprint():
-    from lazymem.eval import EvalConfig, config_fingerprint
-
     flat = {"dataset": SYNTH, "pipeline": {"method": "nanomemory", "nanomemory_top_k": 4, "nanomemory_context": 2048}}
     nested = {"dataset": SYNTH, "pipeline": {"method": "nanomemory", "nanomemory": {"top_k": 4, "context": 2048}}}
     a, b = EvalConfig.from_dict(flat), EvalConfig.from_dict(nested)
@@ -122,32 +146,35 @@ def test_old_flat_method_settings_still_load_and_keep_their_fingerprint():
     with pytest.raises(ConfigError, match="nanomemory_top_k and nanomemory.top_k both set"):
         EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": "rag", "nanomemory_top_k": 4,
                                                              "nanomemory": {"top_k": 5}}})
+    # LazyMem's decoding, PipelineConfig fields before it was the lazymem section
+    old = {"structured": True, "structured_trace": True, "grounded": True, "keep_prior": 8.0,
+           "trace_independent": True, "schema_max_content": 100, "schema_max_reason": 0}
+    a = EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"mpm": FAKE, **old}})
+    b = EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"mpm": FAKE, "lazymem": old}})
+    assert a == b and a.pipeline.lazymem.keep_prior == 8.0 and config_fingerprint(a) == config_fingerprint(b)
+    assert {k: a.pipeline.legacy_dict()[k] for k in old} == old and "lazymem" not in a.pipeline.legacy_dict()
+    with pytest.raises(ConfigError, match="structured and lazymem.structured both set"):
+        PipelineConfig.from_dict({"structured": True, "lazymem": {"structured": False}})
+    # an override replaces a setting in either spelling: the base's other spelling gives way
+    from lazymem.eval.config import apply_overrides
+
+    base = {"dataset": SYNTH, "pipeline": {"mpm": FAKE, "structured": True, "schema_max_reason": 0}}
+    for key in ("pipeline.lazymem.structured", "pipeline.structured"):
+        c = EvalConfig.from_dict(apply_overrides(base, [f"{key}=false"]))
+        assert not c.pipeline.lazymem.structured and c.pipeline.lazymem.schema_max_reason == 0
+    c = EvalConfig.from_dict(apply_overrides(base, ["pipeline.lazymem={grounded: true}"]))
+    assert c.pipeline.lazymem == type(c.pipeline.lazymem)(grounded=True)  # a whole section replaces the flat keys
 
 
-MAIN_TABLE = REPO / "configs" / "tables" / "main_table_locomo.yaml"
-LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
+def test_lazymem_settings_enter_lazymem_runs_only_and_old_fingerprints_still_match():
+    from lazymem.eval.config import config_fingerprints
 
-
-@pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo is not in ../shared/data on this machine")
-def test_the_committed_main_table_cells_stay_resumable_across_fingerprint_versions(monkeypatch):
-    """Every cell of the committed main table stays fresh: those recorded before method sections and the
-    thinking-budget fields existed (version 2's hash) and those recorded with them unset (version 1's)."""
-    import yaml
-
-    from lazymem.data import load_dataset
-    from lazymem.eval.config import EvalConfig
-    from lazymem.eval.table import EvalTableConfig, cell_changes
-
-    monkeypatch.chdir(REPO)
-    raw = yaml.safe_load(MAIN_TABLE.read_text())
-    table = EvalTableConfig(**{k: raw[k] for k in ("base", "sets", "rows", "reference", "output_dir") if k in raw})
-    states = {}
-    for set_name in table.sets:
-        for row in table.rows:
-            cfg = EvalConfig.from_yaml(table.base, table.cell_overrides(set_name, row))
-            ds = load_dataset(cfg.dataset, subset=cfg.subset)
-            states[row] = cell_changes(Path(table.output_dir) / set_name / row, cfg, ds)
-    # a committed cell is fresh ([]); a row configured but not run yet has no results (None); none is stale
-    stale = {row: changes for row, changes in states.items() if changes}
-    fresh = [row for row, changes in states.items() if changes == []]
-    assert not stale and len(fresh) >= 12, (stale, fresh)
+    rag = config_for("rag")
+    decoded = config_for("rag", lazymem={"structured": True, "schema_max_content": 100})
+    assert config_fingerprint(rag) == config_fingerprint(decoded)  # version 3: not rag's settings
+    assert config_fingerprints(rag)[1:] != config_fingerprints(decoded)[1:]  # versions 2 and 1 hashed them
+    lazy = config_for("lazymem")
+    assert config_fingerprint(lazy) != config_fingerprint(config_for("lazymem", lazymem={"structured": True}))
+    with pytest.raises(ConfigError, match="cannot do grounded decoding"):  # what LazyMem needs, it checks
+        config_for("lazymem", lazymem={"grounded": True})
+    assert config_for("rag", lazymem={"grounded": True}).pipeline.lazymem.grounded  # inert for another method

@@ -85,7 +85,7 @@ def test_every_repo_grid_names_real_parameters_and_recipes(name):
                 assert c.limit == p["limit"] and c.pipeline.window.w == w
             for adapter in (p.get("stages") or {}).values():
                 c = ablation_config(p["dataset"], "lazymem", 2, limit=p["limit"], recipe=recipe, adapter=adapter)
-                assert c.pipeline.mpm.adapter == adapter and c.pipeline.structured is (adapter is None)
+                assert c.pipeline.mpm.adapter == adapter and c.pipeline.lazymem.structured is (adapter is None)
 
 
 def test_run_id_readable_stable_and_distinct():
@@ -302,10 +302,10 @@ def test_ablation_config_from_a_recipe_or_quick_config(tmp_path):
     assert (cfg.pipeline.window.w, cfg.pipeline.window.L, cfg.pipeline.window.s) == (3, 8, 7)
     assert cfg.pipeline.retrieval.n == 3 and cfg.pipeline.answer.backend == "fake"  # the recipe's pool and models
     base = ablation_config("synthetic:messages=50,seed=2", "lazymem", 2, recipe=recipe, adapter=None)
-    assert base.pipeline.mpm.adapter is None and base.pipeline.structured is True
+    assert base.pipeline.mpm.adapter is None and base.pipeline.lazymem.structured is True
     assert base.pipeline.mpm_sampling.logit_bias is None
     tuned = ablation_config("synthetic:messages=50,seed=2", "lazymem", 2, n=7, adapter="some/adapter")
-    assert tuned.pipeline.mpm.adapter == "some/adapter" and tuned.pipeline.structured is False
+    assert tuned.pipeline.mpm.adapter == "some/adapter" and tuned.pipeline.lazymem.structured is False
     assert tuned.pipeline.retrieval.n == 7 and tuned.pipeline.mpm.model == "smollm2-offline"
 
 

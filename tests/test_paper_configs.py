@@ -23,7 +23,7 @@ def test_paper_config_resolves_to_the_papers_settings(name, judge):
     assert p.answer.backend == "openai" and p.answer.model == "Qwen/Qwen3-32B"
     assert p.mpm_sampling.temperature == 0.0 and p.answer_sampling.temperature == 0.0
     assert p.judge.base_url == "https://api.deepseek.com/v1" and p.judge.api_key_env == "DEEPSEEK_API_KEY"
-    assert not p.structured  # a trained MPM decodes freely
+    assert not p.lazymem.structured  # a trained MPM decodes freely
     if name == "paper_locomo":
         assert cfg.dataset.endswith("locomo10.json#paper") and cfg.split is None  # conv-49/50, categories 1-4
     else:

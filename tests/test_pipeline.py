@@ -97,7 +97,7 @@ def config(**kw) -> PipelineConfig:
     base = dict(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake", model="mpm-fake"),
                 answer=LLMConfig(backend="fake", model="answer-fake"))
     base.update(kw)
-    return PipelineConfig(**base)
+    return PipelineConfig.from_dict(base)  # a method's settings as its section or flat, as a recipe writes them
 
 
 # --- config ------------------------------------------------------------------------------------------

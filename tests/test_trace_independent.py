@@ -82,8 +82,8 @@ def test_configs_refuse_independent_decisions_without_a_followed_trace():
     with pytest.raises(ConfigError, match="trace_independent"):
         Sampling(trace_independent="yes")
     with pytest.raises(ConfigError, match="structured_trace"):
-        PipelineConfig(mpm=LLMConfig(backend="fake"), trace_independent=True, structured=True)
-    with pytest.raises(ConfigError, match="set pipeline.trace_independent"):
+        PipelineConfig(mpm=LLMConfig(backend="fake"), lazymem={"trace_independent": True, "structured": True})
+    with pytest.raises(ConfigError, match="set pipeline.lazymem.trace_independent"):
         PipelineConfig(mpm=LLMConfig(backend="fake"), mpm_sampling=Sampling(trace_independent=True))
     from lazymem.train.heldout import WindowEvalConfig
 
@@ -95,7 +95,7 @@ def test_configs_refuse_independent_decisions_without_a_followed_trace():
     # unset, older fingerprints and cache keys stay as they were
     assert "trace_independent" not in Sampling().as_dict() and Sampling(trace_independent=True).as_dict()[
         "trace_independent"]
-    assert "trace_independent" not in PipelineConfig().to_dict()
+    assert "trace_independent" not in PipelineConfig().legacy_dict()
 
 
 def test_a_backend_refuses_independent_decisions_without_a_trace_the_array_follows():
@@ -113,7 +113,7 @@ def test_the_pipeline_sends_independent_decisions_with_each_window():
 
     c, samplings = pipeline_samplings("Which corgi did I adopt?", keep_prior=4.0, trace_independent=True)
     assert len(samplings) == 2 and all(s.trace_independent and s.trace_keep_bias for s in samplings)
-    assert c.to_dict()["trace_independent"] is True
+    assert c.to_dict()["lazymem"]["trace_independent"] is True
     _, plain = pipeline_samplings("Which corgi did I adopt?")
     assert not any(s.trace_independent for s in plain)
 

@@ -142,6 +142,13 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
 
     >>> apply_overrides({"pipeline": {"window": {"w": 2}}}, ["pipeline.window.w=3", "limit=5"])
     {'pipeline': {'window': {'w': 3}}, 'limit': 5}
+
+    A method's setting has two spellings, its section's and the flat one of earlier configs
+    (``lazymem.pipeline.config.LEGACY_KEYS``); an override replaces the setting in either:
+
+    >>> apply_overrides({"pipeline": {"lazymem": {"structured": False, "grounded": True}}},
+    ...                 ["pipeline.structured=true"])
+    {'pipeline': {'lazymem': {'grounded': True}, 'structured': True}}
     """
     import copy
 
@@ -160,6 +167,7 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
             if not isinstance(node[p], dict):
                 raise ConfigError(f"override {item!r}: {p!r} is not a section")
             node = node[p]
+        _drop_other_spelling(out, parts)
         try:
             node[parts[-1]] = yaml.safe_load(raw)
         except yaml.YAMLError as e:  # one line: where in the value, and the problem
@@ -169,48 +177,98 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
     return out
 
 
-FINGERPRINT_VERSION = 2  # the shape hashed: bump it (and keep reading the old one) when the shape changes
-# Fields added to LLMConfig after runs were made: unset, they are left out of the hash (version 2), so the
-# runs before them stay resumable; version 1 hashed them unset, and runs made so stay resumable too.
+def _drop_other_spelling(data: dict, parts: list[str]) -> None:
+    """Before an override sets ``pipeline.<flat key>``, ``pipeline.<section>.<field>`` or a whole
+    ``pipeline.<section>``, drop what the other spelling of the same settings says (the override wins)."""
+    from lazymem.pipeline.config import LEGACY_KEYS
+
+    pipeline = data.get("pipeline")
+    if parts[0] != "pipeline" or len(parts) not in (2, 3) or not isinstance(pipeline, dict):
+        return
+    for old, (section, key) in LEGACY_KEYS.items():
+        if len(parts) == 2 and parts[1] == old and isinstance(pipeline.get(section), dict):
+            pipeline[section].pop(key, None)
+        elif parts[1:] in ([section, key], [section]):
+            pipeline.pop(old, None)
+
+
+FINGERPRINT_VERSION = 3  # the shape hashed: bump it (and keep reading the old ones) when the shape changes
+# Fields added to LLMConfig after runs were made: unset, they are left out of the hash (versions 2 and 3), so
+# the runs before them stay resumable; version 1 hashed them unset, and runs made so stay resumable too.
 LATER_LLM_FIELDS = {"thinking_budget": None, "thinking_budget_mode": "two_phase"}
+# Versions 1 and 2 hashed the sections of these methods for every method's runs (LazyMem's settings and the
+# extractive section were PipelineConfig fields then); the other methods' sections only for their own runs.
+SHARED_BEFORE_V3 = ("lazymem", "extractive")
 
 
 def config_fingerprint(config: EvalConfig) -> str:
     """sha256 of what decides a question's record (question selection and operational
     settings left out), so a rerun can tell whether earlier records still belong.
 
-    The pipeline is hashed in its flat shape (``PipelineConfig.legacy_dict``: method sections as
-    ``nanomemory_top_k``, ``mem0_chunk``, ...), so runs made before the method sections existed
-    stay resumable; a method's settings count only for that method. Version 2 leaves a model's
-    later fields (``LATER_LLM_FIELDS``) out while they are at their defaults; ``config_fingerprints``
-    also gives version 1's hash, which a finished run's manifest may hold.
+    Version 3 hashes the shared pipeline settings and the run's own method's settings only (its section,
+    ``pipeline.<method>``): another method's settings, a method added since included, never change it.
+    ``config_fingerprints`` also gives the hashes of versions 2 and 1, which a committed run's manifest
+    may hold.
     """
     return config_fingerprints(config)[0]
 
 
 def config_fingerprints(config: EvalConfig) -> tuple[str, ...]:
-    """Every fingerprint a run of ``config`` may have been recorded with, the current version's first
-    (then version 1's, where it differs): a run whose manifest holds any of them still belongs.
+    """Every fingerprint a run of ``config`` may have been recorded with, the current version's first, then
+    those of older versions where they differ: a run whose manifest holds any of them still belongs.
+
+    - version 3 (``fingerprint_payload``): the method's own section only, nested under its name;
+    - version 2: the shape before the sections (``PipelineConfig.legacy_dict``: LazyMem's settings and the
+      extractive section for every method, NanoMemory's and Mem0's flat for their own runs; a method's
+      section that came later for its own runs, nested), a model's later fields left out while unset;
+    - version 1: version 2 with those later fields hashed unset.
 
     >>> c = EvalConfig()
     >>> fps = config_fingerprints(c)
-    >>> fps[0] == config_fingerprint(c) and len(fps) in (1, 2) and all(len(f) == 64 for f in fps)
+    >>> fps[0] == config_fingerprint(c) and len(fps) in (1, 2, 3) and all(len(f) == 64 for f in fps)
     True
     """
-    current = _fingerprint(config, drop_later=True)
-    legacy = _fingerprint(config, drop_later=False)
-    return (current,) if legacy == current else (current, legacy)
+    out: list[str] = []
+    for version in (3, 2, 1):
+        fp = _sha256(fingerprint_payload(config, version))
+        if fp not in out:
+            out.append(fp)
+    return tuple(out)
 
 
-def _fingerprint(config: EvalConfig, drop_later: bool) -> str:
-    import hashlib
+def fingerprint_payload(config: EvalConfig, version: int = FINGERPRINT_VERSION) -> dict:
+    """What fingerprint ``version`` hashes (``config_fingerprints``): the config's values without the
+    operational fields.
 
+    >>> p = fingerprint_payload(EvalConfig.from_dict({"pipeline": {"method": "nanomemory"}}))["pipeline"]
+    >>> [name for name in ("lazymem", "extractive", "nanomemory", "mem0") if name in p]  # its own section only
+    ['nanomemory']
+    """
     from lazymem.llm.models import recorded_adapter
+    from lazymem.pipeline.methods import settings_classes
 
+    if version not in (1, 2, 3):
+        raise ValueError(f"fingerprint version {version}: versions are 1, 2 and 3")
     d = config.to_dict()
     for k in _OPERATIONAL["eval"]:
         d.pop(k, None)
-    d["pipeline"] = p = config.pipeline.legacy_dict()
+    pipeline, method = config.pipeline, config.pipeline.method
+    if version == 3:
+        p = pipeline.to_dict()
+        for name in settings_classes():
+            if name != method:
+                p.pop(name, None)
+    else:
+        from lazymem.pipeline.config import LEGACY_KEYS
+
+        p = pipeline.legacy_dict()
+        for old, (section, _) in LEGACY_KEYS.items():
+            if section not in SHARED_BEFORE_V3 and section != method:
+                p.pop(old, None)
+        then = {*SHARED_BEFORE_V3, *(section for section, _ in LEGACY_KEYS.values())}  # the sections of then
+        if method in pipeline.sections and method not in then:  # a method with settings added since: its own
+            p[method] = pipeline.to_dict()[method]
+    d["pipeline"] = p
     for role in ("mpm", "answer", "judge"):
         if p.get(role):
             for k in _OPERATIONAL["llm"]:
@@ -219,24 +277,22 @@ def _fingerprint(config: EvalConfig, drop_later: bool) -> str:
                 p[role].pop("adapter", None)
             else:  # a shipped version under one name, whichever alias selects it
                 p[role]["adapter"] = recorded_adapter(p[role]["adapter"])
-            if drop_later and p[role].get("thinking_budget") is None:
+            if version > 1 and p[role].get("thinking_budget") is None:
                 for k, default in LATER_LLM_FIELDS.items():
                     if p[role].get(k, default) == default:
                         p[role].pop(k, None)
     for k in _OPERATIONAL["retrieval"]:
         p["retrieval"].pop(k, None)
-    # Fields added later leave older runs resumable where they change nothing: the judge's JSON
-    # mode without a judge, a method's own settings for the other methods.
+    # Added later, the judge's JSON mode leaves older runs resumable where it changes nothing: without a judge.
     if d.get("judge") == "none":
         d.pop("judge_json_mode", None)
-    from lazymem.pipeline.config import LEGACY_KEYS
-    from lazymem.pipeline.methods import sections
+    return d
 
-    owner = {section: name for name, section in sections().items()}
-    for old, (section, _) in LEGACY_KEYS.items():
-        if owner.get(section) != p.get("method"):
-            p.pop(old, None)
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+def _sha256(payload: dict) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def seeded(config: EvalConfig) -> EvalConfig:

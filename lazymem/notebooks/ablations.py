@@ -31,7 +31,7 @@ def ablation_config(dataset: str, method: str, w: int, *, limit: int = 2, model:
     >>> c = ablation_config("synthetic:messages=50,seed=0", "extractive", 1, n=10)
     >>> c.pipeline.method, c.pipeline.window.w, c.pipeline.retrieval.n, c.limit
     ('extractive', 1, 10, 2)
-    >>> ablation_config("synthetic:messages=50,seed=0", "lazymem", 2, adapter=None).pipeline.structured
+    >>> ablation_config("synthetic:messages=50,seed=0", "lazymem", 2, adapter=None).pipeline.lazymem.structured
     True
     """
     import dataclasses
@@ -50,7 +50,8 @@ def ablation_config(dataset: str, method: str, w: int, *, limit: int = 2, model:
     if adapter == UNCHANGED:
         return cfg
     mpm = dataclasses.replace(cfg.pipeline.mpm, adapter=adapter)
-    return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, mpm=mpm, structured=adapter is None))
+    lazymem = dataclasses.replace(cfg.pipeline.lazymem, structured=adapter is None)
+    return dataclasses.replace(cfg, pipeline=dataclasses.replace(cfg.pipeline, mpm=mpm, lazymem=lazymem))
 
 
 def run_all_at_k(records: Iterable[RunRecord]) -> float | None:

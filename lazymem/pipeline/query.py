@@ -199,21 +199,21 @@ class LazyMemPipeline:
                      texts: Sequence[tuple[str, ...]] = (), query: str | None = None) -> list[Completion]:
         """All windows' MPM outputs: one generate call, or one per decision count when structured,
         or one per window when grounded (each window's message texts constrain its own output) or
-        with a keep prior (each window's messages get their own; ``keep_priors``)."""
-        c = self.config
+        with a keep prior (each window's messages get their own; ``keep_priors``); as ``pipeline.lazymem`` says."""
+        c, s = self.config, self.config.lazymem
         client = self.client("mpm")
-        priors = self.keep_priors(query, texts) if c.keep_prior_weights else None
-        if not c.structured and not c.grounded and priors is None:
+        priors = self.keep_priors(query, texts) if s.keep_prior_weights else None
+        if not s.structured and not s.grounded and priors is None:
             return client.generate(list(prompts), c.mpm_sampling)
         groups: dict[Any, list[int]] = {}
         for i, n in enumerate(n_decisions):
-            groups.setdefault((n, texts[i] if c.grounded else None, priors[i] if priors else None), []).append(i)
+            groups.setdefault((n, texts[i] if s.grounded else None, priors[i] if priors else None), []).append(i)
 
         def run(key: Any) -> list[Completion]:
             n, grounded, prior = key
-            sampling = window_sampling(c.mpm_sampling, n, structured=c.structured, structured_trace=c.structured_trace,
-                                       texts=grounded, prior=prior, schema_max_content=c.schema_max_content,
-                                       schema_max_reason=c.schema_max_reason, independent=c.trace_independent)
+            sampling = window_sampling(c.mpm_sampling, n, structured=s.structured, structured_trace=s.structured_trace,
+                                       texts=grounded, prior=prior, schema_max_content=s.schema_max_content,
+                                       schema_max_reason=s.schema_max_reason, independent=s.trace_independent)
             return client.generate([prompts[i] for i in groups[key]], sampling)
 
         out: list[Completion | None] = [None] * len(prompts)
@@ -232,14 +232,14 @@ class LazyMemPipeline:
         return out  # type: ignore[return-value]
 
     def keep_priors(self, query: str | None, texts: Sequence[tuple[str, ...]]) -> list[tuple[float, ...]]:
-        """Each window's per-message KEEP prior (``pipeline.keep_prior`` x the share of the question's
-        content words, plus ``pipeline.keep_prior_dense`` x the question-message cosine similarity;
+        """Each window's per-message KEEP prior (``pipeline.lazymem.keep_prior`` x the share of the question's
+        content words, plus ``pipeline.lazymem.keep_prior_dense`` x the question-message cosine similarity;
         ``lazymem.construct.prior.KeepPrior``): one tuple per window, the ``Sampling.trace_keep_bias`` of
         its trace lines."""
         if query is None:
-            raise ConfigError("pipeline.keep_prior needs the question's text beside the window texts "
+            raise ConfigError("pipeline.lazymem.keep_prior needs the question's text beside the window texts "
                               "(generate_mpm(..., query=...))")
-        prior = self.config.keep_prior_weights
+        prior = self.config.lazymem.keep_prior_weights
         return [prior(query, t) for t in texts]
 
     def construct(self, history: History, question: Question, windows: Sequence[Window]):
@@ -258,7 +258,7 @@ class LazyMemPipeline:
         for it, raw, out in zip(items, raws, outputs):
             think = None
             if raw is not None and out is not None:
-                raw, think = self.split_think(raw)
+                raw, think = self.split_think(raw, getattr(out, "reasoning", None))
             verdict = it.gate(raw) if raw is not None else None
             if verdict is None and error is None:
                 error = f"mpm: {out.error}"
@@ -271,12 +271,16 @@ class LazyMemPipeline:
         stats = construction_stats(gated, question.evidence, texts) if error is None else None
         return tuple(results), tuple(merged.values()), memory, stats, error
 
-    def split_think(self, text: str) -> tuple[str, str | None]:
-        """(text without a leading think trace, the trace or None); unchanged when strip_think is off."""
+    def split_think(self, text: str, reasoning: str | None = None) -> tuple[str, str | None]:
+        """(text without a leading think trace, the trace or None); unchanged when strip_think is off.
+
+        ``reasoning``: the trace a server returned beside the text (vLLM with ``--reasoning-parser``,
+        DeepSeek: ``Completion.reasoning``), kept as the trace when the text has none inline.
+        """
         if not self.config.strip_think:
             return text, None
         rest = strip_think(text)
-        return (rest, text[: len(text) - len(rest)]) if rest != text else (text, None)
+        return (rest, text[: len(text) - len(rest)]) if rest != text else (text, reasoning or None)
 
     def answer_prompt(self, question: Question, memory: str) -> tuple[str, list[dict]]:
         """(prompt name, chat messages) of the answer call for this memory."""
@@ -340,7 +344,7 @@ class LazyMemPipeline:
             if out.error is not None:
                 error = f"answer: {out.error}"
             else:
-                answer, think = self.split_think(out.text)
+                answer, think = self.split_think(out.text, out.reasoning)
                 answer = answer.strip()
         timings["total"] = sum(timings.values())
         if index is not None:

@@ -1,13 +1,17 @@
 """Memory methods by name: one ``Method`` class each (``base.Method``), registered once here.
 
 ``REGISTRY`` maps a method's name (``pipeline.method``) to ``"module:Class"``; classes are
-imported on first use, so a method's heavy dependencies (Mem0) load only when it runs. To add a
-baseline: write a module with a ``Method`` subclass and add one line below (docs/ARCHITECTURE.md).
+imported on first use, so a method's heavy dependencies (Mem0) load only when it runs (a method's
+module itself imports nothing heavy: every config imports it to find its settings). To add a
+baseline: write a module with a ``Method`` subclass (and its settings dataclass, ``settings_class``)
+and add one line below (docs/ARCHITECTURE.md).
 
 >>> method_class("rag").retrieves, method_class("oracle_turn").retrieves
 (True, False)
 >>> method_class("nanomemory").writes_text, method_class("lazymem").constructs
 (True, True)
+>>> list(settings_classes())  # the methods with settings: each is the config section of its name
+['lazymem', 'extractive', 'nanomemory', 'mem0']
 >>> method_class("bm42")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -49,9 +53,11 @@ def method_class(name: str) -> type[Method]:
     return cls
 
 
-def sections() -> dict[str, str]:
-    """Method name -> the PipelineConfig field holding its settings, for methods that have settings."""
-    return {name: method_class(name).section for name in REGISTRY if method_class(name).section}
+def settings_classes() -> dict[str, type]:
+    """Method name -> its settings dataclass (``Method.settings_class``), for the methods that have settings,
+    in registry order: the sections of ``PipelineConfig`` (``pipeline.<name>``)."""
+    classes = {name: method_class(name).settings_class for name in REGISTRY}
+    return {name: cls for name, cls in classes.items() if cls is not None}
 
 
-__all__ = ["REGISTRY", "Method", "MethodOutput", "method_class", "method_names", "sections"]
+__all__ = ["REGISTRY", "Method", "MethodOutput", "method_class", "method_names", "settings_classes"]

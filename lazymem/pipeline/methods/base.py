@@ -6,8 +6,9 @@ A method is a class registered by name (``lazymem.pipeline.methods.REGISTRY``). 
 attribution, memory measures, provenance, dry runs, benchmarks) asks the class what it does
 through the class attributes below, never compares its name.
 
-Adding a baseline is one module with a ``Method`` subclass and one line in ``REGISTRY``
-(docs/ARCHITECTURE.md has a worked example; tests/test_methods.py adds a toy one).
+Adding a baseline is one module with a ``Method`` subclass (and its settings dataclass, if it has
+settings) and one line in ``REGISTRY``; docs/ARCHITECTURE.md has the worked example, which
+tests/test_method_settings.py registers and runs.
 """
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ class Method:
         constructs: memory = KEEP/DROP decisions over windows (answered with the compressed prompt).
         writes_text: the memory is new text, not messages: memory measures match gold by text.
         processing_stage: has a processing stage between retrieval and answer (latency tables).
-        section: the PipelineConfig field holding this method's own settings (None: no settings).
+        settings_class: the frozen dataclass of this method's own settings (None: it has none). They are
+            the config section named after the method (``pipeline.<name>:`` in YAML, ``config.<name>`` in
+            Python), and they enter the run fingerprint of this method's runs only.
     """
 
     name: ClassVar[str] = ""
@@ -62,7 +65,7 @@ class Method:
     constructs: ClassVar[bool] = False
     writes_text: ClassVar[bool] = False
     processing_stage: ClassVar[bool] = False
-    section: ClassVar[str | None] = None
+    settings_class: ClassVar[type | None] = None
 
     def __init__(self, pipeline: Any):
         self.pipeline = pipeline  # the LazyMemPipeline (its clients, retriever, locks and config)
@@ -119,9 +122,15 @@ class Method:
     @classmethod
     def settings(cls, config: Any) -> dict:
         """This method's own settings as plain values (dry runs and provenance show them)."""
-        if cls.section is None:
-            return {}
-        import dataclasses
+        return {} if cls.settings_class is None else plain_settings(config.sections[cls.name])
 
-        return dataclasses.asdict(getattr(config, cls.section))
+
+def plain_settings(settings: Any) -> dict:
+    """A settings dataclass as JSON-ready values: its ``as_dict()`` where it has one (a settings class
+    leaves a field added later out while unset there, so fingerprints from before it stay valid), else
+    ``dataclasses.asdict``."""
+    import dataclasses
+
+    as_dict = getattr(settings, "as_dict", None)
+    return as_dict() if callable(as_dict) else dataclasses.asdict(settings)
 

@@ -41,7 +41,7 @@ class Mem0Method(Method):
     name, label, in_paper = "mem0", "Mem0", True
     uses_dense = uses_mpm = writes_text = processing_stage = True
     mpm_client = False  # Mem0 calls the mpm server through its own 'openai' provider
-    section = "mem0"
+    settings_class = Mem0Settings
 
     def __init__(self, pipeline):
         super().__init__(pipeline)

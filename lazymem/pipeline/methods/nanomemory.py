@@ -36,7 +36,7 @@ class NanoMemorySettings:
 class NanoMemoryMethod(Method):
     name, label, in_paper = "nanomemory", "NanoMemory", True
     uses_dense = uses_mpm = writes_text = processing_stage = True
-    section = "nanomemory"
+    settings_class = NanoMemorySettings
 
     def __init__(self, pipeline):
         super().__init__(pipeline)
@@ -80,7 +80,7 @@ class NanoMemoryMethod(Method):
                   "prune_output": _completion_meta(out), "prune_think": None, "fit": fit}
         if out.error is not None:
             return MethodOutput("", f"nanomemory prune: {out.error}", baseline=record, timed=True)
-        memory, record["prune_think"] = p.split_think(out.text)
+        memory, record["prune_think"] = p.split_think(out.text, out.reasoning)
         return MethodOutput(memory.strip(), baseline=record, timed=True)
 
     @classmethod
