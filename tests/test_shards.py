@@ -208,6 +208,22 @@ def test_shards_of_another_dataset_are_refused(tmp_path, shards):
     refused(shards, tmp_path / "m", "the folders' records were made on", dataset=changed)
 
 
+def test_shards_made_with_other_prompts_are_refused(tmp_path, shards, monkeypatch):
+    """A shard run after a prompt changed (its manifest's prompt hashes differ) is not merged."""
+    from lazymem import prompts
+
+    real = prompts.prompt_hashes
+    changed = {**real(), "answer_text": "e" * 64}
+    monkeypatch.setattr(prompts, "prompt_hashes", lambda: changed)
+    other = tmp_path / "other2"
+    run(other, "2/3")
+    monkeypatch.setattr(prompts, "prompt_hashes", real)
+    assert json.loads((other / "manifest.json").read_text())["prompt_hashes"]["answer_text"] == "e" * 64
+    msg = refused([*shards[:2], other], tmp_path / "m", "prompt hashes differs")
+    assert "answer_text: eeeeeeeeeeee" in msg and str(other) in msg
+    merge_runs(shards, tmp_path / "ok")  # the three shards of one prompt set still merge
+
+
 def test_overlapping_and_missing_questions_are_refused(tmp_path, shards):
     copy = tmp_path / "copy0"
     shutil.copytree(shards[0], copy)
