@@ -51,7 +51,7 @@ test-fast: $(STAMP)
 
 # LazyMem-135M: the whole training recipe on CPU (hours; every step resumes where it stopped, a
 # finished step returns at once), as notebook 07 executed by papermill: the executed copy goes to
-# papermill_runs/07_lazymem135m/. The steps: lazymem/notebooks/recipe.py; README "LazyMem-135M".
+# papermill_runs/07_lazymem135m/. The steps: lazymem/notebooks/recipe.py; docs/training.md.
 lazymem-135m: $(STAMP)
 	$(OFFLINE) $(BIN)/lazymem notebooks run 07_lazymem135m -p run=True
 

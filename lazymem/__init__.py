@@ -15,7 +15,7 @@ from lazymem.records import (
     type_abbrev,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ConfigError", "LoadError", "Dataset", "History", "LoadIssue", "Message", "Question",

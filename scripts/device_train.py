@@ -10,12 +10,15 @@ weights and config, train_result.json, eval/<set>/{summary.json,windows.jsonl}),
 still returns what finished. A stage that cannot start with ``--min-stage-s`` left before
 ``--deadline-s`` is skipped and said so. ``OUT/summary.json`` holds the timings and every summary.
 
-    python scripts/device_train.py --sft configs/train/lazymem-135m/sft_gpu.yaml --sft-budget-s 220 \\
-        --grpo configs/train/lazymem-135m/grpo_gpu.yaml --grpo-budget-s 150 \\
+    python scripts/device_train.py --sft configs/recipes/lazymem-135m/sft_gpu.yaml --sft-budget-s 220 \\
+        --grpo GRPO.yaml --grpo-budget-s 150 \\
         --eval-set synthetic_heldout=PAIRS.jsonl --deadline-s 520 --out DIR
     python scripts/device_train.py --sft ... --set sft.max_steps=1 --set grpo.max_steps=1 ...   # a smoke run
 
-With both stages, GRPO continues the adapter this SFT run wrote (its ``adapter`` key is replaced).
+Either stage may be left out: LazyMem-135M v2's recipe is SFT only (``--sft`` alone); v1 ran both
+(its ``sft_gpu.yaml`` and ``grpo_gpu.yaml`` are in git history at commit 1db2f6a, under
+``configs/train/lazymem-135m/``). With both stages, GRPO continues the adapter this SFT run wrote
+(its ``adapter`` key is replaced).
 """
 from __future__ import annotations
 

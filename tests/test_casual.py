@@ -201,7 +201,7 @@ def test_long_turns_keep_evidence_verbatim_and_leave_plain_specs_alone():
 def test_long2_keeps_evidence_verbatim_and_long1_bytes_unchanged():
     from lazymem.data.synthetic import generate_records, records_sha256
 
-    # v2's SFT data (configs/train/lazymem-135m/v2_sft_data.yaml) was built from long=1: its bytes are pinned
+    # v2's SFT data (configs/recipes/lazymem-135m/data.yaml) was built from long=1: its bytes are pinned
     assert records_sha256(generate_records(120, 3, 1, 6, varied=1, long=1)) == \
         "462e1d7ee0a0e68dac749adb2095cdbe3feb4a683e5e760ca6ff561c6d532675"
     plain, _ = generate_with_facts(120, 3, 1, 6, varied=1)

@@ -48,3 +48,22 @@ def test_report_help_keeps_its_percent_sign(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "paired bootstrap 95% intervals" in " ".join(capsys.readouterr().out.split())
+
+
+def test_version_prints_the_package_version(capsys):
+    from lazymem import __version__
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"lazymem {__version__}\n" == "lazymem 0.2.0\n"
+
+
+def test_pyproject_and_package_agree_on_the_version():
+    import re
+    from pathlib import Path
+
+    from lazymem import __version__
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1) == __version__

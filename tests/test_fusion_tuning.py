@@ -1,4 +1,4 @@
-"""Weighted RRF with per-list depths (issue 13) and the fusion tuning that chooses on development questions only."""
+"""Weighted RRF with per-list depths and the fusion tuning that chooses on development questions only."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""Data integrity of run folders (issue 27, part B): one JSON-lines reader that splits on "\\n" only,
+"""Data integrity of run folders: one JSON-lines reader that splits on "\\n" only,
 metrics that cannot be computed are missing (never 0), and hand-edited run files are named errors.
 
 Every model is a scripted FakeBackend and retrieval is BM25 only, so the file runs in seconds.

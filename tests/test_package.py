@@ -130,7 +130,7 @@ def test_no_import_cycles():
 
 
 def test_module_size_is_a_note_not_a_rule():
-    """Modules over 400 lines get a warning, never a failure: size follows responsibility (issue 26).
+    """Modules over 400 lines get a warning, never a failure: size follows responsibility.
 
     Template text (distractor chat, every prompt verbatim in one place) is not logic and is left out.
     """
@@ -145,7 +145,7 @@ def test_module_size_is_a_note_not_a_rule():
 
 def test_tests_read_only_files_git_keeps():
     """A repository path a test names must not be one .gitignore keeps out: CI runs on a fresh clone, where
-    such a file (a LoCoMo cell's records, a local training run) does not exist. (Stop 33's CI failed so.)"""
+    such a file (a LoCoMo cell's records, a local training run) does not exist."""
     import re
     import shutil
 

@@ -1,4 +1,4 @@
-"""Reasoning models end to end (issue 28, items 1-3): the reward judge's thinking budget, the
+"""Reasoning models end to end: the reward judge's thinking budget, the
 referenced reasoning chain it receives, and the SFT teacher's reasoning kept in the targets.
 
 Every server here is a real OpenAI-compatible HTTP server on loopback (tests/servers.py

@@ -1,4 +1,4 @@
-"""eval-table and run-folder integrity (issue 27 part C): names that are folder names, no stale
+"""eval-table and run-folder integrity: names that are folder names, no stale
 cell shown as current, a manifest without its identity never matching, and no credential given
 in any --set form or in a base_url's userinfo reaching a file of the run folder."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tune how the BM25 and dense lists are fused (issue 13), choosing on development questions only.
+"""Tune how the BM25 and dense lists are fused, choosing on development questions only.
 
 For each question the BM25 list and the dense list are computed once, over the whole history,
 by the real ``Retriever`` (``Retriever.ranked_lists``; message embeddings come from the disk

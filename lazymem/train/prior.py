@@ -21,11 +21,12 @@ text, before the ``[timestamp] role:`` prefix every kept message gets alike), be
 processor's on the same windows (keep a message whose word overlap with the query is at least its
 threshold, verbatim: exactly ``ExtractiveProcessor``'s decisions). ``--budget extractive`` chooses only
 among the triples that keep no more tokens a window than extractive does over the development windows
-(the token half of issue 25's floor, read on development windows), ``--budget extractive-per-shape`` only
-among those within extractive's tokens in each development record's windows of each shape; without a
-budget the tokens are reported, never used. The record breaks the chosen triple and extractive down by
-window shape (radius x length x stride) for each record, with the triple that keeps the most gold there
-within extractive's tokens (what a setting for that one shape and set alone could do).
+(the token half of the floor a default must clear against extractive, read on development windows),
+``--budget extractive-per-shape`` only among those within extractive's tokens in each development
+record's windows of each shape; without a budget the tokens are reported, never used. The record
+breaks the chosen triple and extractive down by window shape (radius x length x stride) for each
+record, with the triple that keeps the most gold there within extractive's tokens (what a setting
+for that one shape and set alone could do).
 
     lazymem train keep-prior DEV_RECORD.json... [--report RECORD.json...] [--dense-priors 0]
         [--budget extractive] --out FILE

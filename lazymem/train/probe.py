@@ -184,7 +184,7 @@ def recall_threshold(thresholds: Sequence[Mapping], target: float) -> Mapping:
 
 @dataclass(frozen=True)
 class KeepBiasConfig:
-    """Choose the KEEP logit bias on development windows; the keys of configs/train/lazymem-135m/keep_bias.yaml."""
+    """Choose the KEEP logit bias on development windows; the keys of configs/recipes/lazymem-135m/keep_bias.yaml."""
 
     pairs: str = field(default="", metadata={"help": "development query-window pairs (never the reported set)"})
     base: str = field(default="smollm2-offline", metadata={"help": "base model alias or dir"})

@@ -42,7 +42,7 @@ def _chosen(value, known: Mapping, field_name: str, what: str) -> tuple[str, ...
 
 @dataclass(frozen=True)
 class WindowTableConfig:
-    """Rows (models) x sets (held-out pair files); the keys of configs/train/lazymem-135m/eval_windows.yaml."""
+    """Rows (models) x sets (held-out pair files): the keys of an ``eval-windows`` YAML recipe."""
 
     sets: Mapping[str, str] = field(default_factory=dict, metadata=h("name -> JSONL of held-out query-window pairs"))
     rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=h(

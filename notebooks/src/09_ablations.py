@@ -6,7 +6,7 @@
 # SFT / RL adapters of the memory-processing model) reports Gate Fmt., the strict gate, gold-keep
 # recall and the score (paper Table 3). Every point is an ordinary resumable eval run
 # (`<out_root>/<sweep>/<point>`) through the package's one sweep engine (`lazymem.sweep`, as `lazymem
-# eval-table`), so a sweep fills in over several sessions, a rerun costs nothing, and a point whose
+# eval-table`), so an interrupted sweep resumes where it stopped, a rerun costs nothing, and a point whose
 # inputs changed is recomputed with its old results set aside.
 #
 # As a papermill grid, one point per run: `lazymem notebooks run 09_ablations --grid
@@ -37,7 +37,7 @@ base_url = ""  # OpenAI-compatible server; "" = in-process transformers
 config = ""  # an eval recipe (YAML) every point starts from instead (models, pool, bias); see above
 radii = [0, 1, 2, 3]  # the radius sweep (paper Table 2); [] skips it
 n = 20  # pool size (paper: 50); with `config`, the recipe's own
-stages = {}  # the stage sweep: name -> adapter (None = base), e.g. {"base": None, "rl": "lazymem-135m"}
+stages = {}  # the stage sweep: name -> adapter (None = base), e.g. {"base": None, "rl": "lazymem-135m-v1"}
 stage_w = 2  # radius of the stage sweep
 out_root = "runs/nb09_ablations"  # <out_root>/radius/w=<w>, <out_root>/stage/<name>
 figures_dir = "figures"  # save_figures writes <figures_dir>/<name>.html and <name>.png here
