@@ -41,9 +41,11 @@ test: $(STAMP) chromium lint
 	$(OFFLINE) $(BIN)/lazymem --help >/dev/null  # the first command a new user types (every subcommand's help: tests/test_cli_help.py)
 	$(OFFLINE) $(BIN)/python -m pytest $(PYTEST_PATHS) --doctest-modules $(NBVAL)
 
-# ruff, configured in pyproject.toml ([tool.ruff]): the package, tests, scripts and notebook sources
+# ruff, configured in pyproject.toml ([tool.ruff]): lint of the package, tests, scripts and notebook sources,
+# and one formatter (ruff format) over the package, tests and scripts
 lint: $(STAMP)
 	$(BIN)/ruff check lazymem tests scripts notebooks
+	$(BIN)/ruff format --check lazymem tests scripts
 
 # everything except tests marked slow (for quick iteration; `make test` runs them all)
 test-fast: $(STAMP)
