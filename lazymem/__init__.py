@@ -3,6 +3,7 @@
 Importing the package loads no model and no torch; every heavy import lives inside the
 function that needs it.
 """
+
 from lazymem.errors import ConfigError, LoadError
 from lazymem.records import (
     LOCOMO_CATEGORIES,
@@ -18,6 +19,15 @@ from lazymem.records import (
 __version__ = "0.2.0"
 
 __all__ = [
-    "ConfigError", "LoadError", "Dataset", "History", "LoadIssue", "Message", "Question",
-    "LONGMEMEVAL_TYPES", "LOCOMO_CATEGORIES", "type_abbrev", "__version__",
+    "ConfigError",
+    "LoadError",
+    "Dataset",
+    "History",
+    "LoadIssue",
+    "Message",
+    "Question",
+    "LONGMEMEVAL_TYPES",
+    "LOCOMO_CATEGORIES",
+    "type_abbrev",
+    "__version__",
 ]

@@ -9,6 +9,7 @@ default NLTK_EXTENSIONS mode. ``answer_recall``: the share of the gold answer's 
 >>> answer_recall("[2023/05/01] user: I moved to Lisbon, Portugal.", "The Lisbon and Porto")
 0.5
 """
+
 from __future__ import annotations
 
 import atexit

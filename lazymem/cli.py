@@ -1,30 +1,31 @@
 """The `lazymem` command line: thin wrappers over the package (all logic lives in modules).
 
-    lazymem --version
-    lazymem data summary SPEC [--subset paper] [--json]
-    lazymem data split SPEC [--seed 42] [--json]
-    lazymem retrieve SPEC --question ID [--w 2] [--json]
-    lazymem coverage SPEC [--k 50] [--w 0,1,2,3] [--json] [--out FILE]
-    lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
-    lazymem bench pipeline [--config configs/eval/demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
-    lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
-    lazymem bench latency CONFIG [--limit N] [--warmup 3] [--runs 3] [--out FILE]
-    lazymem eval [CONFIG] [--out DIR] [--shard i/K] [...]
-    lazymem eval-table --config FILE [--set only=[row]] [--dry-run] [--executor local|slurm --max-parallel N --shards K]
-    lazymem jobs DIR [--json]
-    lazymem merge RUN_DIR [RUN_DIR ...] --out DIR [--json] [--no-progress]
-    lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
-    lazymem train sft-data|rl-data|sft|grpo|eval-windows|keep-bias|release --config FILE [--set k=v]
-    lazymem train recipe [--only STEP ...] [--until STEP] [--list]
-    lazymem train probe PAIRS [--adapter DIR]
-    lazymem train lexical-check RECORD.json... [--out FILE]
-    lazymem train keep-prior DEV_RECORD.json... [--report RECORD.json...] --out FILE
-    lazymem remeasure RUN_DIR [RUN_DIR ...]
-    lazymem fusion-tuning SPEC [--verify] [--out FILE]
-    lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v] [--executor local|slurm]
-    lazymem notebooks build [NAMES] [--no-execute]
-    lazymem demo [--mpm lazymem-135m|base|extractive]
+lazymem --version
+lazymem data summary SPEC [--subset paper] [--json]
+lazymem data split SPEC [--seed 42] [--json]
+lazymem retrieve SPEC --question ID [--w 2] [--json]
+lazymem coverage SPEC [--k 50] [--w 0,1,2,3] [--json] [--out FILE]
+lazymem bench retrieval [--sizes 1000,10000,100000] [--out FILE]
+lazymem bench pipeline [--config configs/eval/demo.yaml] [--limit N] [--engines a,b] [--no-cold-warm]
+lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
+lazymem bench latency CONFIG [--limit N] [--warmup 3] [--runs 3] [--out FILE]
+lazymem eval [CONFIG] [--out DIR] [--shard i/K] [...]
+lazymem eval-table --config FILE [--set only=[row]] [--dry-run] [--executor local|slurm --max-parallel N --shards K]
+lazymem jobs DIR [--json]
+lazymem merge RUN_DIR [RUN_DIR ...] --out DIR [--json] [--no-progress]
+lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
+lazymem train sft-data|rl-data|sft|grpo|eval-windows|keep-bias|release --config FILE [--set k=v]
+lazymem train recipe [--only STEP ...] [--until STEP] [--list]
+lazymem train probe PAIRS [--adapter DIR]
+lazymem train lexical-check RECORD.json... [--out FILE]
+lazymem train keep-prior DEV_RECORD.json... [--report RECORD.json...] --out FILE
+lazymem remeasure RUN_DIR [RUN_DIR ...]
+lazymem fusion-tuning SPEC [--verify] [--out FILE]
+lazymem notebooks run NOTEBOOK [--grid FILE] [-p k=v] [--executor local|slurm]
+lazymem notebooks build [NAMES] [--no-execute]
+lazymem demo [--mpm lazymem-135m|base|extractive]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,9 +42,17 @@ def cmd_notebooks_run(args) -> int:
     from lazymem.notebooks import parse_param, results_table, run_grid
 
     params = dict(parse_param(p) for p in args.param)
-    results = run_grid(args.notebook, args.grid, params, out_root=args.out_root, force=args.force,
-                       kernel=args.kernel, progress=not args.no_progress, executor=config_from_args(args),
-                       command=["lazymem", *args.argv])
+    results = run_grid(
+        args.notebook,
+        args.grid,
+        params,
+        out_root=args.out_root,
+        force=args.force,
+        kernel=args.kernel,
+        progress=not args.no_progress,
+        executor=config_from_args(args),
+        command=["lazymem", *args.argv],
+    )
     print(results_table(results))
     return 0 if all(r.ok for r in results) else 1
 
@@ -107,8 +116,11 @@ def cmd_eval_table(args) -> int:
     from lazymem.train.recipe import build_recipe
 
     data = _recipe_data(args.config, args.set)
-    data = {**data, "executor": config_from_args(args, data.get("executor"), f"{args.config}: executor"),
-            **({"shards": args.shards} if args.shards is not None else {})}
+    data = {
+        **data,
+        "executor": config_from_args(args, data.get("executor"), f"{args.config}: executor"),
+        **({"shards": args.shards} if args.shards is not None else {}),
+    }
     config = build_recipe(EvalTableConfig, data, args.config)
     if args.dry_run:  # what it would run and call: nothing run, no model loaded, no network
         from lazymem.eval.dryrun import dry_run, dry_run_text
@@ -120,8 +132,13 @@ def cmd_eval_table(args) -> int:
         from lazymem.eval.smoke import SmokeFailed, run_smoke
 
         try:
-            report = run_smoke(config, questions=args.smoke_questions, data=args.smoke_data, output_dir=args.out,
-                               progress=not args.no_progress)
+            report = run_smoke(
+                config,
+                questions=args.smoke_questions,
+                data=args.smoke_data,
+                output_dir=args.out,
+                progress=not args.no_progress,
+            )
         except SmokeFailed as e:
             print(e, file=sys.stderr)
             return 1
@@ -148,8 +165,11 @@ def cmd_jobs(args) -> int:
 def add_executor_arguments(parser):
     """``--executor``, ``--max-parallel`` and the Slurm flags (unset flags leave the recipe's values)."""
     g = parser.add_argument_group("jobs (inline: this process; local: processes here; slurm: cluster jobs)")
-    g.add_argument("--executor", choices=("inline", "local", "slurm"),
-                   help="where each cell runs (default: the recipe's, else inline)")
+    g.add_argument(
+        "--executor",
+        choices=("inline", "local", "slurm"),
+        help="where each cell runs (default: the recipe's, else inline)",
+    )
     g.add_argument("--max-parallel", type=int, metavar="N", help="jobs at once (default 2)")
     g.add_argument("--partition", help="slurm partition")
     g.add_argument("--gpus-per-job", type=int, metavar="N", help="GPUs per job (slurm --gpus-per-node)")
@@ -164,9 +184,16 @@ def cmd_report(args) -> int:
     from lazymem.eval.report import report_markdown
     from lazymem.notebooks.compare import report_with_figures
 
-    rep, _ = report_with_figures(args.runs, args.names.split(",") if args.names else None, args.metric,
-                                 args.reference, args.paper, args.out, png=not args.no_png,
-                                 n_resamples=args.resamples)
+    rep, _ = report_with_figures(
+        args.runs,
+        args.names.split(",") if args.names else None,
+        args.metric,
+        args.reference,
+        args.paper,
+        args.out,
+        png=not args.no_png,
+        n_resamples=args.resamples,
+    )
     print(report_markdown(rep))
     if args.out:
         print(f"wrote report.json, report.md and pareto.html{'' if args.no_png else ' / pareto.png'} in {args.out}")
@@ -175,6 +202,7 @@ def cmd_report(args) -> int:
 
 def cmd_perturb(args) -> int:
     from lazymem.eval.perturb import perturb_command
+
     return perturb_command(args)
 
 
@@ -199,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval_command.add_parsers(sub)
 
     from lazymem.bench.cli import add_bench_parser
+
     add_bench_parser(sub, retrieval_command.retrieval_arguments, retrieval_command.retrieval_config)
 
     from lazymem.eval import add_arguments as eval_arguments
@@ -209,8 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     eval_arguments(s)
     s.set_defaults(func=cmd_eval)
 
-    nb = sub.add_parser("notebooks", help="build notebooks from their sources; run them with papermill"
-                        ).add_subparsers(dest="nb_command", required=True)
+    nb = sub.add_parser("notebooks", help="build notebooks from their sources; run them with papermill").add_subparsers(
+        dest="nb_command", required=True
+    )
     s = nb.add_parser("run", help="execute a notebook once per grid point into papermill_runs/<notebook>/<run_id>/")
     s.add_argument("notebook", nargs="?", help="notebook path, name (02_retrieval_windows) or unique prefix (02)")
     s.add_argument("--grid", help="grid YAML: {notebook: ..., base: {...}, grid: {param: [values]}}")
@@ -223,28 +253,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_notebooks_run)
     from lazymem.notebooks.build import add_arguments, run_from_args
 
-    s = nb.add_parser("build", help="write notebooks/NN_*.ipynb from notebooks/src/NN_*.py, execute, keep the "
-                                    "checked outputs")
+    s = nb.add_parser(
+        "build", help="write notebooks/NN_*.ipynb from notebooks/src/NN_*.py, execute, keep the checked outputs"
+    )
     add_arguments(s)
     s.set_defaults(func=run_from_args)
 
     train = sub.add_parser("train", help="train the memory-processing model (paper Sec. 3.3)").add_subparsers(
-        dest="train_command", required=True)
-    for name, text in (("sft-data", "SFT query-window pairs, teacher targets, balancing, data card"),
-                       ("rl-data", "RL prompts balanced 50/50 by gold presence, pool card"),
-                       ("sft", "supervised fine-tuning with TRL's SFTTrainer (full or LoRA), resumable"),
-                       ("grpo", "GRPO with TRL's GRPOTrainer: gated reward, curriculum, resumable"),
-                       ("eval-windows", "models x held-out query-window sets: Gate Fmt., gold-keep recall, reward"),
-                       ("keep-bias", "choose the KEEP logit bias on development windows (teacher-forced P(KEEP))"),
-                       ("release", "ship a trained adapter as lazymem-135m with its model card")):
+        dest="train_command", required=True
+    )
+    for name, text in (
+        ("sft-data", "SFT query-window pairs, teacher targets, balancing, data card"),
+        ("rl-data", "RL prompts balanced 50/50 by gold presence, pool card"),
+        ("sft", "supervised fine-tuning with TRL's SFTTrainer (full or LoRA), resumable"),
+        ("grpo", "GRPO with TRL's GRPOTrainer: gated reward, curriculum, resumable"),
+        ("eval-windows", "models x held-out query-window sets: Gate Fmt., gold-keep recall, reward"),
+        ("keep-bias", "choose the KEEP logit bias on development windows (teacher-forced P(KEEP))"),
+        ("release", "ship a trained adapter as lazymem-135m with its model card"),
+    ):
         s = train.add_parser(name, help=text)
         s.add_argument("--config", required=True, help="YAML recipe (configs/train/*.yaml)")
-        s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a recipe key (dotted for nested keys, e.g. lora.r=8)")
+        s.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a recipe key (dotted for nested keys, e.g. lora.r=8)",
+        )
         s.add_argument("--json", action="store_true", help="print the card / result as JSON")
-        s.add_argument("--smoke", action="store_true",
-                       help="sft-data, rl-data, sft, grpo: run the recipe's settings on CPU, offline, with tiny "
-                            "stand-ins for its models and data (printed); fails on what a real run would trip on")
+        s.add_argument(
+            "--smoke",
+            action="store_true",
+            help="sft-data, rl-data, sft, grpo: run the recipe's settings on CPU, offline, with tiny "
+            "stand-ins for its models and data (printed); fails on what a real run would trip on",
+        )
         s.set_defaults(func=cmd_train)
     s = train.add_parser("recipe", help="LazyMem-135M's training recipe, step by step (every step resumes)")
     s.add_argument("--only", nargs="+", default=[], metavar="STEP", help="run just these steps")
@@ -253,28 +295,37 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_train_recipe)
     from lazymem.train import probe
 
-    s = probe.add_arguments(train.add_parser("probe",
-                                             help="teacher-forced P(KEEP) on held-out windows (no generation)"))
+    s = probe.add_arguments(
+        train.add_parser("probe", help="teacher-forced P(KEEP) on held-out windows (no generation)")
+    )
     s.set_defaults(func=probe.run_from_args)
     from lazymem.train import lexical
 
-    s = lexical.add_arguments(train.add_parser(
-        "lexical-check", help="is a probe's P(KEEP) more than word overlap with the query? (no model)"))
+    s = lexical.add_arguments(
+        train.add_parser("lexical-check", help="is a probe's P(KEEP) more than word overlap with the query? (no model)")
+    )
     s.set_defaults(func=lexical.run_from_args)
     from lazymem.train import prior
 
-    s = prior.add_arguments(train.add_parser(
-        "keep-prior", help="choose the lexical KEEP prior and the KEEP bias on development probe records (no model)"))
+    s = prior.add_arguments(
+        train.add_parser(
+            "keep-prior", help="choose the lexical KEEP prior and the KEEP bias on development probe records (no model)"
+        )
+    )
     s.set_defaults(func=prior.run_from_args)
     from lazymem.eval import remeasure
 
-    s = remeasure.add_arguments(sub.add_parser("remeasure",
-                                               help="add the memory measures to eval runs made before them"))
+    s = remeasure.add_arguments(
+        sub.add_parser("remeasure", help="add the memory measures to eval runs made before them")
+    )
     s.set_defaults(func=remeasure.run_from_args)
     from lazymem.eval.fusion_tuning import add_arguments as fusion_arguments
 
-    s = fusion_arguments(sub.add_parser("fusion-tuning", help="choose RRF k, weights and depths on development "
-                                                              "histories, report on the report set"))
+    s = fusion_arguments(
+        sub.add_parser(
+            "fusion-tuning", help="choose RRF k, weights and depths on development histories, report on the report set"
+        )
+    )
     s.set_defaults(func=cmd_fusion_tuning)
 
     s = sub.add_parser("eval-table", help="several methods on the same questions: one eval run per cell, one table")
@@ -282,23 +333,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key (e.g. only=[sft])")
     s.add_argument("--json", action="store_true", help="print the table as JSON")
     s.add_argument("--no-progress", action="store_true")
-    s.add_argument("--dry-run", action="store_true",
-                   help="print every cell's resolved config, the models and endpoints the table needs and its "
-                        "model calls (bounds where only retrieval can tell); runs nothing, loads no model, no network")
-    s.add_argument("--smoke", action="store_true",
-                   help="run every cell on CPU, offline, in minutes: the table's settings exactly, its served models "
-                        "replaced by a scripted Qwen3-family server on a loopback port, GPU models on CPU, a few "
-                        "questions; prints what it replaced and fails on what a real run would trip on")
-    s.add_argument("--smoke-questions", type=int_at_least(1), default=1, metavar="N",
-                   help="--smoke: questions a set (default 1)")
-    s.add_argument("--smoke-data", metavar="SPEC",
-                   help="--smoke: the dataset every set reads (default: the config's where on disk, else local data)")
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print every cell's resolved config, the models and endpoints the table needs and its "
+        "model calls (bounds where only retrieval can tell); runs nothing, loads no model, no network",
+    )
+    s.add_argument(
+        "--smoke",
+        action="store_true",
+        help="run every cell on CPU, offline, in minutes: the table's settings exactly, its served models "
+        "replaced by a scripted Qwen3-family server on a loopback port, GPU models on CPU, a few "
+        "questions; prints what it replaced and fails on what a real run would trip on",
+    )
+    s.add_argument(
+        "--smoke-questions", type=int_at_least(1), default=1, metavar="N", help="--smoke: questions a set (default 1)"
+    )
+    s.add_argument(
+        "--smoke-data",
+        metavar="SPEC",
+        help="--smoke: the dataset every set reads (default: the config's where on disk, else local data)",
+    )
     s.add_argument("--out", metavar="DIR", help="--smoke: the (new or empty) folder for the smoke's cells")
-    add_executor_arguments(s).add_argument("--shards", type=int_at_least(1), metavar="K",
-                                           help="K jobs per cell, each a part of its questions, merged into the cell")
+    add_executor_arguments(s).add_argument(
+        "--shards",
+        type=int_at_least(1),
+        metavar="K",
+        help="K jobs per cell, each a part of its questions, merged into the cell",
+    )
     s.set_defaults(func=cmd_eval_table)
-    s = sub.add_parser("jobs", help="a sweep's jobs: state, questions done, log's last line; the command that "
-                                    "resubmits the failed ones")
+    s = sub.add_parser(
+        "jobs",
+        help="a sweep's jobs: state, questions done, log's last line; the command that resubmits the failed ones",
+    )
     s.add_argument("dir", help="the sweep's output folder (holding jobs/jobs.json)")
     s.add_argument("--json", action="store_true", help="print the status as JSON")
     s.set_defaults(func=cmd_jobs)
@@ -317,9 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")
     s.add_argument("--questions", type=int, default=4, help="questions to run construction on")
     s.add_argument("--no-eval", action="store_true", help="stop before the construct/answer stage")
-    s.add_argument("--mpm", default="lazymem-135m", choices=("lazymem-135m", "base", "extractive"),
-                   help="memory processor of the construct/answer stage: LazyMem-135M (the shipped adapter), "
-                        "the untrained base (constrained decoding) or the extractive processor")
+    s.add_argument(
+        "--mpm",
+        default="lazymem-135m",
+        choices=("lazymem-135m", "base", "extractive"),
+        help="memory processor of the construct/answer stage: LazyMem-135M (the shipped adapter), "
+        "the untrained base (constrained decoding) or the extractive processor",
+    )
     s.set_defaults(func=cmd_demo)
     return p
 

@@ -4,6 +4,7 @@ The project's own errors are LoadError (a bad input file), ConfigError (a bad co
 value) and ModelLoadError (a model that cannot load); with OSError and YAML errors they are
 what ``error_message`` turns into one line for the CLI (exit 2). Anything else is a bug.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,6 +65,7 @@ def int_at_least(low: int):
     ...
     argparse.ArgumentTypeError: 0 is not an integer >= 1
     """
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -93,11 +95,13 @@ def error_message(e: BaseException) -> str | None:
         return str(e)
     if isinstance(e, OSError):
         where = e.filename or ""
-        what = {errno.EISDIR: "is a directory (a file was expected)",
-                errno.ENOTDIR: "is not a directory (a folder was expected, or a path inside a file was given)",
-                errno.EEXIST: "already exists and is not a directory",
-                errno.ENOENT: "no such file or directory",
-                errno.EACCES: "permission denied"}.get(e.errno, e.strerror or str(e))
+        what = {
+            errno.EISDIR: "is a directory (a file was expected)",
+            errno.ENOTDIR: "is not a directory (a folder was expected, or a path inside a file was given)",
+            errno.EEXIST: "already exists and is not a directory",
+            errno.ENOENT: "no such file or directory",
+            errno.EACCES: "permission denied",
+        }.get(e.errno, e.strerror or str(e))
         return f"{where}: {what}" if where else what
     try:
         import yaml

@@ -17,6 +17,7 @@ Traceback (most recent call last):
 ...
 lazymem.errors.ConfigError: Demo.n=0: must be an integer >= 1
 """
+
 from __future__ import annotations
 
 from typing import Any

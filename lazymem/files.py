@@ -21,6 +21,7 @@ surrogates (``"\\ud800"`` escapes: valid JSON, but no UTF-8 text can hold them).
 >>> open(p).read(), sha256_file(p)[:12]
 ('one\\ntwo\\n', 'c3f9c8c283a2')
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -116,8 +117,9 @@ def write_json(path: str | os.PathLike, obj: Any, indent: int = 1, **dumps: Any)
     write_atomic(path, json.dumps(obj, indent=indent, **dumps) + "\n")
 
 
-def read_jsonl(path: str | os.PathLike, keys: Sequence[str] = (),
-               what: str = "a JSON object") -> tuple[list[dict], bool]:
+def read_jsonl(
+    path: str | os.PathLike, keys: Sequence[str] = (), what: str = "a JSON object"
+) -> tuple[list[dict], bool]:
     r"""The JSON objects of a JSON-lines file, one a line, and whether a torn last line was left out.
 
     Lines end at "\n" only. ``str.splitlines`` would also end them at U+2028, U+2029 and U+0085,
@@ -158,8 +160,9 @@ def read_jsonl(path: str | os.PathLike, keys: Sequence[str] = (),
         if i == last and (problem is not None or i == len(lines) - 1):
             return out, True  # cut off, or parsed yet its newline never made it: an unfinished append
         if problem is not None:
-            raise LoadError(str(p), None, None, f"line {i + 1} is not {what} ({problem}); only a cut-off last "
-                            "line is left out")
+            raise LoadError(
+                str(p), None, None, f"line {i + 1} is not {what} ({problem}); only a cut-off last line is left out"
+            )
         out.append(value)
     return out, False
 
@@ -204,17 +207,28 @@ def read_json(path: str | Path) -> tuple[Any, str]:
     try:
         obj = json.loads(data)
     except json.JSONDecodeError as e:
-        raise LoadError(file, None, None, f"not valid JSON (truncated or malformed?): {e.msg} at line {e.lineno} "
-                        f"column {e.colno} (char {e.pos} of {len(data)})") from None
+        raise LoadError(
+            file,
+            None,
+            None,
+            f"not valid JSON (truncated or malformed?): {e.msg} at line {e.lineno} "
+            f"column {e.colno} (char {e.pos} of {len(data)})",
+        ) from None
     except UnicodeDecodeError as e:
         raise LoadError(file, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
     except RecursionError:
-        raise LoadError(file, None, None, "nested deeper than the JSON parser allows (more than ~1000 levels "
-                        "of [ or {)") from None
+        raise LoadError(
+            file, None, None, "nested deeper than the JSON parser allows (more than ~1000 levels of [ or {)"
+        ) from None
     where = _surrogate_path(obj)
     if where is not None:
-        raise LoadError(file, None, where, "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its "
-                        "pair): not representable as UTF-8 text")
+        raise LoadError(
+            file,
+            None,
+            where,
+            "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its "
+            "pair): not representable as UTF-8 text",
+        )
     return obj, hashlib.sha256(data).hexdigest()
 
 

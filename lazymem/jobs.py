@@ -16,6 +16,7 @@ Traceback (most recent call last):
 ...
 lazymem.errors.ConfigError: JobsConfig.kind: 'pbs' is not an executor (inline, local, slurm)
 """
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,10 @@ class JobsConfig:
         if isinstance(value, str):
             return cls(kind=value)
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: expected an executor kind ({', '.join(EXECUTORS)}) or a mapping of "
-                              f"JobsConfig fields, got {type(value).__name__}")
+            raise ConfigError(
+                f"{where}: expected an executor kind ({', '.join(EXECUTORS)}) or a mapping of "
+                f"JobsConfig fields, got {type(value).__name__}"
+            )
         check_fields(cls, value, where)
         return cls(**value)
 
@@ -90,10 +93,19 @@ class JobsConfig:
 
     def slurm_parameters(self, name: str = "lazymem") -> dict:
         """The SlurmExecutor parameters (``_make_sbatch_string``'s names) of these settings."""
-        p = {"job_name": name, "time": self.time_min, "nodes": 1, "ntasks_per_node": 1, "partition": self.partition,
-             "gpus_per_node": self.gpus_per_job or None, "cpus_per_task": self.cpus_per_job,
-             "mem": None if self.mem_gb is None else f"{int(self.mem_gb * 1024)}MB", "setup": list(self.setup) or None,
-             "array_parallelism": self.max_parallel, **dict(self.slurm_extra)}
+        p = {
+            "job_name": name,
+            "time": self.time_min,
+            "nodes": 1,
+            "ntasks_per_node": 1,
+            "partition": self.partition,
+            "gpus_per_node": self.gpus_per_job or None,
+            "cpus_per_task": self.cpus_per_job,
+            "mem": None if self.mem_gb is None else f"{int(self.mem_gb * 1024)}MB",
+            "setup": list(self.setup) or None,
+            "array_parallelism": self.max_parallel,
+            **dict(self.slurm_extra),
+        }
         return {k: v for k, v in p.items() if v is not None}
 
 
@@ -112,8 +124,7 @@ def sbatch_script(config: JobsConfig, folder: str | os.PathLike, name: str = "la
 
     load_submitit()
     command = " ".join([sys.executable, "-u -m submitit.core._submit", str(Path(folder).absolute())])
-    return _make_sbatch_string(command=command, folder=str(Path(folder).absolute()),
-                               **config.slurm_parameters(name))
+    return _make_sbatch_string(command=command, folder=str(Path(folder).absolute()), **config.slurm_parameters(name))
 
 
 def make_executor(config: JobsConfig, folder: str | os.PathLike, name: str = "lazymem"):
@@ -121,8 +132,11 @@ def make_executor(config: JobsConfig, folder: str | os.PathLike, name: str = "la
     submitit = load_submitit()
     if config.kind == "local":
         ex = submitit.LocalExecutor(folder=str(folder))
-        ex.update_parameters(timeout_min=config.time_min, gpus_per_node=config.gpus_per_job,
-                             **({"setup": list(config.setup)} if config.setup else {}))
+        ex.update_parameters(
+            timeout_min=config.time_min,
+            gpus_per_node=config.gpus_per_job,
+            **({"setup": list(config.setup)} if config.setup else {}),
+        )
         return ex
     if config.kind == "slurm":
         try:
@@ -178,16 +192,24 @@ def pin_cores(cores: Sequence[int]) -> None:
         sys.modules["torch"].set_num_threads(len(cores))
 
 
-def run_task(fn: Callable, args: tuple, cwd: str, describe: Callable[[BaseException], str] | None,
-             cores: Sequence[int] | None = None) -> Any:
+def run_task(
+    fn: Callable,
+    args: tuple,
+    cwd: str,
+    describe: Callable[[BaseException], str] | None,
+    cores: Sequence[int] | None = None,
+) -> Any:
     """What a job process runs: ``fn(*args)`` from the sweep's working directory (on ``cores`` only, where a
     local sweep divides the machine among its jobs), its start and end logged."""
     os.chdir(cwd)
     if cores:
         pin_cores(cores)
     t0 = time.perf_counter()
-    print(f"[job] start pid={os.getpid()} host={os.uname().nodename} at {now()}"
-          + (f" on cores {','.join(map(str, cores))}" if cores else ""), flush=True)
+    print(
+        f"[job] start pid={os.getpid()} host={os.uname().nodename} at {now()}"
+        + (f" on cores {','.join(map(str, cores))}" if cores else ""),
+        flush=True,
+    )
     try:
         out = fn(*args)
     except Exception as e:
@@ -213,8 +235,10 @@ class Ended:
 def job_error(job, pickle_outcome: tuple | None) -> str:
     """A failed job's error: the task's own description (TaskFailed), else the trace's last line."""
     if pickle_outcome is None:
-        return (f"job {job.job_id} ended without a result (killed, out of memory or past its time limit); "
-                f"log: {job.paths.stdout}")
+        return (
+            f"job {job.job_id} ended without a result (killed, out of memory or past its time limit); "
+            f"log: {job.paths.stdout}"
+        )
     trace = str(pickle_outcome[1]).rstrip()
     marker = f"{TaskFailed.__module__}.{TaskFailed.__name__}: "
     if marker in trace:
@@ -244,9 +268,17 @@ def read_index(out_dir: str | os.PathLike) -> dict:
         raise ConfigError(f"{path}: not a readable jobs index ({e})") from None
 
 
-def run_tasks(tasks: Sequence[Task], config: JobsConfig, out_dir: str | os.PathLike, *, label: str = "sweep",
-              command: Sequence[str] = (), only_index: int | None = None,
-              describe: Callable[[BaseException], str] | None = None, lines: bool = True) -> list[Ended]:
+def run_tasks(
+    tasks: Sequence[Task],
+    config: JobsConfig,
+    out_dir: str | os.PathLike,
+    *,
+    label: str = "sweep",
+    command: Sequence[str] = (),
+    only_index: int | None = None,
+    describe: Callable[[BaseException], str] | None = None,
+    lines: bool = True,
+) -> list[Ended]:
     """Submit every task as a job (at most ``config.max_parallel`` in flight), wait for them all, and
     keep ``<out_dir>/jobs/jobs.json`` current; one Ended per task, in order.
 
@@ -260,12 +292,20 @@ def run_tasks(tasks: Sequence[Task], config: JobsConfig, out_dir: str | os.PathL
     index = read_index(out_dir)
     entries = {(tuple(e["key"]), e.get("task", "")): e for e in index.get("jobs", [])}
     previous = list(index.get("previous", []))
-    index = {"label": label, "command": list(command), "only_index": only_index, "executor": asdict(config),
-             "cwd": os.getcwd()}
+    index = {
+        "label": label,
+        "command": list(command),
+        "only_index": only_index,
+        "executor": asdict(config),
+        "cwd": os.getcwd(),
+    }
 
     def save():
-        write_json(out_dir / JOBS_DIR / INDEX_FILE, {**index, "updated": now(), "jobs": list(entries.values()),
-                                          "previous": previous[-200:]}, indent=1)
+        write_json(
+            out_dir / JOBS_DIR / INDEX_FILE,
+            {**index, "updated": now(), "jobs": list(entries.values()), "previous": previous[-200:]},
+            indent=1,
+        )
 
     queue, running, ended = list(enumerate(tasks)), {}, {}
     slots = core_slots(config)  # local: each job on its share of the cores, not every job on all of them
@@ -278,14 +318,24 @@ def run_tasks(tasks: Sequence[Task], config: JobsConfig, out_dir: str | os.PathL
             old = entries.pop((t.key, t.name), None)
             if old:
                 previous.append(old)
-            entries[(t.key, t.name)] = {"key": list(t.key), "task": t.name, "folder": str(t.folder),
-                                        "job_id": str(job.job_id), "executor": config.kind, "submitted": now(),
-                                        "ended": None, "state": "queued" if config.kind == "slurm" else "running",
-                                        "log": str(job.paths.stdout), "error": None}
+            entries[(t.key, t.name)] = {
+                "key": list(t.key),
+                "task": t.name,
+                "folder": str(t.folder),
+                "job_id": str(job.job_id),
+                "executor": config.kind,
+                "submitted": now(),
+                "ended": None,
+                "state": "queued" if config.kind == "slurm" else "running",
+                "log": str(job.paths.stdout),
+                "error": None,
+            }
             running[i] = (t, job, time.perf_counter(), slot)
             if lines:
-                print(f"[{label}] {' / '.join(t.key)}{' ' + t.name if t.name else ''}: job {job.job_id} "
-                      f"({config.kind})", flush=True)
+                print(
+                    f"[{label}] {' / '.join(t.key)}{' ' + t.name if t.name else ''}: job {job.job_id} ({config.kind})",
+                    flush=True,
+                )
             save()
         time.sleep(config.poll_s if running else 0)
         for i, (t, job, t0, slot) in list(running.items()):
@@ -297,16 +347,30 @@ def run_tasks(tasks: Sequence[Task], config: JobsConfig, out_dir: str | os.PathL
             free.append(slot)
             got = job_outcome(job)
             ok = got is not None and got[0] == "success"
-            ended[i] = Ended(t, ok, got[1] if ok else None, None if ok else job_error(job, got),
-                             round(time.perf_counter() - t0, 3), str(job.job_id))
+            ended[i] = Ended(
+                t,
+                ok,
+                got[1] if ok else None,
+                None if ok else job_error(job, got),
+                round(time.perf_counter() - t0, 3),
+                str(job.job_id),
+            )
             entries[(t.key, t.name)].update(ended=now(), state="done" if ok else "failed", error=ended[i].error)
             save()
     return [ended[i] for i in range(len(tasks))]
 
+
 # --- the command line ------------------------------------------------------------------------------
 
-FLAGS = {"executor": "kind", "max_parallel": "max_parallel", "partition": "partition",
-         "gpus_per_job": "gpus_per_job", "time_min": "time_min", "mem_gb": "mem_gb", "cpus_per_job": "cpus_per_job"}
+FLAGS = {
+    "executor": "kind",
+    "max_parallel": "max_parallel",
+    "partition": "partition",
+    "gpus_per_job": "gpus_per_job",
+    "time_min": "time_min",
+    "mem_gb": "mem_gb",
+    "cpus_per_job": "cpus_per_job",
+}
 
 
 def config_from_args(args, recipe_value: Any = None, where: str = "executor") -> JobsConfig:

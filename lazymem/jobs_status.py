@@ -8,6 +8,7 @@ are reused, so rerunning is resubmitting); ``status_text`` is the table ``lazyme
 >>> resubmit_command(["lazymem", "eval-table", "--config", "t.yaml", "--set", "only=[a]"], ["b", "c"])
 ['lazymem', 'eval-table', '--config', 't.yaml', '--set', 'only=[b,c]']
 """
+
 from __future__ import annotations
 
 import os
@@ -48,8 +49,13 @@ def live_state(entry: Mapping, logs: Path) -> tuple[str, str | None]:
     except Exception:  # no sacct here: say what the index last knew
         return entry.get("state", "queued"), None
     state = state.split()[0].upper() if state else "UNKNOWN"
-    return (("queued", None) if state in ("PENDING", "REQUEUED", "CONFIGURING", "UNKNOWN") else ("running", None)
-            if state in ("RUNNING", "COMPLETING") else ("failed", f"slurm state {state}"))
+    return (
+        ("queued", None)
+        if state in ("PENDING", "REQUEUED", "CONFIGURING", "UNKNOWN")
+        else ("running", None)
+        if state in ("RUNNING", "COMPLETING")
+        else ("failed", f"slurm state {state}")
+    )
 
 
 def _count_lines(path: Path) -> int | None:
@@ -75,24 +81,39 @@ def jobs_status(out_dir: str | os.PathLike, records: str = "records.jsonl") -> d
     the command that resubmits the failed ones (None when none failed)."""
     index = read_index(out_dir)
     if not index:
-        raise ConfigError(f"{Path(out_dir) / JOBS_DIR / INDEX_FILE}: no jobs index: was the sweep run with "
-                          "--executor local or slurm?")
+        raise ConfigError(
+            f"{Path(out_dir) / JOBS_DIR / INDEX_FILE}: no jobs index: was the sweep run with --executor local or slurm?"
+        )
     logs = Path(out_dir) / JOBS_DIR / LOGS_DIR
     rows = []
     for e in index.get("jobs", []):
         state, error = live_state(e, logs)
         out = Path(e["log"])
-        rows.append({"cell": " / ".join(e["key"]), "task": e.get("task", ""), "job_id": e["job_id"], "state": state,
-                     "questions": _count_lines(Path(e["folder"]) / records), "submitted": e.get("submitted"),
-                     "ended": e.get("ended"), "error": error,
-                     "log_tail": _last_line(out, out.with_name(out.name.replace("_log.out", "_log.err")))})
+        rows.append(
+            {
+                "cell": " / ".join(e["key"]),
+                "task": e.get("task", ""),
+                "job_id": e["job_id"],
+                "state": state,
+                "questions": _count_lines(Path(e["folder"]) / records),
+                "submitted": e.get("submitted"),
+                "ended": e.get("ended"),
+                "error": error,
+                "log_tail": _last_line(out, out.with_name(out.name.replace("_log.out", "_log.err"))),
+            }
+        )
     failed = [e["key"] for e, r in zip(index.get("jobs", []), rows, strict=True) if r["state"] == "failed"]
     k = index.get("only_index")
     again = None
     if failed and index.get("command"):
         again = resubmit_command(index["command"], sorted({key[k] for key in failed}) if k is not None else None)
-    return {"label": index.get("label"), "executor": (index.get("executor") or {}).get("kind"), "jobs": rows,
-            "counts": {s: sum(r["state"] == s for r in rows) for s in STATES}, "resubmit": again}
+    return {
+        "label": index.get("label"),
+        "executor": (index.get("executor") or {}).get("kind"),
+        "jobs": rows,
+        "counts": {s: sum(r["state"] == s for r in rows) for s in STATES},
+        "resubmit": again,
+    }
 
 
 def resubmit_command(command: Sequence[str], only: Sequence[str] | None) -> list[str]:

@@ -4,6 +4,7 @@
 '/tmp/lm'
 >>> del os.environ["LAZYMEM_CACHE"]
 """
+
 from __future__ import annotations
 
 import os

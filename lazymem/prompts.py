@@ -8,6 +8,7 @@ single-pass substitution of placeholder names rather than ``str.format``.
 ...                               memory_text="[2023/05/20] user: I moved to Lisbon.").splitlines()[-4:]
 ['# Memory', '[2023/05/20] user: I moved to Lisbon.', '', '# Answer']
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,8 +57,9 @@ class PromptTemplate:
         names = self.placeholders
         missing = [n for n in names if n not in values]
         if missing:
-            raise ValueError(f"prompt {self.name!r}: missing value for placeholder {{{missing[0]}}}"
-                             f" (needs {', '.join(names)})")
+            raise ValueError(
+                f"prompt {self.name!r}: missing value for placeholder {{{missing[0]}}} (needs {', '.join(names)})"
+            )
         unknown = sorted(set(values) - set(names))
         if unknown:
             raise ValueError(f"prompt {self.name!r}: no placeholder {{{unknown[0]}}} (has {', '.join(names)})")
@@ -275,7 +277,7 @@ _LOCOMO_JUDGE = (
     "Gold answer: A shell necklace\n"
     "The generated answer might be much longer, but you should be generous with your grading - as long as it touches on the same topic as the gold answer, it should be counted as CORRECT. \n"  # noqa: E501
     "\n"
-    "For time related questions, the gold answer will be a specific date, month, year, etc. The generated answer might be much longer or use relative time references (like \"last Tuesday\" or \"next month\"), but you should be generous with your grading - as long as it refers to the same date or time period as the gold answer, it should be counted as CORRECT. Even if the format differs (e.g., \"May 7th\" vs \"7 May\"), consider it CORRECT if it's the same date.\n"  # noqa: E501
+    'For time related questions, the gold answer will be a specific date, month, year, etc. The generated answer might be much longer or use relative time references (like "last Tuesday" or "next month"), but you should be generous with your grading - as long as it refers to the same date or time period as the gold answer, it should be counted as CORRECT. Even if the format differs (e.g., "May 7th" vs "7 May"), consider it CORRECT if it\'s the same date.\n'  # noqa: E501
     "\n"
     "Now it's time for the real question:\n"
     "Question: {question}\n"
@@ -285,7 +287,7 @@ _LOCOMO_JUDGE = (
     "First, provide a short (one sentence) explanation of your reasoning, then finish with CORRECT or WRONG. \n"
     "Do NOT include both CORRECT and WRONG in your response, or it will break the evaluation script.\n"
     "\n"
-    "Just return the label CORRECT or WRONG in a json format with the key as \"label\".\n"
+    'Just return the label CORRECT or WRONG in a json format with the key as "label".\n'
 )
 
 
@@ -293,7 +295,7 @@ _LOCOMO_JUDGE = (
 _NANOMEMORY = "yuqian2003/Nano-Memory gen.py@5a1b152 PROMPT_P"
 _NANOMEMORY_PRUNE = (
     "\n"
-    "You are an intelligent dialog bot. You will be shown a \"Fused Historical Event\" which contains all the "
+    'You are an intelligent dialog bot. You will be shown a "Fused Historical Event" which contains all the '
     "consolidated details relevant to your question.\n"
     "\n"
     "Filter the information to extract only the parts directly relevant to the Question. Preserve original tokens, "
@@ -324,14 +326,23 @@ def _named(official: str, names: Sequence[str] = ("question", "answer", "respons
 PROMPTS: dict[str, PromptTemplate] = {
     p.name: p
     for p in (
-        PromptTemplate("window_annotation", _WINDOW_USER, _WINDOW_SYSTEM,
-                       f"{_PAPER}, Window Annotation Prompt"),
-        PromptTemplate("reward_judge", _REWARD_JUDGE_USER, _REWARD_JUDGE_SYSTEM,
-                       f"{_PAPER}, Memory-quality Reward Judge Prompt", escape="json"),
-        PromptTemplate("answer_compressed", _ANSWER_COMPRESSED_USER, _ANSWER_SYSTEM,
-                       f"{_PAPER}, Answer Generation Prompt (compressed memory)"),
-        PromptTemplate("answer_text", _ANSWER_TEXT_USER, _ANSWER_SYSTEM,
-                       f"{_PAPER}, Answer Generation Prompt (gold/text memory)"),
+        PromptTemplate("window_annotation", _WINDOW_USER, _WINDOW_SYSTEM, f"{_PAPER}, Window Annotation Prompt"),
+        PromptTemplate(
+            "reward_judge",
+            _REWARD_JUDGE_USER,
+            _REWARD_JUDGE_SYSTEM,
+            f"{_PAPER}, Memory-quality Reward Judge Prompt",
+            escape="json",
+        ),
+        PromptTemplate(
+            "answer_compressed",
+            _ANSWER_COMPRESSED_USER,
+            _ANSWER_SYSTEM,
+            f"{_PAPER}, Answer Generation Prompt (compressed memory)",
+        ),
+        PromptTemplate(
+            "answer_text", _ANSWER_TEXT_USER, _ANSWER_SYSTEM, f"{_PAPER}, Answer Generation Prompt (gold/text memory)"
+        ),
         PromptTemplate("longmemeval_judge", _named(_LME_STANDARD), source=_LONGMEMEVAL),
         PromptTemplate("longmemeval_judge_temporal", _named(_LME_TEMPORAL), source=_LONGMEMEVAL),
         PromptTemplate("longmemeval_judge_knowledge_update", _named(_LME_KNOWLEDGE_UPDATE), source=_LONGMEMEVAL),
@@ -394,27 +405,37 @@ def window_block(messages: Sequence[Message], *, n_prev_bridge: int = 0, n_next_
         raise ValueError(f"bridges {n_prev_bridge}+{n_next_bridge} do not fit a window of {n} messages")
     parts = {
         "previous_bridge": messages[:n_prev_bridge],
-        "core_messages": messages[n_prev_bridge:n - n_next_bridge],
-        "next_bridge": messages[n - n_next_bridge:],
+        "core_messages": messages[n_prev_bridge : n - n_next_bridge],
+        "next_bridge": messages[n - n_next_bridge :],
     }
     block = {k: [_as_json_message(m) for m in v if m.text.strip()] for k, v in parts.items()}
     return json.dumps(block, ensure_ascii=False, indent=2)
 
 
-def format_window(messages: Sequence[Message], query: str, query_time: str, *,
-                  n_prev_bridge: int = 0, n_next_bridge: int = 0) -> str:
+def format_window(
+    messages: Sequence[Message], query: str, query_time: str, *, n_prev_bridge: int = 0, n_next_bridge: int = 0
+) -> str:
     """The window-annotation user message for one (query, window) pair."""
     return PROMPTS["window_annotation"].render(
-        query_time=query_time, query=query,
-        window=window_block(messages, n_prev_bridge=n_prev_bridge, n_next_bridge=n_next_bridge))
+        query_time=query_time,
+        query=query,
+        window=window_block(messages, n_prev_bridge=n_prev_bridge, n_next_bridge=n_next_bridge),
+    )
 
 
-def annotation_messages(messages: Sequence[Message], query: str, query_time: str, *,
-                        n_prev_bridge: int = 0, n_next_bridge: int = 0) -> list[dict[str, str]]:
+def annotation_messages(
+    messages: Sequence[Message], query: str, query_time: str, *, n_prev_bridge: int = 0, n_next_bridge: int = 0
+) -> list[dict[str, str]]:
     """Chat messages (system + user) asking a model to annotate one window."""
-    return [{"role": "system", "content": PROMPTS["window_annotation"].system},
-            {"role": "user", "content": format_window(messages, query, query_time,
-                                                      n_prev_bridge=n_prev_bridge, n_next_bridge=n_next_bridge)}]
+    return [
+        {"role": "system", "content": PROMPTS["window_annotation"].system},
+        {
+            "role": "user",
+            "content": format_window(
+                messages, query, query_time, n_prev_bridge=n_prev_bridge, n_next_bridge=n_next_bridge
+            ),
+        },
+    ]
 
 
 def memory_line(timestamp: str, role: str, content: str) -> str:
@@ -431,8 +452,15 @@ def text_memory(messages: Sequence[Message]) -> str:
     return "\n".join(memory_line(m.timestamp, m.role, m.text) for m in sorted(messages, key=lambda m: m.pos))
 
 
-def reward_judge_prompt(*, query_time: str, query: str, gold_answer: str, reasoning_chain: str,
-                        sources: Sequence[Message], compressed_memory: str) -> str:
+def reward_judge_prompt(
+    *,
+    query_time: str,
+    query: str,
+    gold_answer: str,
+    reasoning_chain: str,
+    sources: Sequence[Message],
+    compressed_memory: str,
+) -> str:
     """The quality-reward judge's user message for one kept message.
 
     The listing shows source_messages with one element; with several sources the rendered
@@ -443,10 +471,15 @@ def reward_judge_prompt(*, query_time: str, query: str, gold_answer: str, reason
         raise ValueError("reward judge needs at least one source message")
     first = sources[0]
     text = PROMPTS["reward_judge"].render(
-        query_time=query_time, query=query, gold_answer=gold_answer,
-        referenced_reasoning_chain=reasoning_chain, role=first.role,
-        source_message_content=first.text, timestamp=first.timestamp,
-        compressed_memory=compressed_memory)
+        query_time=query_time,
+        query=query,
+        gold_answer=gold_answer,
+        referenced_reasoning_chain=reasoning_chain,
+        role=first.role,
+        source_message_content=first.text,
+        timestamp=first.timestamp,
+        compressed_memory=compressed_memory,
+    )
     if len(sources) == 1:
         return text
     obj = json.loads(text)

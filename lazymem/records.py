@@ -7,6 +7,7 @@ One form for both benchmarks (LongMemEval, LoCoMo) and the synthetic generator.
 >>> m.is_gold_for("q1")
 False
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping

@@ -8,6 +8,7 @@ True
 >>> package_versions(["surely-not-installed-xyz"])
 {'surely-not-installed-xyz': None}
 """
+
 from __future__ import annotations
 
 import os

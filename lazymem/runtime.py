@@ -7,6 +7,7 @@ is actually set.
 ...     print("unchanged")
 unchanged
 """
+
 from __future__ import annotations
 
 import contextlib

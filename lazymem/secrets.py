@@ -20,6 +20,7 @@ prompts, sha256 / git hex digests) are kept.
 >>> redact_command(["lazymem", "eval", "--set", "pipeline.mpm.extra_body.api_key=abc", "--set", "seed=1"])
 ['lazymem', 'eval', '--set', 'pipeline.mpm.extra_body.api_key=<redacted>', '--set', 'seed=1']
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ from typing import Any
 
 REDACTED = "<redacted>"
 MASK = "***"
-SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "authorization", "auth",
-                          "credential", "credentials"})
+SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "authorization", "auth", "credential", "credentials"}
+)
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
@@ -45,8 +47,10 @@ def is_secret(name: Any) -> bool:
 # Known credential prefixes; each must be followed by >= 16 token characters with a digit and
 # nothing else (so "sk-learn", "hf_hub" or "hf_transfer_enabled" stay). OpenAI/Anthropic sk-, Hugging
 # Face hf_, GitHub ghp_/gho_/ghu_/ghs_/ghr_/github_pat_, Slack xox?-, GitLab glpat-, Google AIza, AWS AKIA/ASIA.
-_PREFIXED = re.compile(r"(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|glpat-|AIza|AKIA|ASIA)"
-                       r"(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}")
+_PREFIXED = re.compile(
+    r"(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|glpat-|AIza|AKIA|ASIA)"
+    r"(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}"
+)
 _HTTP_AUTH = r"(?:[Bb]earer\s+[A-Za-z0-9._~+/=\-]{8,}|Basic\s+(?=[A-Za-z0-9+/]*[0-9])[A-Za-z0-9+/]{8,}={0,2})"
 _BEARER = re.compile(_HTTP_AUTH)
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+=]{32,}")
@@ -118,8 +122,12 @@ def redact(obj: Any) -> Any:
     {'base_url': 'http://me:<redacted>@host:8000/v1', 'extra_body': {'api_key:<redacted>': None}}
     """
     if isinstance(obj, Mapping):
-        return {(_redact_pairs(k) if isinstance(k, str) else k): (REDACTED if is_secret(k) and obj[k] is not None
-                                                                   else redact(v)) for k, v in obj.items()}
+        return {
+            (_redact_pairs(k) if isinstance(k, str) else k): (
+                REDACTED if is_secret(k) and obj[k] is not None else redact(v)
+            )
+            for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
     return REDACTED if looks_secret(obj) else redact_urls(obj) if isinstance(obj, str) else obj
@@ -129,8 +137,10 @@ def redact(obj: Any) -> Any:
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>`]+")
 # name: value / name=value / "name": "value" pairs (YAML or JSON flow mappings, URL queries, key=value
 # lists); the value is quoted, or runs to the next , } ] & # or line end.
-_PAIR = re.compile(r"(?<![\w/:@.\-])([\"']?)([A-Za-z_][\w.\-]*)\1(\s*[:=]\s*)"
-                   r"(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\]&#\s][^,}\]&#\n]*)")
+_PAIR = re.compile(
+    r"(?<![\w/:@.\-])([\"']?)([A-Za-z_][\w.\-]*)\1(\s*[:=]\s*)"
+    r"(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\]&#\s][^,}\]&#\n]*)"
+)
 
 
 def _redact_pairs(text: str, mask: str = REDACTED) -> str:
@@ -141,8 +151,9 @@ def _redact_pairs(text: str, mask: str = REDACTED) -> str:
     """
     if not any(w in text.lower() for w in ("key", "token", "secret", "pass", "auth", "credential")):
         return text
-    return _PAIR.sub(lambda m: m.group(0) if not is_secret(m.group(2)) else
-                     m.group(0)[: m.start(4) - m.start(0)] + mask, text)
+    return _PAIR.sub(
+        lambda m: m.group(0) if not is_secret(m.group(2)) else m.group(0)[: m.start(4) - m.start(0)] + mask, text
+    )
 
 
 def _redact_url(url: str, mask: str) -> str:
@@ -173,8 +184,10 @@ def redact_urls(text: str, mask: str = REDACTED) -> str:
     return text if out == text else out  # the same object when nothing changed (Masker relies on it)
 
 
-_INLINE = re.compile(_HTTP_AUTH + r"|(?<![A-Za-z0-9/._\-])(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|"
-                     r"glpat-|AIza|AKIA|ASIA)(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}")
+_INLINE = re.compile(
+    _HTTP_AUTH + r"|(?<![A-Za-z0-9/._\-])(?:sk-|hf_|gh[pousr]_|github_pat_|xox[abposr]-|"
+    r"glpat-|AIza|AKIA|ASIA)(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{16,}"
+)
 
 
 def _secret_flag(flag: str) -> bool:
@@ -226,7 +239,7 @@ def redact_command(argv: Iterable[Any]) -> list:
         elif a.startswith("-") and "=" in a and _secret_flag(a.split("=", 1)[0]):
             out.append(a.split("=", 1)[0] + "=" + REDACTED)
         elif head or _KEY_VALUE.match(a):
-            key, _, value = a[len(head):].partition("=")
+            key, _, value = a[len(head) :].partition("=")
             value = redact_urls(value)
             secret = is_secret(key.split(".")[-1]) or _value_has_secret(value)
             out.append(f"{head}{key}={REDACTED if secret else value}")

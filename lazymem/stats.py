@@ -8,6 +8,7 @@ definition of P90/P95 in latency tables).
 >>> percentiles([0.004, 0.002], scale=1e3, suffix="_ms")
 {'mean_ms': 3.0, 'median_ms': 3.0, 'p90_ms': 3.8, 'p95_ms': 3.9, 'n': 2}
 """
+
 from __future__ import annotations
 
 import math
@@ -35,14 +36,24 @@ def percentiles(values: Sequence[float], *, scale: float = 1.0, suffix: str = ""
         lo, hi = math.floor(k), math.ceil(k)
         return round(xs[lo] + (xs[hi] - xs[lo]) * (k - lo), digits)
 
-    out = {"mean" + suffix: round(statistics.fmean(xs), digits), "median" + suffix: q(0.5),
-           "p90" + suffix: q(0.9), "p95" + suffix: q(0.95)}
+    out = {
+        "mean" + suffix: round(statistics.fmean(xs), digits),
+        "median" + suffix: q(0.5),
+        "p90" + suffix: q(0.9),
+        "p95" + suffix: q(0.95),
+    }
     return {**out, "n": len(xs)}
 
 
-def paired_bootstrap(a: Mapping[str, float] | Sequence[float], b: Mapping[str, float] | Sequence[float], *,
-                     confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0,
-                     method: str = "percentile") -> dict:
+def paired_bootstrap(
+    a: Mapping[str, float] | Sequence[float],
+    b: Mapping[str, float] | Sequence[float],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+    method: str = "percentile",
+) -> dict:
     """Paired bootstrap interval for mean(a) - mean(b) on the same questions (scipy.stats.bootstrap).
 
     Args:
@@ -76,8 +87,15 @@ def paired_bootstrap(a: Mapping[str, float] | Sequence[float], b: Mapping[str, f
         if len(a) != len(b):
             raise ValueError(f"paired_bootstrap: {len(a)} scores vs {len(b)}: a pair needs the same questions")
         xs, ys, unpaired = [float(v) for v in a], [float(v) for v in b], 0
-    out = {"delta": None, "low": None, "high": None, "n": len(xs), "unpaired": unpaired,
-           "confidence": confidence, "method": method}
+    out = {
+        "delta": None,
+        "low": None,
+        "high": None,
+        "n": len(xs),
+        "unpaired": unpaired,
+        "confidence": confidence,
+        "method": method,
+    }
     if len(xs) < 2:
         return out
     x, y = np.asarray(xs), np.asarray(ys)
@@ -86,8 +104,15 @@ def paired_bootstrap(a: Mapping[str, float] | Sequence[float], b: Mapping[str, f
     if np.all(d == d[0]):  # every resample has the same mean difference: the interval is that point
         out["low"] = out["high"] = float(d[0])
         return out
-    res = bootstrap((x, y), lambda u, v, axis: u.mean(axis=axis) - v.mean(axis=axis), paired=True,
-                    vectorized=True, confidence_level=confidence, n_resamples=n_resamples, method=method,
-                    random_state=np.random.default_rng(seed))
+    res = bootstrap(
+        (x, y),
+        lambda u, v, axis: u.mean(axis=axis) - v.mean(axis=axis),
+        paired=True,
+        vectorized=True,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method=method,
+        random_state=np.random.default_rng(seed),
+    )
     out["low"], out["high"] = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return out

@@ -45,6 +45,7 @@ raises JobsFailedError once every job has ended; the jobs' logs and ``jobs.json`
 >>> o.status, o.changes, o.mark(), [p.name[:9] for p in (root / "a").iterdir() if p.is_dir()]
 ('recomputed', ('spec: x',), {'recomputed': 'spec: x'}, ['previous-'])
 """
+
 from __future__ import annotations
 
 import os
@@ -142,10 +143,19 @@ def error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def run_cells(cells: Iterable[Cell], *, check: Callable[[Cell], Sequence[str] | None],
-              run: Callable[[Cell, tuple[str, ...]], Any], load: Callable[[Cell], Any] = lambda cell: None,
-              resume: bool = False, catch: bool = False, describe: Callable[[BaseException], str] = error_text,
-              progress: str | None = "lines", label: str = "sweep", jobs: Jobs | None = None) -> list[Outcome]:
+def run_cells(
+    cells: Iterable[Cell],
+    *,
+    check: Callable[[Cell], Sequence[str] | None],
+    run: Callable[[Cell, tuple[str, ...]], Any],
+    load: Callable[[Cell], Any] = lambda cell: None,
+    resume: bool = False,
+    catch: bool = False,
+    describe: Callable[[BaseException], str] = error_text,
+    progress: str | None = "lines",
+    label: str = "sweep",
+    jobs: Jobs | None = None,
+) -> list[Outcome]:
     """Run every cell that needs it, in order; one Outcome per cell (module docstring).
 
     Args:
@@ -207,8 +217,10 @@ def _one(cell: Cell, check, run, load, resume: bool, catch: bool, describe, line
         return decided
     status = "recomputed" if changes else "resumed" if changes == () else "ran"
     if lines:
-        print(f"[{label}] {' / '.join(cell.key)}" + (f" (recomputed: {'; '.join(changes)})" if changes else ""),
-              flush=True)
+        print(
+            f"[{label}] {' / '.join(cell.key)}" + (f" (recomputed: {'; '.join(changes)})" if changes else ""),
+            flush=True,
+        )
     moved = set_aside(cell.folder, cell.results) if changes and cell.results else None
     t0 = time.perf_counter()
     try:
@@ -216,14 +228,23 @@ def _one(cell: Cell, check, run, load, resume: bool, catch: bool, describe, line
     except Exception as e:  # catch=True: a failing cell is recorded, the others still run
         if not catch:
             raise
-        return Outcome(cell, "failed", None, changes or (), describe(e), round(time.perf_counter() - t0, 3),
-                       moved.name if moved else None)
-    return Outcome(cell, status, result, changes or (), None, round(time.perf_counter() - t0, 3),
-                   moved.name if moved else None)
+        return Outcome(
+            cell,
+            "failed",
+            None,
+            changes or (),
+            describe(e),
+            round(time.perf_counter() - t0, 3),
+            moved.name if moved else None,
+        )
+    return Outcome(
+        cell, status, result, changes or (), None, round(time.perf_counter() - t0, 3), moved.name if moved else None
+    )
 
 
-def _as_jobs(cells: list[Cell], check, run, load, resume: bool, catch: bool, describe, lines: bool, label: str,
-             jobs: Jobs) -> list[Outcome]:
+def _as_jobs(
+    cells: list[Cell], check, run, load, resume: bool, catch: bool, describe, lines: bool, label: str, jobs: Jobs
+) -> list[Outcome]:
     """run_cells with jobs: decide every cell here, run the ones to run as jobs, finish them here."""
     from lazymem.jobs import Task, run_tasks
 
@@ -232,22 +253,34 @@ def _as_jobs(cells: list[Cell], check, run, load, resume: bool, catch: bool, des
     for cell in cells:
         found = check(cell)
         changes = tuple(found) if found is not None else None
-        decided = _without_run(cell, changes, load, resume and not (changes == () and jobs.done is not None
-                                                                    and jobs.done(cell)))
+        decided = _without_run(
+            cell, changes, load, resume and not (changes == () and jobs.done is not None and jobs.done(cell))
+        )
         if decided is not None:
             outcomes.append(decided)
             continue
         status = "recomputed" if changes else "resumed" if changes == () else "ran"
         moved = set_aside(cell.folder, cell.results) if changes and cell.results else None
-        tasks = (jobs.tasks(cell, changes or ()) if jobs.tasks is not None
-                 else [Task(cell.key, cell.folder, run, (cell, changes or ()))])
+        tasks = (
+            jobs.tasks(cell, changes or ())
+            if jobs.tasks is not None
+            else [Task(cell.key, cell.folder, run, (cell, changes or ()))]
+        )
         pending.append((len(outcomes), cell, changes or (), status, moved.name if moved else None, tasks))
         outcomes.append(None)
-    ended = run_tasks([t for p in pending for t in p[5]], jobs.config, jobs.out_dir, label=label,
-                      command=jobs.command, only_index=jobs.only_index, describe=describe, lines=lines)
+    ended = run_tasks(
+        [t for p in pending for t in p[5]],
+        jobs.config,
+        jobs.out_dir,
+        label=label,
+        command=jobs.command,
+        only_index=jobs.only_index,
+        describe=describe,
+        lines=lines,
+    )
     failures = []
     for place, cell, changes, status, moved, tasks in pending:
-        mine, ended = ended[:len(tasks)], ended[len(tasks):]
+        mine, ended = ended[: len(tasks)], ended[len(tasks) :]
         duration = round(max((e.duration_s for e in mine), default=0.0), 3)
         error = next((e.error for e in mine if not e.ok), None)
         if error is None:
@@ -261,8 +294,10 @@ def _as_jobs(cells: list[Cell], check, run, load, resume: bool, catch: bool, des
         else:
             outcomes[place] = Outcome(cell, status, result, changes, None, duration, moved)
     if failures and not catch:
-        raise JobsFailedError(f"{len(failures)} cell(s) failed as jobs (logs: {Path(jobs.out_dir) / 'jobs'}; "
-                              f"lazymem jobs {jobs.out_dir}): " + "; ".join(failures))
+        raise JobsFailedError(
+            f"{len(failures)} cell(s) failed as jobs (logs: {Path(jobs.out_dir) / 'jobs'}; "
+            f"lazymem jobs {jobs.out_dir}): " + "; ".join(failures)
+        )
     return outcomes
 
 
@@ -297,8 +332,7 @@ def mark_notes(rows: Mapping[str, Mapping], texts: Mapping[str, str]) -> list[st
     ...            {"recomputed": "recomputed", "stale": "stale, not shown"})
     ['- c recomputed: y', '- a stale, not shown: x: 1 -> 2']
     """
-    return [f"- {name} {text}: {r[mark]}" for mark, text in texts.items() for name, r in rows.items()
-            if r.get(mark)]
+    return [f"- {name} {text}: {r[mark]}" for mark, text in texts.items() for name, r in rows.items() if r.get(mark)]
 
 
 def write_table(out_dir: str | os.PathLike, table: Mapping, markdown: str) -> None:

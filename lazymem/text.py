@@ -11,6 +11,7 @@ stemmed); caches and deletion key message texts by ``text_hash``.
 >>> text_hash("hi")[:12]
 '8f434346648f'
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,7 +20,8 @@ import re
 # A small English stopword list: function words that carry no topic (NLTK's core list and the
 # stems of its contractions). BM25's two backends see exactly the same tokens, so their rankings
 # can be compared; the extractive processor's relevance uses the same words.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most
@@ -27,7 +29,8 @@ my myself no nor not of off on once only or other our ours ourselves out over ow
 some such than that the their theirs them themselves then there these they this those through to too
 under until up very was we were what when where which while who whom why will with would you your
 yours yourself yourselves s t d ll m re ve don didn doesn isn wasn aren weren won can't
-""".split())
+""".split()
+)
 _WORD = re.compile(r"[^\W_]+")
 _SUFFIXES = ("ing", "ed", "es", "ly", "s")
 

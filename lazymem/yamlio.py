@@ -18,6 +18,7 @@ Traceback (most recent call last):
 ...
 lazymem.errors.ConfigError: ...r.yaml:3:1: not valid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence)
 """  # noqa: E501  (a doctest's expected output is one line)
+
 from __future__ import annotations
 
 import os
@@ -48,14 +49,18 @@ def read_mapping(path: str | os.PathLike, what: str = "recipe", allow_empty: boo
     if data is None:
         if allow_empty:
             return {}
-        raise ConfigError(f"{p}: the {what} is empty (it would silently run every default); write the keys "
-                          "you mean, e.g. `dataset: ...`")
+        raise ConfigError(
+            f"{p}: the {what} is empty (it would silently run every default); write the keys "
+            "you mean, e.g. `dataset: ...`"
+        )
     if not isinstance(data, dict):
         kind = {list: "a list", str: "a string"}.get(type(data), type(data).__name__)
         raise ConfigError(f"{p}: a {what} is a mapping of keys (key: value lines), got {kind}")
     if (bad := _unencodable(data)) is not None:
-        raise ConfigError(f"{p}: field {bad or '(a key)'}: text that is not valid Unicode (a lone surrogate such as "
-                          "\\ud800, from a YAML escape): it could not be written to any record")
+        raise ConfigError(
+            f"{p}: field {bad or '(a key)'}: text that is not valid Unicode (a lone surrogate such as "
+            "\\ud800, from a YAML escape): it could not be written to any record"
+        )
     return data
 
 

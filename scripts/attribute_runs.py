@@ -6,6 +6,7 @@ Counts per run (retrieval miss / editing loss / QA error / no gold evidence) by 
 ``lazymem.eval.attribution``; ``--drill N`` prints N drill-downs per run (gold messages, where they
 went, memory and answer) to the terminal only: LoCoMo text stays out of the written JSON.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -14,6 +14,7 @@ transformers runs batched (the config's batch_size); llama.cpp once with one ins
 threads (windows one after another, the shared prompt prefix reused) and once with one instance
 per thread (windows side by side). Every engine gets the same threads (all cores).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,20 +58,33 @@ def main(argv: list[str] | None = None) -> dict:
     ds = load_dataset(args.dataset)
     pipe = LazyMemPipeline(base)
     questions = []
-    for q in ds.questions[:args.limit]:
+    for q in ds.questions[: args.limit]:
         history = ds.history(q)
         windows = pipe.windows(history, q, pipe.retrieve(history, q))
         questions.append((q.id, pipe.prompts(history, q, windows)))
-    engines = {"transformers": dataclasses.replace(base.mpm, cache_dir=None, num_threads=args.threads),
-               "llamacpp": dataclasses.replace(base.mpm, backend="llamacpp", cache_dir=None, batch_size=1,
-                                               num_threads=args.threads),
-               # as many instances as threads, one thread each, windows side by side
-               "llamacpp_parallel": dataclasses.replace(base.mpm, backend="llamacpp", cache_dir=None,
-                                                        batch_size=args.threads, num_threads=args.threads)}
-    result: dict = {"config": args.config, "dataset": args.dataset, "limit": args.limit,
-                    "model": base.mpm.model, "adapter": base.mpm.adapter, "sampling": base.mpm_sampling.as_dict(),
-                    "windows": sum(len(items) for _, items in questions), "threads": args.threads,
-                    "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M"), "engines": {}}
+    engines = {
+        "transformers": dataclasses.replace(base.mpm, cache_dir=None, num_threads=args.threads),
+        "llamacpp": dataclasses.replace(
+            base.mpm, backend="llamacpp", cache_dir=None, batch_size=1, num_threads=args.threads
+        ),
+        # as many instances as threads, one thread each, windows side by side
+        "llamacpp_parallel": dataclasses.replace(
+            base.mpm, backend="llamacpp", cache_dir=None, batch_size=args.threads, num_threads=args.threads
+        ),
+    }
+    result: dict = {
+        "config": args.config,
+        "dataset": args.dataset,
+        "limit": args.limit,
+        "model": base.mpm.model,
+        "adapter": base.mpm.adapter,
+        "sampling": base.mpm_sampling.as_dict(),
+        "windows": sum(len(items) for _, items in questions),
+        "threads": args.threads,
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "engines": {},
+    }
     texts: dict[str, list] = {}
     for name, cfg in engines.items():
         client = make_client(cfg)
@@ -85,10 +99,13 @@ def main(argv: list[str] | None = None) -> dict:
             outs.extend(c.text if c.ok else None for c in done)
             print(f"{name} {qid}: {len(items)} windows in {per_q[-1]:.1f} s", flush=True)
         texts[name] = outs
-        result["engines"][name] = {"load_s": round(load_s, 2), "per_question_s": [round(x, 2) for x in per_q],
-                                   "median_s": round(statistics.median(per_q), 2),
-                                   "mean_s": round(statistics.mean(per_q), 2),
-                                   "errors": sum(t is None for t in outs)}
+        result["engines"][name] = {
+            "load_s": round(load_s, 2),
+            "per_question_s": [round(x, 2) for x in per_q],
+            "median_s": round(statistics.median(per_q), 2),
+            "mean_s": round(statistics.mean(per_q), 2),
+            "errors": sum(t is None for t in outs),
+        }
         del client
     items = [it for _, its in questions for it in its]
     a, b = texts["transformers"], texts["llamacpp"]
@@ -101,16 +118,20 @@ def main(argv: list[str] | None = None) -> dict:
     result["parallel_same_texts_as_sequential"] = texts["llamacpp"] == texts["llamacpp_parallel"]
     result["identical_texts"] = sum(x == y and x is not None for x, y in zip(a, b))
     result["identical_decisions"] = sum(x == y and x is not None for x, y in zip(dec_a, dec_b))
-    result["gate_ok"] = {"transformers": sum(d is not None for d in dec_a),
-                         "llamacpp": sum(d is not None for d in dec_b)}
+    result["gate_ok"] = {
+        "transformers": sum(d is not None for d in dec_a),
+        "llamacpp": sum(d is not None for d in dec_b),
+    }
     # Where the outputs part: the shared prefix of each pair, as a share of the longer text (no
     # output text is written: LoCoMo's messages, quoted in the traces, stay out of the results).
-    shared = [len(os.path.commonprefix([x, y])) / max(len(x), len(y), 1) if x is not None and y is not None else None
-              for x, y in zip(a, b)]
+    shared = [
+        len(os.path.commonprefix([x, y])) / max(len(x), len(y), 1) if x is not None and y is not None else None
+        for x, y in zip(a, b)
+    ]
     result["shared_prefix_share"] = [None if v is None else round(v, 3) for v in shared]
     both = [(x, y) for x, y in zip(dec_a, dec_b) if x is not None and y is not None]
     result["decisions_both_gated"] = len(both)
-    result["decision_agreement_both_gated"] = (round(sum(x == y for x, y in both) / len(both), 3) if both else None)
+    result["decision_agreement_both_gated"] = round(sum(x == y for x, y in both) / len(both), 3) if both else None
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))

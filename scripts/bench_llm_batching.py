@@ -8,6 +8,7 @@ both arms do the same work; server throughput counts the tokens the server repor
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_llm_batching.py --out runs/bench_llm_batching.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,20 +25,24 @@ from pathlib import Path
 from lazymem.llm import LLMConfig, Sampling, TransformersBackend, make_client, resolve_model
 
 SPEAKERS = ("Caroline", "Melanie")
-LINES = ["I finally signed up for the pottery class on Thursday evenings.",
-         "That sounds lovely! Did you end up buying the blue glaze you mentioned?",
-         "Not yet, the shop near the station was closed when I went on Saturday.",
-         "We drove to the lake with the kids and camped for two nights last weekend.",
-         "My sister moved to Lisbon in May and keeps sending pictures of the tiles.",
-         "I have a job interview at the animal shelter next Tuesday at ten.",
-         "Remember to bring the recipe for the lemon cake to book club.",
-         "The doctor said my knee needs another six weeks before I can run again."]
+LINES = [
+    "I finally signed up for the pottery class on Thursday evenings.",
+    "That sounds lovely! Did you end up buying the blue glaze you mentioned?",
+    "Not yet, the shop near the station was closed when I went on Saturday.",
+    "We drove to the lake with the kids and camped for two nights last weekend.",
+    "My sister moved to Lisbon in May and keeps sending pictures of the tiles.",
+    "I have a job interview at the animal shelter next Tuesday at ten.",
+    "Remember to bring the recipe for the lemon cake to book club.",
+    "The doctor said my knee needs another six weeks before I can run again.",
+]
 
 
 def window_prompt(i: int, tokenizer, target: int) -> str:
     """A memory-construction style prompt of about `target` tokens (query + numbered messages)."""
-    head = (f"Query {i}: What did the user say about their plans?\nFor each message below output a JSON "
-            "decision {\"op\": \"KEEP\"|\"DROP\", \"compressed_content\": str, \"reason\": str}.\nMessages:\n")
+    head = (
+        f"Query {i}: What did the user say about their plans?\nFor each message below output a JSON "
+        'decision {"op": "KEEP"|"DROP", "compressed_content": str, "reason": str}.\nMessages:\n'
+    )
     body, k = "", 0
     while len(tokenizer(head + body)["input_ids"]) < target:
         body += f"[{k}] {SPEAKERS[k % 2]}: {LINES[(k + i) % len(LINES)]}\n"
@@ -49,15 +54,21 @@ def in_process(model: str, prompts: list[str], new_tokens: int, n: int) -> dict:
     s = Sampling(max_tokens=new_tokens)
     out = {}
     for name, bs in (("sequential", 1), ("batched", n)):
-        backend = TransformersBackend(LLMConfig(backend="transformers", model=model, batch_size=bs,
-                                                extra_body={"min_new_tokens": new_tokens}))
+        backend = TransformersBackend(
+            LLMConfig(backend="transformers", model=model, batch_size=bs, extra_body={"min_new_tokens": new_tokens})
+        )
         backend.generate(prompts[:1], Sampling(max_tokens=4))  # load + warm up
         t0 = time.perf_counter()
         res = backend.generate(prompts, s)
         dt = time.perf_counter() - t0
         toks = sum(c.completion_tokens or 0 for c in res)
-        out[name] = {"seconds": round(dt, 2), "completion_tokens": toks, "tok_per_s": round(toks / dt, 2),
-                     "texts": [c.text for c in res], "errors": [c.error for c in res if c.error]}
+        out[name] = {
+            "seconds": round(dt, 2),
+            "completion_tokens": toks,
+            "tok_per_s": round(toks / dt, 2),
+            "texts": [c.text for c in res],
+            "errors": [c.error for c in res if c.error],
+        }
     out["speedup"] = round(out["sequential"]["seconds"] / out["batched"]["seconds"], 2)
     out["greedy_outputs_identical"] = out["sequential"].pop("texts") == out["batched"].pop("texts")
     return out
@@ -67,9 +78,24 @@ def served(model_dir: str, prompts: list[str], new_tokens: int, n: int, cache: P
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cmd = [str(Path(sys.executable).with_name("transformers")), "serve", model_dir, "--host", "127.0.0.1",
-           "--port", str(port), "--device", "cpu", "--continuous-batching", "--cb-num-blocks", "256",
-           "--cb-block-size", "32", "--cb-max-batch-tokens", "2048"]
+    cmd = [
+        str(Path(sys.executable).with_name("transformers")),
+        "serve",
+        model_dir,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--continuous-batching",
+        "--cb-num-blocks",
+        "256",
+        "--cb-block-size",
+        "32",
+        "--cb-max-batch-tokens",
+        "2048",
+    ]
     cache.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -83,15 +109,28 @@ def served(model_dir: str, prompts: list[str], new_tokens: int, n: int, cache: P
         out = {}
         s = Sampling(max_tokens=new_tokens)
         for name, conc in (("sequential", 1), ("concurrent", n)):
-            client = make_client(LLMConfig(backend="openai", model=model_dir, base_url=f"http://127.0.0.1:{port}/v1",
-                                           concurrency=conc, max_retries=0, timeout=600))
+            client = make_client(
+                LLMConfig(
+                    backend="openai",
+                    model=model_dir,
+                    base_url=f"http://127.0.0.1:{port}/v1",
+                    concurrency=conc,
+                    max_retries=0,
+                    timeout=600,
+                )
+            )
             client.generate(prompts[:1], Sampling(max_tokens=4))  # first call allocates the cache
             t0 = time.perf_counter()
             res = client.generate(prompts, s)
             dt = time.perf_counter() - t0
             toks = sum(c.completion_tokens or 0 for c in res)
-            out[name] = {"seconds": round(dt, 2), "completion_tokens": toks, "tok_per_s": round(toks / dt, 2),
-                         "texts": [c.text for c in res], "errors": [c.error for c in res if c.error]}
+            out[name] = {
+                "seconds": round(dt, 2),
+                "completion_tokens": toks,
+                "tok_per_s": round(toks / dt, 2),
+                "texts": [c.text for c in res],
+                "errors": [c.error for c in res if c.error],
+            }
         out["speedup"] = round(out["sequential"]["seconds"] / out["concurrent"]["seconds"], 2)
         out["greedy_outputs_identical"] = out["sequential"].pop("texts") == out["concurrent"].pop("texts")
         return out
@@ -114,14 +153,21 @@ def main(argv=None) -> dict:
     model_dir = resolve_model(args.model)
     tok = AutoTokenizer.from_pretrained(model_dir)
     prompts = [window_prompt(i, tok, args.prompt_tokens) for i in range(args.n)]
-    result = {"model": args.model, "n": args.n, "prompt_tokens": args.prompt_tokens, "new_tokens": args.new_tokens,
-              "cpus": os.cpu_count(), "load_avg_before": os.getloadavg()}
+    result = {
+        "model": args.model,
+        "n": args.n,
+        "prompt_tokens": args.prompt_tokens,
+        "new_tokens": args.new_tokens,
+        "cpus": os.cpu_count(),
+        "load_avg_before": os.getloadavg(),
+    }
     if args.skip != "inprocess":
         result["in_process"] = in_process(args.model, prompts, args.new_tokens, args.n)
         print(json.dumps(result["in_process"]), flush=True)
     if args.skip != "serve":
-        result["transformers_serve_cb"] = served(model_dir, prompts, args.new_tokens, args.n,
-                                                 Path(tempfile.mkdtemp(prefix="hf-hub-cache-")))
+        result["transformers_serve_cb"] = served(
+            model_dir, prompts, args.new_tokens, args.n, Path(tempfile.mkdtemp(prefix="hf-hub-cache-"))
+        )
         print(json.dumps(result["transformers_serve_cb"]), flush=True)
     result["load_avg_after"] = os.getloadavg()
     if args.out:

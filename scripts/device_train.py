@@ -20,6 +20,7 @@ Either stage may be left out: LazyMem-135M v2's recipe is SFT only (``--sft`` al
 ``configs/train/lazymem-135m/``). With both stages, GRPO continues the adapter this SFT run wrote
 (its ``adapter`` key is replaced).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,15 +59,15 @@ def pack(out: Path, stage: str, output_dir: Path, final: Path, evals: dict[str, 
     return dest
 
 
-def evaluate(base: str, final: Path, sets: dict[str, str], work: Path, limit: int | None, batch: int,
-             device: str) -> dict:
+def evaluate(
+    base: str, final: Path, sets: dict[str, str], work: Path, limit: int | None, batch: int, device: str
+) -> dict:
     from lazymem.llm import LLMConfig
     from lazymem.train.heldout import WindowEvalConfig, evaluate_windows
 
     results = {}
     for name, data in sets.items():
-        mpm = LLMConfig(backend="transformers", model=base, adapter=str(final), device=device,
-                        batch_size=batch)
+        mpm = LLMConfig(backend="transformers", model=base, adapter=str(final), device=device, batch_size=batch)
         cfg = WindowEvalConfig(data=data, mpm=mpm, limit=limit, seed=0, batch_windows=batch)
         t = time.monotonic()
         summary = evaluate_windows(cfg, work / name, progress=False)
@@ -83,8 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sft-budget-s", type=float, default=220.0)
     ap.add_argument("--grpo", help="a GRPO recipe YAML (lazymem.train.grpo.GRPORecipe)")
     ap.add_argument("--grpo-budget-s", type=float, default=150.0)
-    ap.add_argument("--eval-set", action="append", default=[], metavar="NAME=PAIRS.jsonl",
-                    help="held-out query-window pairs (`lazymem train sft-data`) to evaluate each stage on")
+    ap.add_argument(
+        "--eval-set",
+        action="append",
+        default=[],
+        metavar="NAME=PAIRS.jsonl",
+        help="held-out query-window pairs (`lazymem train sft-data`) to evaluate each stage on",
+    )
     ap.add_argument("--eval-limit", type=int, default=None, help="a balanced seeded subset per set (None = all)")
     ap.add_argument("--eval-batch", type=int, default=64, help="windows per generate call")
     ap.add_argument("--deadline-s", type=float, default=520.0, help="no stage starts after this (from start)")
@@ -117,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    summary = {"device": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or "cpu",
-               "torch": torch.__version__, "stages": {}, "skipped": []}
+    summary = {
+        "device": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or "cpu",
+        "torch": torch.__version__,
+        "stages": {},
+        "skipped": [],
+    }
 
     def left() -> float:
         return args.deadline_s - (time.monotonic() - t0)
@@ -128,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         write_json(out / "summary.json", summary, default=str)
 
     sft_final = None
-    plan = [("sft", args.sft, SFTRecipe, {"lora": LoraSettings}, run_sft, args.sft_budget_s),
-            ("grpo", args.grpo, GRPORecipe, {"lora": LoraSettings, "judge": LLMConfig}, run_grpo, args.grpo_budget_s)]
+    plan = [
+        ("sft", args.sft, SFTRecipe, {"lora": LoraSettings}, run_sft, args.sft_budget_s),
+        ("grpo", args.grpo, GRPORecipe, {"lora": LoraSettings, "judge": LLMConfig}, run_grpo, args.grpo_budget_s),
+    ]
     for stage, config, cls, nested, run, budget_s in plan:
         if not config:
             continue
@@ -150,17 +162,24 @@ def main(argv: list[str] | None = None) -> int:
         ts = time.monotonic()
         result = run(recipe, callbacks=[budget])
         final = Path(result["final"])
-        rec = {"config": config, "overrides": extra, "global_step": result.get("global_step"),
-               "stopped_by_budget_at_step": budget.stopped_at_step, "budget_s": budget.seconds,
-               "train_s": round(time.monotonic() - ts, 1), "train_loss": result.get("train_loss")}
+        rec = {
+            "config": config,
+            "overrides": extra,
+            "global_step": result.get("global_step"),
+            "stopped_by_budget_at_step": budget.stopped_at_step,
+            "budget_s": budget.seconds,
+            "train_s": round(time.monotonic() - ts, 1),
+            "train_loss": result.get("train_loss"),
+        }
         summary["stages"][stage] = rec
         pack(out, stage, Path(recipe.output_dir), final, {})
         save_summary()
         print(f"{stage}: {json.dumps(rec)}", flush=True)
         if sets and left() > 20:
             te = time.monotonic()
-            evals = evaluate(recipe.base, final, sets, Path(recipe.output_dir) / "eval", args.eval_limit,
-                             args.eval_batch, device)
+            evals = evaluate(
+                recipe.base, final, sets, Path(recipe.output_dir) / "eval", args.eval_limit, args.eval_batch, device
+            )
             rec["eval"] = evals
             rec["eval_s"] = round(time.monotonic() - te, 1)
             pack(out, stage, Path(recipe.output_dir), final, {n: Path(recipe.output_dir) / "eval" / n for n in sets})

@@ -14,6 +14,7 @@ ever saw gold hits has never been asked to keep the reply next to the turn that 
 ``kept``: from finished eval runs' ``windows.jsonl`` (their window decisions), the gold and non-gold
 decisions on hits and on neighbours, and how many of each were KEEP.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,15 +45,23 @@ def data_positions(spec: str, retrieval, limit: int) -> dict:
             near = min((abs(g - p) for p in hits), default=None)
             kind = "hit" if near == 0 else "neighbour_1" if near == 1 else "neighbour_2" if near == 2 else "unseen"
             kinds[kind].append(lexical_scores(q.text, [h[g].text])[0])
-            answers += (kind == "neighbour_1" and g - 1 in hits and "?" in h[g - 1].text
-                        and h[g - 1].role != h[g].role)
+            answers += kind == "neighbour_1" and g - 1 in hits and "?" in h[g - 1].text and h[g - 1].role != h[g].role
     n = sum(len(v) for v in kinds.values())
-    return {"spec": spec, "questions": len(questions), "gold": n,
-            "neighbour_1_answering_a_hit_question": (round(answers / len(kinds["neighbour_1"]), 3)
-                                                     if kinds["neighbour_1"] else None),
-            **{k: {"share": round(len(kinds[k]) / n, 3) if n else None,
-                   "mean_overlap": round(statistics.fmean(kinds[k]), 3) if kinds[k] else None}
-               for k in ("hit", "neighbour_1", "neighbour_2", "unseen")}}
+    return {
+        "spec": spec,
+        "questions": len(questions),
+        "gold": n,
+        "neighbour_1_answering_a_hit_question": (
+            round(answers / len(kinds["neighbour_1"]), 3) if kinds["neighbour_1"] else None
+        ),
+        **{
+            k: {
+                "share": round(len(kinds[k]) / n, 3) if n else None,
+                "mean_overlap": round(statistics.fmean(kinds[k]), 3) if kinds[k] else None,
+            }
+            for k in ("hit", "neighbour_1", "neighbour_2", "unseen")
+        },
+    }
 
 
 def kept_positions(run: Path) -> dict:
@@ -62,12 +71,18 @@ def kept_positions(run: Path) -> dict:
         for line in f:
             w = json.loads(line)
             for d in w.get("decisions") or []:
-                kind = (("gold" if d["pos"] in w["gold"] else "nongold")
-                        + ("_hit" if d["pos"] in w["hits"] else "_neighbour"))
+                kind = ("gold" if d["pos"] in w["gold"] else "nongold") + (
+                    "_hit" if d["pos"] in w["hits"] else "_neighbour"
+                )
                 counts[kind] += 1
                 counts[kind + "_kept"] += d["op"] == "KEEP"
-    return {"run": str(run), **{k: {"decisions": counts[k], "kept": counts[k + "_kept"]}
-                                for k in ("gold_hit", "gold_neighbour", "nongold_hit", "nongold_neighbour")}}
+    return {
+        "run": str(run),
+        **{
+            k: {"decisions": counts[k], "kept": counts[k + "_kept"]}
+            for k in ("gold_hit", "gold_neighbour", "nongold_hit", "nongold_neighbour")
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,14 +102,21 @@ def main(argv: list[str] | None = None) -> int:
 
         retrieval = PipelineConfig.from_yaml(args.config).retrieval
         rows = [data_positions(s, retrieval, args.limit) for s in args.specs]
-        print("| data | questions | gold | hit | neighbour (1) | neighbour (2) | unseen | (1) answering the hit's "
-              "question |")
+        print(
+            "| data | questions | gold | hit | neighbour (1) | neighbour (2) | unseen | (1) answering the hit's "
+            "question |"
+        )
         print("|---|---:|---:|---|---|---|---|---:|")
         for r in rows:
-            cells = [f"{r[k]['share']} (overlap {r[k]['mean_overlap']})" if r[k]["share"] else "0"
-                     for k in ("hit", "neighbour_1", "neighbour_2", "unseen")]
-            print(f"| {r['spec']} | {r['questions']} | {r['gold']} | " + " | ".join(cells)
-                  + f" | {r['neighbour_1_answering_a_hit_question']} |")
+            cells = [
+                f"{r[k]['share']} (overlap {r[k]['mean_overlap']})" if r[k]["share"] else "0"
+                for k in ("hit", "neighbour_1", "neighbour_2", "unseen")
+            ]
+            print(
+                f"| {r['spec']} | {r['questions']} | {r['gold']} | "
+                + " | ".join(cells)
+                + f" | {r['neighbour_1_answering_a_hit_question']} |"
+            )
     else:
         missing = [r for r in args.runs if not (r / "windows.jsonl").is_file()]
         for r in missing:  # records stay out of git: a run made on another machine has only its summary here
@@ -103,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         print("| run | gold hits kept | gold neighbours kept | non-gold hits kept | non-gold neighbours kept |")
         print("|---|---:|---:|---:|---:|")
         for r in rows:
-            cells = [f"{r[k]['kept']} / {r[k]['decisions']}"
-                     for k in ("gold_hit", "gold_neighbour", "nongold_hit", "nongold_neighbour")]
+            cells = [
+                f"{r[k]['kept']} / {r[k]['decisions']}"
+                for k in ("gold_hit", "gold_neighbour", "nongold_hit", "nongold_neighbour")
+            ]
             print(f"| {r['run']} | " + " | ".join(cells) + " |")
     if args.out:
         from lazymem.files import write_json

@@ -14,6 +14,7 @@ windows with at most one gold message learns to keep at most one message per win
 evidence is two adjacent turns (LoCoMo's question and answer), or the retrieval hit beside the gold, that
 selector keeps one and drops the other.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,11 +71,16 @@ def summarise(rows: Iterable[Mapping]) -> dict:
     def share(which: int) -> float | None:  # windows with 2+ gold (which 0) or 2+ KEEPs (which 1)
         return round(sum(n for key, n in joint.items() if key[which] >= 2) / windows, 4) if windows else None
 
-    return {"windows": windows,
-            "joint": {f"{g} gold, {k} keep": n for (g, k), n in sorted(joint.items())},
-            "share_windows_2plus_gold": share(0), "share_windows_2plus_keep": share(1),
-            "gold_windows": gold_windows, "gold_messages": gold_total, "gold_kept": gold_kept,
-            "gold_windows_lost_gold_kept_other": lost_other}
+    return {
+        "windows": windows,
+        "joint": {f"{g} gold, {k} keep": n for (g, k), n in sorted(joint.items())},
+        "share_windows_2plus_gold": share(0),
+        "share_windows_2plus_keep": share(1),
+        "gold_windows": gold_windows,
+        "gold_messages": gold_total,
+        "gold_kept": gold_kept,
+        "gold_windows_lost_gold_kept_other": lost_other,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     print("| source | windows | 2+ gold | 2+ KEEP | gold kept | gold windows that kept another instead |")
     print("|---|---:|---:|---:|---:|---:|")
     for s, r in out.items():
-        print(f"| {s} | {r['windows']} | {r['share_windows_2plus_gold']} | {r['share_windows_2plus_keep']} | "
-              f"{r['gold_kept']} / {r['gold_messages']} | "
-              f"{r['gold_windows_lost_gold_kept_other']} / {r['gold_windows']} |")
+        print(
+            f"| {s} | {r['windows']} | {r['share_windows_2plus_gold']} | {r['share_windows_2plus_keep']} | "
+            f"{r['gold_kept']} / {r['gold_messages']} | "
+            f"{r['gold_windows_lost_gold_kept_other']} / {r['gold_windows']} |"
+        )
     if args.out:
         from lazymem.files import write_json
 

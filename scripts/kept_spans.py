@@ -16,6 +16,7 @@ development ones): of the gold messages that hold an answer token, how many have
 many hold one in their first sentence (up to the first ``.``, ``!`` or ``?`` before a space). A writer that keeps a
 message's opening keeps the answer where that share is high.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,11 +56,15 @@ def summarise(pairs: Iterable[tuple[str, str, set[str]]]) -> dict:
         if len(kept) < len(whole):
             lost += 1
             lost_opening += text.strip().startswith(content.strip())
-    return {"kept_gold_messages": n,
-            "answer_share_whole": round(whole_share / n, 3) if n else None,
-            "answer_share_kept": round(kept_share / n, 3) if n else None,
-            "with_answer_token_whole": whole_has, "with_answer_token_kept": kept_has,
-            "spans_that_lost_answer_tokens": lost, "of_them_the_message_opening": lost_opening}
+    return {
+        "kept_gold_messages": n,
+        "answer_share_whole": round(whole_share / n, 3) if n else None,
+        "answer_share_kept": round(kept_share / n, 3) if n else None,
+        "with_answer_token_whole": whole_has,
+        "with_answer_token_kept": kept_has,
+        "spans_that_lost_answer_tokens": lost,
+        "of_them_the_message_opening": lost_opening,
+    }
 
 
 def run(run_dir: str | Path, dataset: str | None = None) -> dict:
@@ -94,7 +99,7 @@ def first_sentence(text: str) -> str:
     ('Hey Sam!', 'no stop here')
     """
     m = re.search(r"[.!?](\s|$)", text)
-    return text[:m.end()].strip() if m else text.strip()
+    return text[: m.end()].strip() if m else text.strip()
 
 
 def openings(spec: str, histories: set[str] | None = None) -> dict:
@@ -118,17 +123,27 @@ def openings(spec: str, histories: set[str] | None = None) -> dict:
             head = first_sentence(text)
             multi += head != text.strip()
             opening += bool(set(answer_tokens(head)) & answer)
-    return {"dataset": spec, "histories": sorted(histories) if histories else None,
-            "gold_with_answer_token": n, "of_them_several_sentences": multi,
-            "of_them_answer_in_first_sentence": opening, "share": round(opening / n, 3) if n else None}
+    return {
+        "dataset": spec,
+        "histories": sorted(histories) if histories else None,
+        "gold_with_answer_token": n,
+        "of_them_several_sentences": multi,
+        "of_them_answer_in_first_sentence": opening,
+        "share": round(opening / n, 3) if n else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", help="eval run directories")
     ap.add_argument("--dataset", help="the data set spec (default: each run's manifest)")
-    ap.add_argument("--openings", action="append", default=[], metavar="SPEC",
-                    help="a data set: where its gold messages hold the answer (repeatable)")
+    ap.add_argument(
+        "--openings",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a data set: where its gold messages hold the answer (repeatable)",
+    )
     ap.add_argument("--histories", help="with --openings: comma-separated history ids to read (default: all)")
     ap.add_argument("--out", help="write the results as JSON here")
     a = ap.parse_args(argv)

@@ -15,6 +15,7 @@
 Needs: chromium on PATH (`apt-get install -y chromium`), the notebooks extra (jupyterlab,
 ipywidgets) and websocket-client. Everything started is stopped at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,12 +35,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "03_window_explorer.ipynb"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--remote-allow-origins=*", "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-allow-origins=*",
+    "--hide-scrollbars",
+]
 # JupyterLab settings that keep pop-ups (news, update checks) out of the picture.
-LAB_SETTINGS = {"@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-                {"fetchNews": "false", "checkForUpdates": False}}
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False}
+}
 
 
 def free_port() -> int:
@@ -87,8 +98,7 @@ class CDP:
 
     def js(self, expression: str, timeout_ms: int = 120_000):
         """Evaluate JavaScript (awaiting promises) and return its JSON value."""
-        r = self("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True,
-                 timeout=timeout_ms)
+        r = self("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True, timeout=timeout_ms)
         if "exceptionDetails" in r:
             raise RuntimeError(f"JavaScript failed: {r['exceptionDetails'].get('exception', {}).get('description')}")
         return r.get("result", {}).get("value")
@@ -167,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--height", type=int, default=1800)
     ap.add_argument("--timeout", type=float, default=300, help="seconds allowed for running all cells")
     args = ap.parse_args(argv)
-    chromium = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
-                    None)
+    chromium = next(
+        (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None
+    )
     if chromium is None:
         print("no Chromium on PATH: apt-get install -y chromium", file=sys.stderr)
         return 2
@@ -184,17 +195,39 @@ def main(argv: list[str] | None = None) -> int:
         for rel, value in LAB_SETTINGS.items():
             (settings / rel).parent.mkdir(parents=True, exist_ok=True)
             (settings / rel).write_text(json.dumps(value))
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "JUPYTERLAB_SETTINGS_DIR": str(settings), "JUPYTERLAB_WORKSPACES_DIR": str(work / ".lab-workspaces"),
-               "JUPYTER_RUNTIME_DIR": str(work / ".runtime")}
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(work / ".lab-workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(work / ".runtime"),
+        }
         port = free_port()
         t0 = time.time()
         lab = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-             "--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
-             f"--ServerApp.root_dir={served}", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
-             *(["--allow-root"] if os.geteuid() == 0 else [])],
-            cwd=served, env=env, stdout=open(work / "lab.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                "--IdentityProvider.token=",
+                "--ServerApp.password=",
+                "--ServerApp.disable_check_xsrf=True",
+                f"--ServerApp.root_dir={served}",
+                "--LabApp.expose_app_in_browser=True",
+                "--LabApp.news_url=None",
+                *(["--allow-root"] if os.geteuid() == 0 else []),
+            ],
+            cwd=served,
+            env=env,
+            stdout=open(work / "lab.log", "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         wait_for(lambda: lab.poll() is not None or http_ok(f"http://127.0.0.1:{port}/api/status"), 90, "JupyterLab")
         if lab.poll() is not None:
             raise RuntimeError(f"JupyterLab exited with code {lab.returncode}")
@@ -202,15 +235,35 @@ def main(argv: list[str] | None = None) -> int:
 
         profile = work / ".chromium"
         browser = subprocess.Popen(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-             f"--window-size={args.width},{args.height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=open(work / "chromium.log", "w"), start_new_session=True)
-        devtools = wait_for(lambda: (profile / "DevToolsActivePort").exists()
-                            and (profile / "DevToolsActivePort").read_text().split("\n")[0], 60, "Chromium")
+            [
+                chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-port=0",
+                f"--window-size={args.width},{args.height}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(work / "chromium.log", "w"),
+            start_new_session=True,
+        )
+        devtools = wait_for(
+            lambda: (
+                (profile / "DevToolsActivePort").exists()
+                and (profile / "DevToolsActivePort").read_text().split("\n")[0]
+            ),
+            60,
+            "Chromium",
+        )
         pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{devtools}/json/list", timeout=10))
         cdp = CDP(next(p for p in pages if p["type"] == "page")["webSocketDebuggerUrl"])
-        cdp("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1,
-            mobile=False)
+        cdp(
+            "Emulation.setDeviceMetricsOverride",
+            width=args.width,
+            height=args.height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         cdp("Emulation.setFocusEmulationEnabled", enabled=True)  # headless windows never get focus
         cdp("Page.enable")
         cdp("Page.navigate", url=f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK}")
@@ -218,9 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"notebook open at {time.time() - t0:.1f} s; running all cells")
         cdp.js(RUN_ALL, timeout_ms=int(args.timeout * 1000))
         wait_for(lambda: cdp.js(KERNEL_IDLE) == "idle:done", args.timeout, "all cells to finish", every=1)
-        errors = cdp.js("document.querySelectorAll('"
-                        ".jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"] .ansi-red-fg, "
-                        ".jp-RenderedText[data-mime-type=\"application/vnd.jupyter.error\"]').length")
+        errors = cdp.js(
+            "document.querySelectorAll('"
+            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] .ansi-red-fg, '
+            '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]\').length'
+        )
         print(f"all cells ran at {time.time() - t0:.1f} s ({errors} error outputs)")
         chosen = wait_for(lambda: cdp.js(pick_question(args.question_index)), 30, "the question dropdown")
         print(f"picked question {chosen!r}")

@@ -1,4 +1,5 @@
 """Shared test fixtures. Tests never reach the Hugging Face hub (HF_HUB_OFFLINE=1)."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,8 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-
 # --- a real OpenAI-compatible server (transformers serve) on a tiny random Qwen3 ----------------
+
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):

@@ -1,10 +1,16 @@
 """Shared by the run tests: a tiny synthetic data set, the fake backend's pipeline, a private cache."""
+
 import pytest
 
 SYNTH = "synthetic:messages=60,seed=1,histories=1,questions=6"
 FAKE = {"backend": "fake", "model": "fake"}
-PIPELINE = {"method": "rag", "retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1},
-            "mpm": FAKE, "answer": FAKE}
+PIPELINE = {
+    "method": "rag",
+    "retrieval": {"dense_model": None, "n": 3},
+    "window": {"w": 1},
+    "mpm": FAKE,
+    "answer": FAKE,
+}
 
 
 @pytest.fixture(autouse=True)

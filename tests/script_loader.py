@@ -1,4 +1,5 @@
 """Import a file under scripts/ (not a package) as a module, for the tests of the repository's scripts."""
+
 from __future__ import annotations
 
 import importlib.util

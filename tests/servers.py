@@ -1,4 +1,5 @@
 """Helpers for tests that need a real server process on the loopback interface."""
+
 from __future__ import annotations
 
 import json
@@ -37,12 +38,21 @@ class LocalServer:
         self.port = port
         self.url = f"http://127.0.0.1:{port}/v1"
         # unbuffered: the fault test acts on the access-log line as soon as it is written
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(self.root), "OMP_NUM_THREADS": "1",
-               "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "HF_HUB_CACHE": str(self.root),
+            "OMP_NUM_THREADS": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
         exe = Path(sys.executable).with_name("transformers")
-        self.proc = subprocess.Popen([str(exe), "serve", self.model, "--host", "127.0.0.1", "--port", str(port),
-                                      "--device", "cpu"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
+        self.proc = subprocess.Popen(
+            [str(exe), "serve", self.model, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self.lines = []
         threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")), daemon=True).start()
         import urllib.request
@@ -122,8 +132,7 @@ class EmbeddingServer(_ThreadedApp):
             vecs = st.encode(texts, normalize_embeddings=False, convert_to_numpy=True)
             data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vecs)]
             data.reverse()  # any order: the client sorts by index
-            return {"object": "list", "data": data, "model": model,
-                    "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+            return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 0, "total_tokens": 0}}
 
         self.app = app
 
@@ -138,7 +147,7 @@ def new_messages(body: dict) -> list[str]:
 def mem0_extraction(body: dict) -> str:
     """A scripted Mem0 extractor: the last user line of the new messages as the one memory
     ({"memory": [{"text": ...}]}, the reply format of Mem0's ADDITIVE_EXTRACTION_PROMPT); none without one."""
-    users = [line[len("user: "):] for line in new_messages(body) if line.startswith("user: ")]
+    users = [line[len("user: ") :] for line in new_messages(body) if line.startswith("user: ")]
     return json.dumps({"memory": [{"text": users[-1]}] if users else []})
 
 
@@ -153,12 +162,14 @@ def thinking_model(answer, think_tokens: int = 2000, parser: str | None = None):
     ``chat_template_kwargs: {enable_thinking: false}`` (no think phase: only the answer). ``parser``: None leaves
     the trace inline in ``content`` (vLLM without a reasoning parser); "reasoning" (vLLM) or
     "reasoning_content" (DeepSeek, older vLLM) returns it in that message field."""
+
     def reply(body: dict) -> dict:
         text_answer = answer(body) if callable(answer) else answer
         last = body["messages"][-1]
         thinking_off = (body.get("chat_template_kwargs") or {}).get("enable_thinking") is False
-        if thinking_off or (body.get("continue_final_message") and last["role"] == "assistant"
-                            and "</think>" in last["content"]):
+        if thinking_off or (
+            body.get("continue_final_message") and last["role"] == "assistant" and "</think>" in last["content"]
+        ):
             tokens = text_answer.split(" ")
         else:
             budget = body.get("thinking_token_budget")
@@ -174,11 +185,11 @@ def thinking_model(answer, think_tokens: int = 2000, parser: str | None = None):
             text = " ".join(emitted)
             hit = [text.index(s) for s in body.get("stop") or [] if s in text]
             if hit:
-                text = text[:min(hit)]
+                text = text[: min(hit)]
                 break
         out = {"content": text, "finish_reason": finish, "completion_tokens": len(emitted)}
         if parser and text.startswith("<think>"):
-            inner, closed, rest = text[len("<think>"):].partition("</think>")
+            inner, closed, rest = text[len("<think>") :].partition("</think>")
             out.update({"content": rest.strip() if closed else "", parser: inner.strip()})
         return out
 
@@ -214,12 +225,19 @@ class ChatServer(_ThreadedApp):
                 return JSONResponse({"error": {"message": f"{type(e).__name__}: {e}"}}, status_code=500)
             out = out if isinstance(out, dict) else {"content": out}
             text = out.get("content") or ""
-            message = {"role": "assistant", "content": out.get("content"),
-                       **{k: out[k] for k in ("reasoning", "reasoning_content") if k in out}}
+            message = {
+                "role": "assistant",
+                "content": out.get("content"),
+                **{k: out[k] for k in ("reasoning", "reasoning_content") if k in out},
+            }
             n = out.get("completion_tokens", len(text.split()))
-            return {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model"),
-                    "choices": [{"index": 0, "message": message, "finish_reason": out.get("finish_reason", "stop")}],
-                    "usage": {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n}}
+            return {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": out.get("finish_reason", "stop")}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": n, "total_tokens": n},
+            }
 
         self.app = app

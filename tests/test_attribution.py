@@ -1,4 +1,5 @@
 """Error attribution on hand-made records: every stage, the wrong-answer rule, drill-down."""
+
 from __future__ import annotations
 
 from lazymem.eval.attribution import attribute, attribute_run, drill_down, is_wrong
@@ -7,14 +8,33 @@ from lazymem.eval.records import RunRecord
 TEXTS = {0: "Hi", 1: "I moved to Lisbon in May 2023.", 2: "Nice!", 3: "My dog is Biscuit.", 4: "Cute."}
 
 
-def rec(method="lazymem", evidence=(1,), windows=((0, 1, 2),), kept=(1,), memory="[x] user: I moved to Lisbon.",
-        label=False, answer="Lisbon", **kw):
-    decisions = [{"pos": p, "op": "KEEP" if p in kept else "DROP", "content": memory if p in kept else "",
-                  "reason": ""} for w in windows for p in w]
-    r = {"question_id": "q", "status": "ok", "method": method, "answer": "Porto",
-         "question": {"evidence": list(evidence), "answer": answer, "type": "temporal", "text": "Where?"},
-         "windows": [{"positions": list(w)} for w in windows], "decisions": decisions, "memory": memory,
-         "judge": {"label": label}, "pool": None}
+def rec(
+    method="lazymem",
+    evidence=(1,),
+    windows=((0, 1, 2),),
+    kept=(1,),
+    memory="[x] user: I moved to Lisbon.",
+    label=False,
+    answer="Lisbon",
+    **kw,
+):
+    decisions = [
+        {"pos": p, "op": "KEEP" if p in kept else "DROP", "content": memory if p in kept else "", "reason": ""}
+        for w in windows
+        for p in w
+    ]
+    r = {
+        "question_id": "q",
+        "status": "ok",
+        "method": method,
+        "answer": "Porto",
+        "question": {"evidence": list(evidence), "answer": answer, "type": "temporal", "text": "Where?"},
+        "windows": [{"positions": list(w)} for w in windows],
+        "decisions": decisions,
+        "memory": memory,
+        "judge": {"label": label},
+        "pool": None,
+    }
     r.update(kw)
     return r
 

@@ -1,6 +1,7 @@
 """Bad input never ends in a traceback: random mutations of valid LongMemEval / LoCoMo files give a
 Dataset or a LoadError naming the file, random mutations of a valid recipe give a config or a
 ConfigError, and the CLI turns bad paths, recipes and settings into a named error with exit 2."""
+
 from __future__ import annotations
 
 import copy
@@ -16,17 +17,28 @@ from lazymem.data.synthetic import generate_records
 from lazymem.errors import LoadError
 
 LME = generate_records(60, seed=3, n_histories=1, questions_per_history=6)
-LOCOMO = [{"sample_id": "conv-1", "conversation": {
-    "speaker_a": "Ann", "speaker_b": "Bob",
-    "session_1_date_time": "1:56 pm on 8 May, 2023",
-    "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I got a puppy."},
-                  {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!"}],
-    "session_2_date_time": "2:00 pm on 9 May, 2023",
-    "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is the puppy?"}]},
-    "qa": [{"question": "What did Ann get?", "answer": "a puppy", "evidence": ["D1:1"], "category": 4},
-           {"question": "When?", "answer": "May", "evidence": ["D1:1", "D2:1"], "category": 2}]}]
+LOCOMO = [
+    {
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I got a puppy."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!"},
+            ],
+            "session_2_date_time": "2:00 pm on 9 May, 2023",
+            "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is the puppy?"}],
+        },
+        "qa": [
+            {"question": "What did Ann get?", "answer": "a puppy", "evidence": ["D1:1"], "category": 4},
+            {"question": "When?", "answer": "May", "evidence": ["D1:1", "D2:1"], "category": 2},
+        ],
+    }
+]
 
-ODD_VALUES = [None, True, 0, -1, 1.5, "", "x", "\ud800", [], {}, [[]], {"a": None}, "D99:99", 10 ** 30]
+ODD_VALUES = [None, True, 0, -1, 1.5, "", "x", "\ud800", [], {}, [[]], {"a": None}, "D99:99", 10**30]
 
 
 def _paths(obj, at=()):
@@ -112,10 +124,12 @@ def test_cli_reports_bad_paths_without_a_traceback(tmp_path):
 
     f = tmp_path / "a_file"
     f.write_text("x")
-    cases = [["data", "summary", str(tmp_path)],  # a directory where a file is expected
-             ["train", "sft", "--config", str(tmp_path)],
-             ["train", "sft", "--config", str(f)],  # YAML that is a string, not a mapping
-             ["notebooks", "run", "01_data", "--out-root", str(f / "sub")]]  # a path inside a file
+    cases = [
+        ["data", "summary", str(tmp_path)],  # a directory where a file is expected
+        ["train", "sft", "--config", str(tmp_path)],
+        ["train", "sft", "--config", str(f)],  # YAML that is a string, not a mapping
+        ["notebooks", "run", "01_data", "--out-root", str(f / "sub")],
+    ]  # a path inside a file
     for args in cases:
         r = subprocess.run([sys.executable, "-m", "lazymem.cli", *args], capture_output=True, text=True, timeout=300)
         assert r.returncode == 2, (args, r.stderr[-800:])
@@ -123,6 +137,7 @@ def test_cli_reports_bad_paths_without_a_traceback(tmp_path):
 
 
 # --- recipes: the config parser on random mutations of a valid recipe --------------------------------
+
 
 def _recipe():
     from pathlib import Path
@@ -155,16 +170,22 @@ def test_mutated_recipes_parse_or_raise_a_named_error(tmp_path, data):
         pass
 
 
-@pytest.mark.parametrize("recipe, sets, message", [
-    ("- a\n- b\n", [], "mapping of keys.*got a list"),
-    ("just text\n", [], "mapping of keys.*got a string"),
-    ("", [], "empty"),
-    ("pipeline: {method: rag\n  x: [", [], "not valid YAML"),
-    ("dataset: synthetic:messages=60,seed=1\n", ["pipeline.window={w: ["], "override.*not valid YAML"),
-    ("dataset: synthetic:messages=60,seed=1\n", ["pipeline.retrieval.device=cuda:7"], "no CUDA GPU"),
-    ("dataset: synthetic:messages=60,seed=1\n", ["pipeline.answer.backend=transformers",
-                                                  "pipeline.answer.model=/no/such/model"], "no model directory"),
-])
+@pytest.mark.parametrize(
+    "recipe, sets, message",
+    [
+        ("- a\n- b\n", [], "mapping of keys.*got a list"),
+        ("just text\n", [], "mapping of keys.*got a string"),
+        ("", [], "empty"),
+        ("pipeline: {method: rag\n  x: [", [], "not valid YAML"),
+        ("dataset: synthetic:messages=60,seed=1\n", ["pipeline.window={w: ["], "override.*not valid YAML"),
+        ("dataset: synthetic:messages=60,seed=1\n", ["pipeline.retrieval.device=cuda:7"], "no CUDA GPU"),
+        (
+            "dataset: synthetic:messages=60,seed=1\n",
+            ["pipeline.answer.backend=transformers", "pipeline.answer.model=/no/such/model"],
+            "no model directory",
+        ),
+    ],
+)
 def test_eval_recipe_errors_are_named_and_exit_2(tmp_path, capsys, recipe, sets, message):
     import re
 
@@ -172,8 +193,20 @@ def test_eval_recipe_errors_are_named_and_exit_2(tmp_path, capsys, recipe, sets,
 
     path = tmp_path / "r.yaml"
     path.write_text(recipe)
-    argv = ["eval", str(path), "--out", str(tmp_path / "out"), "--limit", "1", "--set", "pipeline.method=rag",
-            "--set", "pipeline.answer.backend=fake", "--set", "pipeline.answer.model=f"]
+    argv = [
+        "eval",
+        str(path),
+        "--out",
+        str(tmp_path / "out"),
+        "--limit",
+        "1",
+        "--set",
+        "pipeline.method=rag",
+        "--set",
+        "pipeline.answer.backend=fake",
+        "--set",
+        "pipeline.answer.model=f",
+    ]
     if not any("device" in s for s in sets):  # the device is checked when the encoder loads
         argv += ["--set", "pipeline.retrieval.dense_model=null"]
     for s in sets:
@@ -189,7 +222,9 @@ def test_eval_cache_dir_that_is_a_file_is_a_named_error(tmp_path, capsys):
     f = tmp_path / "afile"
     f.write_text("x")
     path = tmp_path / "r.yaml"
-    path.write_text("dataset: synthetic:messages=60,seed=1,histories=1,questions=6\nlimit: 1\n"
-                    "pipeline: {method: rag, retrieval: {dense_model: null}, answer: {backend: fake, model: f}}\n")
+    path.write_text(
+        "dataset: synthetic:messages=60,seed=1,histories=1,questions=6\nlimit: 1\n"
+        "pipeline: {method: rag, retrieval: {dense_model: null}, answer: {backend: fake, model: f}}\n"
+    )
     assert main(["eval", str(path), "--out", str(tmp_path / "o"), "--set", f"pipeline.retrieval.cache_dir={f}"]) == 2
     assert "is a file, expected a directory" in capsys.readouterr().err

@@ -4,6 +4,7 @@ Timings are recorded, never asserted (shared machines are noisy): the tests chec
 engine ran the same questions, that the numbers and comparisons are there and consistent, and
 that what cannot run says why.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,14 +18,24 @@ from lazymem.bench.pipeline import LLAMACPP_MISSING, bench_pipeline, cold_warm, 
 def tiny_config(tmp_path, model: str, **pipeline) -> str:
     import yaml
 
-    cfg = {"dataset": "synthetic:messages=60,seed=0,histories=1,questions=3", "limit": 2, "judge": "none",
-           "pipeline": {"method": "lazymem", "structured": True, "schema_max_content": 4, "schema_max_reason": 0,
-                        "retrieval": {"n": 2, "sparse": "bm25s", "dense_model": None},
-                        "window": {"w": 1, "L": 3, "s": 2},
-                        "mpm": {"backend": "transformers", "model": model, "batch_size": 2},
-                        "mpm_sampling": {"temperature": 0.0, "max_tokens": 100},
-                        "answer": {"backend": "transformers", "model": model},
-                        "answer_sampling": {"temperature": 0.0, "max_tokens": 8}, **pipeline}}
+    cfg = {
+        "dataset": "synthetic:messages=60,seed=0,histories=1,questions=3",
+        "limit": 2,
+        "judge": "none",
+        "pipeline": {
+            "method": "lazymem",
+            "structured": True,
+            "schema_max_content": 4,
+            "schema_max_reason": 0,
+            "retrieval": {"n": 2, "sparse": "bm25s", "dense_model": None},
+            "window": {"w": 1, "L": 3, "s": 2},
+            "mpm": {"backend": "transformers", "model": model, "batch_size": 2},
+            "mpm_sampling": {"temperature": 0.0, "max_tokens": 100},
+            "answer": {"backend": "transformers", "model": model},
+            "answer_sampling": {"temperature": 0.0, "max_tokens": 8},
+            **pipeline,
+        },
+    }
     path = tmp_path / "bench.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
@@ -34,9 +45,16 @@ def test_bench_pipeline_runs_each_engine_on_the_same_questions(tiny_model, tmp_p
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
     out = tmp_path / "bench_pipeline.json"
-    res = bench_pipeline(tiny_config(tmp_path, tiny_model), limit=1, threads=1, do_cold_warm=False, out=out,
-                         engine_names=["transformers_sequential", "transformers_batched", "llamacpp"],
-                         figure_dir=tmp_path / "fig", progress=False)
+    res = bench_pipeline(
+        tiny_config(tmp_path, tiny_model),
+        limit=1,
+        threads=1,
+        do_cold_warm=False,
+        out=out,
+        engine_names=["transformers_sequential", "transformers_batched", "llamacpp"],
+        figure_dir=tmp_path / "fig",
+        progress=False,
+    )
     assert json.loads(out.read_text())["questions"] == res["questions"] == 1
     seq, bat = res["engines"]["transformers_sequential"], res["engines"]["transformers_batched"]
     assert (seq["batch_size"], bat["batch_size"]) == (1, 2)
@@ -58,8 +76,9 @@ def test_bench_pipeline_refuses_what_it_cannot_compare(tiny_model, tmp_path):
     with pytest.raises(ValueError, match="unknown engine.*'vllm'"):
         bench_pipeline(cfg, engine_names=["vllm"], do_cold_warm=False, out=None, figure_dir=None, progress=False)
     with pytest.raises(ValueError, match="method 'rag' has no memory-processing model"):
-        bench_pipeline(cfg, overrides=["pipeline.method=rag"], do_cold_warm=False, out=None, figure_dir=None,
-                       progress=False)
+        bench_pipeline(
+            cfg, overrides=["pipeline.method=rag"], do_cold_warm=False, out=None, figure_dir=None, progress=False
+        )
 
 
 def test_cold_warm_runs_the_eval_twice_in_fresh_processes_on_one_new_cache(tiny_model, tmp_path):
@@ -79,9 +98,16 @@ def test_engine_table_gives_every_engine_the_same_threads():
 
 def test_bench_pipeline_on_llamacpp_with_the_shipped_adapter(tmp_path):
     pytest.importorskip("llama_cpp")
-    res = bench_pipeline("configs/eval/demo.yaml", overrides=["pipeline.mpm_sampling.max_tokens=48"], limit=1,
-                         engine_names=["llamacpp", "llamacpp_parallel"], do_cold_warm=False,
-                         out=tmp_path / "b.json", figure_dir=None, progress=False)
+    res = bench_pipeline(
+        "configs/eval/demo.yaml",
+        overrides=["pipeline.mpm_sampling.max_tokens=48"],
+        limit=1,
+        engine_names=["llamacpp", "llamacpp_parallel"],
+        do_cold_warm=False,
+        out=tmp_path / "b.json",
+        figure_dir=None,
+        progress=False,
+    )
     one, par = res["engines"]["llamacpp"], res["engines"]["llamacpp_parallel"]
     assert one["windows"] == par["windows"] > 0 and not one["errors"] and not par["errors"]
     # instances side by side decode each window as one instance does (greedy, same GGUF)
@@ -92,14 +118,31 @@ def test_bench_pipeline_on_llamacpp_with_the_shipped_adapter(tmp_path):
 def test_bench_embedding_compares_orders_batches_and_the_query_path(shared_data, tmp_path):
     from lazymem.bench.embedding import bench_embedding
 
-    res = bench_embedding(n_texts=24, batch_sizes=(8, 24), threads=(1,), n_queries=4,
-                          longmemeval_path=shared_data / "longmemeval" / "s_fragment_3haystacks.json",
-                          out=tmp_path / "e.json", progress=False)
+    res = bench_embedding(
+        n_texts=24,
+        batch_sizes=(8, 24),
+        threads=(1,),
+        n_queries=4,
+        longmemeval_path=shared_data / "longmemeval" / "s_fragment_3haystacks.json",
+        out=tmp_path / "e.json",
+        progress=False,
+    )
     assert res["texts"] == 24 and res["source"].startswith("longmemeval_s")
-    assert {(r["batch_size"], r["order"]) for r in res["documents"]} == {(8, "sorted"), (8, "unsorted"),
-                                                                         (24, "sorted"), (24, "unsorted")}
+    assert {(r["batch_size"], r["order"]) for r in res["documents"]} == {
+        (8, "sorted"),
+        (8, "unsorted"),
+        (24, "sorted"),
+        (24, "unsorted"),
+    }
     assert set(res["sorted_over_unsorted"]) == {"1t/b8", "1t/b24"} and res["best"] in res["documents"]
     q = res["query"]
-    assert all(q[k]["n"] == 4 for k in ("bare_encode_torch_threads", "bare_encode_1_thread",
-                                          "dense_encoder_encode_queries", "retriever_dense_encode"))
+    assert all(
+        q[k]["n"] == 4
+        for k in (
+            "bare_encode_torch_threads",
+            "bare_encode_1_thread",
+            "dense_encoder_encode_queries",
+            "retriever_dense_encode",
+        )
+    )
     assert q["retriever_over_bare_1_thread"] > 0 and json.loads((tmp_path / "e.json").read_text())["texts"] == 24

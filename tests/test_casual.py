@@ -1,4 +1,5 @@
 """The casual two-person generator (lazymem.data.casual) through the real LoCoMo parser, and long turns."""
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,16 @@ SPEC = "synthetic-casual:conversations=2,sessions=10,seed=5,questions=15"
 
 
 def test_same_spec_same_bytes_in_a_fresh_interpreter():
-    code = ("from lazymem.data.casual import casual_samples, samples_sha256\n"
-            "print(samples_sha256(casual_samples(2, 10, 5, 15)))")
-    shas = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={"PYTHONHASHSEED": h}).stdout.strip() for h in ("1", "2")}
+    code = (
+        "from lazymem.data.casual import casual_samples, samples_sha256\n"
+        "print(samples_sha256(casual_samples(2, 10, 5, 15)))"
+    )
+    shas = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": h}
+        ).stdout.strip()
+        for h in ("1", "2")
+    }
     assert shas == {samples_sha256(casual_samples(2, 10, 5, 15))}
     assert samples_sha256(casual_samples(2, 10, 6, 15)) not in shas  # the seed matters
     # conversation 0 does not depend on how many conversations are asked for
@@ -55,8 +62,12 @@ def test_loads_through_the_locomo_parser_with_names_as_roles(tmp_path):
 def test_every_evidence_turn_exists_and_holds_its_answer_strings(topical, asked):
     samples, facts = casual_samples_with_facts(3, 12, 7, 20, topical=topical, asked=asked)
     for sample in samples:
-        turns = {t["dia_id"]: t for k, v in sample["conversation"].items()
-                 if k.startswith("session_") and not k.endswith("date_time") for t in v}
+        turns = {
+            t["dia_id"]: t
+            for k, v in sample["conversation"].items()
+            if k.startswith("session_") and not k.endswith("date_time")
+            for t in v
+        }
         for j, qa in enumerate(sample["qa"]):
             ev = facts[f"{sample['sample_id']}:q{j}"]
             assert [d for d, _ in ev] == qa["evidence"] and qa["evidence"]
@@ -76,8 +87,12 @@ def test_every_evidence_turn_exists_and_holds_its_answer_strings(topical, asked)
 
 def test_distractors_reuse_fact_vocabulary_about_other_people():
     sample = casual_samples(1, 12, 3, 20)[0]
-    texts = [t["text"] for k, v in sample["conversation"].items() if k.startswith("session_")
-             and not k.endswith("date_time") for t in v]
+    texts = [
+        t["text"]
+        for k, v in sample["conversation"].items()
+        if k.startswith("session_") and not k.endswith("date_time")
+        for t in v
+    ]
     assert any("[shares a photo of" in t for t in texts)
     assert any(w in t for t in texts for w in ("My coworker", "My friend", "My neighbor", "from work"))
     lengths = sorted(len(t.split()) for t in texts)
@@ -98,8 +113,9 @@ def test_first_person_echoes_are_the_facts_own_speaker_and_never_the_answer():
     from lazymem.data.casual.chatter import LEAD_INS, SELF_ECHOES
 
     samples, facts = casual_samples_with_facts(2, 14, 11, 12, topical=2)
-    templates = [re.compile(re.sub(r"\\\{\w+\\\}", ".+", re.escape(t)) + "$")
-                 for pairs in SELF_ECHOES.values() for t, _ in pairs]
+    templates = [
+        re.compile(re.sub(r"\\\{\w+\\\}", ".+", re.escape(t)) + "$") for pairs in SELF_ECHOES.values() for t, _ in pairs
+    ]
     n_self = n_led = n_gold = 0
     for sample in samples:
         ev = {j: facts[f"{sample['sample_id']}:q{j}"] for j in range(len(sample["qa"]))}
@@ -151,8 +167,14 @@ def test_an_echo_never_holds_an_answer_bearing_string():
     from lazymem.data.casual.facts import Fact, Stmt
     from lazymem.data.casual.generator import _echo_block, _Fill
 
-    fact = Fact(4, [Stmt(0, "Meet Biscuit, my beagle!", ("Biscuit",))], "What is the name of Maya's beagle?",
-                "Biscuit", topic="pet", slots={"pet": "beagle"})
+    fact = Fact(
+        4,
+        [Stmt(0, "Meet Biscuit, my beagle!", ("Biscuit",))],
+        "What is the name of Maya's beagle?",
+        "Biscuit",
+        topic="pet",
+        slots={"pet": "beagle"},
+    )
     rng = random.Random(0)
     for _ in range(20):
         block = _echo_block(rng, fact, _Fill(rng, {"Maya", "Daniel"}, {}), ("Biscuit",))
@@ -165,15 +187,25 @@ def test_an_echo_never_holds_an_answer_bearing_string():
 
 def test_spec_parse_format_and_errors():
     assert casual_spec_string(**parse_casual_spec(SPEC)) == SPEC
-    assert parse_casual_spec("synthetic-casual") == {"n_conversations": 1, "n_sessions": 12, "seed": 0,
-                                                     "n_questions": 20, "topical": 0, "asked": 0}
+    assert parse_casual_spec("synthetic-casual") == {
+        "n_conversations": 1,
+        "n_sessions": 12,
+        "seed": 0,
+        "n_questions": 20,
+        "topical": 0,
+        "asked": 0,
+    }
     assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=1")) == SPEC + ",topical=1"
     assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=2,asked=1")) == SPEC + ",topical=2,asked=1"
     assert casual_spec_string(**parse_casual_spec(SPEC + ",topical=2")) == SPEC + ",topical=2"
     with pytest.raises(ConfigError, match="topical"):
         parse_casual_spec(SPEC + ",topical=3")
-    for bad, key in (("synthetic-casual:turns=3", "'turns'"), ("synthetic-casual:seed=x", "seed="),
-                     ("synthetic-casual:seed=1,seed=2", "'seed' given twice"), ("synthetic-casual:seed", "'seed'")):
+    for bad, key in (
+        ("synthetic-casual:turns=3", "'turns'"),
+        ("synthetic-casual:seed=x", "seed="),
+        ("synthetic-casual:seed=1,seed=2", "'seed' given twice"),
+        ("synthetic-casual:seed", "'seed'"),
+    ):
         with pytest.raises(ConfigError, match=key):
             parse_casual_spec(bad)
     with pytest.raises(ConfigError, match="sessions"):
@@ -202,8 +234,10 @@ def test_long2_keeps_evidence_verbatim_and_long1_bytes_unchanged():
     from lazymem.data.synthetic import generate_records, records_sha256
 
     # v2's SFT data (configs/recipes/lazymem-135m/data.yaml) was built from long=1: its bytes are pinned
-    assert records_sha256(generate_records(120, 3, 1, 6, varied=1, long=1)) == \
-        "462e1d7ee0a0e68dac749adb2095cdbe3feb4a683e5e760ca6ff561c6d532675"
+    assert (
+        records_sha256(generate_records(120, 3, 1, 6, varied=1, long=1))
+        == "462e1d7ee0a0e68dac749adb2095cdbe3feb4a683e5e760ca6ff561c6d532675"
+    )
     plain, _ = generate_with_facts(120, 3, 1, 6, varied=1)
     long, long_facts = generate_with_facts(120, 3, 1, 6, varied=1, long=2)
     assert [r["question"] for r in plain] == [r["question"] for r in long]
@@ -228,8 +262,12 @@ def test_asked_statements_answer_the_others_question_next_to_it():
     samples, facts = casual_samples_with_facts(4, 14, 9, 12, asked=1)
     n_single = n_asked = 0
     for sample in samples:
-        turns = [t for k, v in sample["conversation"].items() if k.startswith("session_")
-                 and not k.endswith("date_time") for t in v]
+        turns = [
+            t
+            for k, v in sample["conversation"].items()
+            if k.startswith("session_") and not k.endswith("date_time")
+            for t in v
+        ]
         index = {t["dia_id"]: i for i, t in enumerate(turns)}
         for j, qa in enumerate(sample["qa"]):
             if qa["category"] not in (4, 5):

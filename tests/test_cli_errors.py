@@ -1,6 +1,7 @@
 """How the ``lazymem`` CLI ends: bad input is one line naming file and field with exit 2 (the project's own
 errors, OSError, YAML), anything else is a bug with its traceback and exit 1; values that cannot work are
 refused; a killed or terminated run is never shown as running."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ from lazymem.errors import ConfigError, LoadError, ModelLoadError
 REPO = Path(__file__).resolve().parents[1]
 SYNTH = "synthetic:messages=60,seed=1,histories=1,questions=6"
 FAKE = {"backend": "fake", "model": "fake"}
-PIPELINE = {"method": "rag", "retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1}, "mpm": FAKE,
-            "answer": FAKE}
+PIPELINE = {
+    "method": "rag",
+    "retrieval": {"dense_model": None, "n": 3},
+    "window": {"w": 1},
+    "mpm": FAKE,
+    "answer": FAKE,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -41,8 +47,7 @@ def one_error_line(err: str) -> str:
 def finished_run(out: Path, limit: int = 3) -> Path:
     from lazymem.eval import EvalConfig, evaluate
 
-    evaluate(EvalConfig.from_dict({"dataset": SYNTH, "pipeline": dict(PIPELINE), "limit": limit}), out,
-             progress=False)
+    evaluate(EvalConfig.from_dict({"dataset": SYNTH, "pipeline": dict(PIPELINE), "limit": limit}), out, progress=False)
     return out
 
 
@@ -50,15 +55,20 @@ def finished_run(out: Path, limit: int = 3) -> Path:
 
 
 BUGS = [ZeroDivisionError("boom"), KeyError("status"), ValueError("x"), RuntimeError("y"), TypeError("z")]
-OWN = [ConfigError("EvalConfig.limit=-1: must be >= 0"), LoadError("a.json", "record 3", "status", "missing"),
-       ConfigError("dataset '\ud800': no such file"),  # a lone surrogate from a recipe: printed escaped
-       ModelLoadError("cannot load model m: out of memory"), FileNotFoundError(2, "No such file", "runs/x")]
+OWN = [
+    ConfigError("EvalConfig.limit=-1: must be >= 0"),
+    LoadError("a.json", "record 3", "status", "missing"),
+    ConfigError("dataset '\ud800': no such file"),  # a lone surrogate from a recipe: printed escaped
+    ModelLoadError("cannot load model m: out of memory"),
+    FileNotFoundError(2, "No such file", "runs/x"),
+]
 
 
 def test_a_bug_prints_its_traceback_and_exits_1_and_only_the_projects_own_errors_exit_2(monkeypatch, capsys):
     def raising(exc):
         def boom(args):
             raise exc
+
         return boom
 
     for exc in BUGS:  # KeyError / ValueError / RuntimeError used to exit 2 as if the input were bad
@@ -76,12 +86,20 @@ def test_a_bug_prints_its_traceback_and_exits_1_and_only_the_projects_own_errors
 
 
 def test_a_bug_in_a_cli_subprocess_exits_1_with_its_traceback(tmp_path):
-    script = ("import sys; from lazymem import cli\nfrom lazymem.data import command\n"
-              "def boom(args): return {}['status']\n"
-              "command.cmd_summary = boom\n"
-              "sys.exit(cli.main(['data', 'summary', 'x']))\n")
-    r = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    script = (
+        "import sys; from lazymem import cli\nfrom lazymem.data import command\n"
+        "def boom(args): return {}['status']\n"
+        "command.cmd_summary = boom\n"
+        "sys.exit(cli.main(['data', 'summary', 'x']))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     assert r.returncode == 1 and "KeyError: 'status'" in r.stderr and "Traceback" in r.stderr, r.stderr[-2000:]
 
 
@@ -141,15 +159,18 @@ def test_a_yaml_error_reaching_the_cli_unwrapped_is_one_line(tmp_path, monkeypat
 # --- values that cannot work ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["perturb", "RUN", "--draws", "0"], "--draws"),
-    (["perturb", "RUN", "--draws", "-2"], "--draws"),
-    (["perturb", "RUN", "--limit", "-1"], "--limit"),
-    (["eval", "--limit", "-1"], "--limit"),
-    (["eval", "--workers", "0"], "--workers"),
-    (["bench", "pipeline", "--limit", "-1"], "--limit"),
-    (["coverage", "SPEC", "--k", "0"], "--k"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["perturb", "RUN", "--draws", "0"], "--draws"),
+        (["perturb", "RUN", "--draws", "-2"], "--draws"),
+        (["perturb", "RUN", "--limit", "-1"], "--limit"),
+        (["eval", "--limit", "-1"], "--limit"),
+        (["eval", "--workers", "0"], "--workers"),
+        (["bench", "pipeline", "--limit", "-1"], "--limit"),
+        (["coverage", "SPEC", "--k", "0"], "--k"),
+    ],
+)
 def test_flags_out_of_range_are_refused_with_a_usage_line(capsys, argv, flag):
     with pytest.raises(SystemExit) as e:
         main(argv)
@@ -170,12 +191,15 @@ def test_perturb_run_and_the_eval_config_refuse_a_negative_limit_or_no_draws(tmp
         EvalConfig.from_dict({"dataset": SYNTH, "limit": -1})
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["bench", "retrieval", "--sizes", "10,x"], ["--sizes", "10,x"]),
-    (["bench", "embedding", "--batch-sizes", "0"], ["--batch-sizes", ">= 1"]),
-    (["coverage", SYNTH, "--w", "0,one", "--dense-model", "none"], ["--w", "0,one"]),
-    (["retrieve", SYNTH, "--question", "no-such-id", "--dense-model", "none"], ["--question", "no-such-id"]),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["bench", "retrieval", "--sizes", "10,x"], ["--sizes", "10,x"]),
+        (["bench", "embedding", "--batch-sizes", "0"], ["--batch-sizes", ">= 1"]),
+        (["coverage", SYNTH, "--w", "0,one", "--dense-model", "none"], ["--w", "0,one"]),
+        (["retrieve", SYNTH, "--question", "no-such-id", "--dense-model", "none"], ["--question", "no-such-id"]),
+    ],
+)
 def test_bad_values_reached_inside_a_command_are_one_line(capsys, argv, words):
     assert main(argv) == 2
     line = one_error_line(capsys.readouterr().err)
@@ -259,8 +283,13 @@ def test_sigterm_ends_a_cli_run_with_status_interrupted(tmp_path):
     driver.write_text(DRIVER)
     recipe.write_text(yaml.safe_dump({"dataset": SYNTH, "limit": 3, "pipeline": PIPELINE}))
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, str(driver), str(out), str(recipe)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(out), str(recipe)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.time() + 90
         while not (out / "manifest.json").exists():  # written before the first (slow) answer

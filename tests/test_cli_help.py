@@ -2,6 +2,7 @@
 
 argparse %-formats help strings, so a bare "95%" in one of them turns ``--help`` into a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,19 @@ PATHS = [path for path, _ in _walk(build_parser())]
 
 
 def test_the_walk_reaches_the_nested_commands():
-    for path in [(), ("data", "summary"), ("data", "split"), ("bench", "retrieval"), ("bench", "pipeline"),
-                 ("train", "sft"), ("train", "grpo"), ("notebooks", "run"), ("eval",), ("report",), ("perturb",)]:
+    for path in [
+        (),
+        ("data", "summary"),
+        ("data", "split"),
+        ("bench", "retrieval"),
+        ("bench", "pipeline"),
+        ("train", "sft"),
+        ("train", "grpo"),
+        ("notebooks", "run"),
+        ("eval",),
+        ("report",),
+        ("perturb",),
+    ]:
         assert path in PATHS, path
 
 

@@ -4,6 +4,7 @@ eval-table recipes fed to `eval`, `eval-table`, `report`, `perturb`, `coverage` 
 Every run exits 0 or 2 (never 1: that is a bug's traceback), an exit-2 message is one line that
 names a file or a field, and no run folder is left holding records of two inputs: every record's
 run belongs to a run whose dataset and config are the manifest's own."""
+
 from __future__ import annotations
 
 import copy
@@ -21,8 +22,9 @@ from lazymem.data.synthetic import generate_records
 
 FAKE = {"backend": "fake", "model": "fake"}
 DATASET = generate_records(60, seed=3, n_histories=1, questions_per_history=4)
-EXAMPLES = settings(max_examples=20, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+EXAMPLES = settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 def _no_model_loads(recipe):
@@ -42,9 +44,19 @@ def _no_model_loads(recipe):
 
 
 def _recipe(dataset: Path) -> dict:
-    return {"dataset": str(dataset), "limit": 2, "judge": "none", "seed": 0,
-            "pipeline": {"method": "lazymem", "retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1},
-                         "mpm": dict(FAKE), "answer": dict(FAKE)}}
+    return {
+        "dataset": str(dataset),
+        "limit": 2,
+        "judge": "none",
+        "seed": 0,
+        "pipeline": {
+            "method": "lazymem",
+            "retrieval": {"dense_model": None, "n": 3},
+            "window": {"w": 1},
+            "mpm": dict(FAKE),
+            "answer": dict(FAKE),
+        },
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -116,8 +128,11 @@ def _one_input_per_folder(folder: Path) -> None:
 def test_eval_on_mutated_recipes(tmp_path, capsys, valid, data):
     tmp_path = _fresh(tmp_path)
     path = tmp_path / "r.yaml"
-    path.write_text(yaml.safe_dump(_no_model_loads(_mutate(_recipe(valid["data"]), data)), allow_unicode=True),
-                    encoding="utf-8", errors="surrogatepass")
+    path.write_text(
+        yaml.safe_dump(_no_model_loads(_mutate(_recipe(valid["data"]), data)), allow_unicode=True),
+        encoding="utf-8",
+        errors="surrogatepass",
+    )
     out = tmp_path / "out"
     _cli(["eval", str(path), "--out", str(out)], capsys)
     _one_input_per_folder(out)
@@ -174,8 +189,9 @@ def test_report_on_mutated_runs(tmp_path, capsys, valid, data):
     _cli(["report", str(run), str(valid["run"]), "--names", "a,b", "--out", str(tmp_path / "rep")], capsys)
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_perturb_on_mutated_runs(tmp_path, capsys, valid, data):
     tmp_path = _fresh(tmp_path)
@@ -183,17 +199,21 @@ def test_perturb_on_mutated_runs(tmp_path, capsys, valid, data):
     _cli(["perturb", str(run), "--out", str(tmp_path / "p"), "--draws", "1"], capsys)
 
 
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_eval_table_on_mutated_recipes(tmp_path, capsys, valid, data):
     tmp_path = _fresh(tmp_path)
-    table = {"base": str(valid["recipe"]), "sets": {"s": {"limit": 1}},
-             "rows": {"rag": {"pipeline.method": "rag"}, "ext": {"pipeline.method": "extractive"}},
-             "reference": "rag", "output_dir": str(tmp_path / "table")}
+    table = {
+        "base": str(valid["recipe"]),
+        "sets": {"s": {"limit": 1}},
+        "rows": {"rag": {"pipeline.method": "rag"}, "ext": {"pipeline.method": "extractive"}},
+        "reference": "rag",
+        "output_dir": str(tmp_path / "table"),
+    }
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump(_mutate(table, data), allow_unicode=True), encoding="utf-8",
-                    errors="surrogatepass")
+    path.write_text(yaml.safe_dump(_mutate(table, data), allow_unicode=True), encoding="utf-8", errors="surrogatepass")
     _cli(["eval-table", "--config", str(path), "--no-progress"], capsys)
     for folder in tmp_path.rglob("manifest.json"):
         _one_input_per_folder(folder.parent)
@@ -201,13 +221,22 @@ def test_eval_table_on_mutated_recipes(tmp_path, capsys, valid, data):
     assert not outside
 
 
-SFT_DATA = {"datasets": None, "split": "train", "questions": 4, "seed": 0,
-            "retrieval": {"n": 5, "sparse": "rank_bm25", "dense_model": None, "reranker": None},
-            "window": {"w": 1, "L": 4, "s": 3}, "bridges": "none", "teacher": "gold", "balance": True}
+SFT_DATA = {
+    "datasets": None,
+    "split": "train",
+    "questions": 4,
+    "seed": 0,
+    "retrieval": {"n": 5, "sparse": "rank_bm25", "dense_model": None, "reranker": None},
+    "window": {"w": 1, "L": 4, "s": 3},
+    "bridges": "none",
+    "teacher": "gold",
+    "balance": True,
+}
 
 
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_train_sft_data_on_mutated_recipes(tmp_path, capsys, valid, data):
     tmp_path = _fresh(tmp_path)

@@ -5,6 +5,7 @@ Paths are the project's own (configs/, docs/, scripts/, notebooks/, lazymem/, mo
 shared data (../shared/data/...). Outputs a command writes (runs/, papermill_runs/) are not checked;
 a path with a placeholder (``<set>``, ``{name}``) or a glob must match at least one file.
 """
+
 from __future__ import annotations
 
 import glob
@@ -14,8 +15,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PATH = re.compile(r"(?<![\w./-])((?:\.\./shared/data|configs|docs|scripts|notebooks|lazymem|models|tests)"
-                  r"/[A-Za-z0-9_./*<>{}#-]*[A-Za-z0-9_*>}])")
+PATH = re.compile(
+    r"(?<![\w./-])((?:\.\./shared/data|configs|docs|scripts|notebooks|lazymem|models|tests)"
+    r"/[A-Za-z0-9_./*<>{}#-]*[A-Za-z0-9_*>}])"
+)
 CONFIGS = sorted(p for p in (ROOT / "configs").rglob("*") if p.suffix in (".yaml", ".yml"))
 
 
@@ -31,7 +34,7 @@ def named_paths(text: str) -> list[str]:
     """
     out = []
     for m in PATH.finditer(text):
-        if re.search(r"--out[= ]\s*$", text[:m.start()]):
+        if re.search(r"--out[= ]\s*$", text[: m.start()]):
             continue  # where a command writes, not a file it reads
         p = m.group(1).split("#", 1)[0].rstrip(".")
         while p and p[-1] in "}>" and p.count(p[-1]) > p.count("{" if p[-1] == "}" else "<"):
@@ -53,7 +56,12 @@ def exists(path: str) -> bool:
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[str(p.relative_to(ROOT)) for p in CONFIGS])
 def test_every_path_a_config_names_exists(config):
-    missing = [(n + 1, p) for n, line in enumerate(config.read_text(encoding="utf-8").splitlines())
-               for p in named_paths(line) if not exists(p)]
-    assert not missing, f"{config.relative_to(ROOT)} names paths that do not exist: " + \
-        ", ".join(f"line {n}: {p}" for n, p in missing)
+    missing = [
+        (n + 1, p)
+        for n, line in enumerate(config.read_text(encoding="utf-8").splitlines())
+        for p in named_paths(line)
+        if not exists(p)
+    ]
+    assert not missing, f"{config.relative_to(ROOT)} names paths that do not exist: " + ", ".join(
+        f"line {n}: {p}" for n, p in missing
+    )

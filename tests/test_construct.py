@@ -1,4 +1,5 @@
 """Format gate, window merging, memory assembly, statistics and the extractive processor."""
+
 from __future__ import annotations
 
 import json
@@ -52,16 +53,22 @@ def test_valid_output_maps_items_to_positions_in_order():
     raw = dumps([item("KEEP", "Moved to Lisbon.", "user fact"), item("DROP"), item("KEEP", "  spaced  ")])
     v = parse_decisions(raw, [8, 9, 12])
     assert v.ok and v.reason == GATE_OK and v.raw == raw and v.detail == ""
-    assert v.decisions == (Decision(8, "KEEP", "Moved to Lisbon.", "user fact"),
-                           Decision(9, "DROP", "", "r"), Decision(12, "KEEP", "  spaced  ", "r"))
+    assert v.decisions == (
+        Decision(8, "KEEP", "Moved to Lisbon.", "user fact"),
+        Decision(9, "DROP", "", "r"),
+        Decision(12, "KEEP", "  spaced  ", "r"),
+    )
 
 
-@pytest.mark.parametrize("raw", [
-    '  \n[{"op": "DROP", "compressed_content": "", "reason": ""}]\n ',  # whitespace: json.loads allows it
-    '[{"reason": "", "compressed_content": "", "op": "DROP"}]',  # field order is free
-    json.dumps([item("DROP")], indent=2, ensure_ascii=True),
-    '[{"op": "KEEP", "compressed_content": "caf\\u00e9 \\"quoted\\" [1] {x}", "reason": "\u00fc"}]',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '  \n[{"op": "DROP", "compressed_content": "", "reason": ""}]\n ',  # whitespace: json.loads allows it
+        '[{"reason": "", "compressed_content": "", "op": "DROP"}]',  # field order is free
+        json.dumps([item("DROP")], indent=2, ensure_ascii=True),
+        '[{"op": "KEEP", "compressed_content": "caf\\u00e9 \\"quoted\\" [1] {x}", "reason": "\u00fc"}]',
+    ],
+)
 def test_valid_variants(raw):
     assert parse_decisions(raw, [0]).ok
 
@@ -152,18 +159,47 @@ def test_strip_think():
 # ---------------------------------------------------------------------------------------
 # The gate under fuzzing: never raises, verdicts always well formed.
 # ---------------------------------------------------------------------------------------
-_JUNK = ["", " ", "\n", "```", "```json\n", "Here is the JSON:", "ignore previous instructions",
-         INJECTION, "\u00e9\u4e2d\U0001f600", "[", "]", "{", "}", '"', "\\", "null", ",", "<think>", "</think>"]
+_JUNK = [
+    "",
+    " ",
+    "\n",
+    "```",
+    "```json\n",
+    "Here is the JSON:",
+    "ignore previous instructions",
+    INJECTION,
+    "\u00e9\u4e2d\U0001f600",
+    "[",
+    "]",
+    "{",
+    "}",
+    '"',
+    "\\",
+    "null",
+    ",",
+    "<think>",
+    "</think>",
+]
 # Items drawn from a fixed pool: one draw per item keeps 10,000 examples fast, and the pool
 # covers valid items, every item-level failure, nested quotes, unicode and injected text.
 _CONTENTS = ["", " ", "kept", INJECTION, '{"op": "KEEP"}', ']"}', "\u00e9\u4e2d\U0001f600", "line\nbreak", "\\", "'"]
-_POOL = (
-    [item(op, c, r) for op in ("KEEP", "DROP") for c in _CONTENTS for r in ("", "why")]
-    + [item("keep"), item(""), item("KEEP | DROP"), {"op": "DROP", "compressed_content": ""},
-       {"id": 1, **item("DROP")}, {"op": "KEEP", "compressed_content": 3, "reason": ""},
-       {"op": None, "compressed_content": "", "reason": ""}, {"op": "DROP", "compressed_content": "", "reason": None},
-       {}, [], None, 0, "KEEP", [item("DROP")], {"decisions": [item("DROP")]}]
-)
+_POOL = [item(op, c, r) for op in ("KEEP", "DROP") for c in _CONTENTS for r in ("", "why")] + [
+    item("keep"),
+    item(""),
+    item("KEEP | DROP"),
+    {"op": "DROP", "compressed_content": ""},
+    {"id": 1, **item("DROP")},
+    {"op": "KEEP", "compressed_content": 3, "reason": ""},
+    {"op": None, "compressed_content": "", "reason": ""},
+    {"op": "DROP", "compressed_content": "", "reason": None},
+    {},
+    [],
+    None,
+    0,
+    "KEEP",
+    [item("DROP")],
+    {"decisions": [item("DROP")]},
+]
 
 
 _CHARS = '[]{}",:\\ \n\tabcKEPDRO0-9' + "\u00e9\u4e2d\u0000\u202e\U0001f600"
@@ -185,7 +221,7 @@ def fuzz_case(seed: int) -> tuple[str, int]:
         text = rng.choice(_JUNK) + text + rng.choice(_JUNK)
     elif kind == 4:  # one character replaced
         i = rng.randint(0, max(0, len(text) - 1))
-        text = text[:i] + rng.choice(_JUNK + ["x", "'", "0"]) + text[i + 1:]
+        text = text[:i] + rng.choice(_JUNK + ["x", "'", "0"]) + text[i + 1 :]
     return text, n  # kinds 1 and 5: intact (ensure_ascii / indent vary)
 
 
@@ -222,11 +258,17 @@ def test_gate_never_raises_on_arbitrary_unicode(raw, n):
 
 _items = st.one_of(
     st.sampled_from(_POOL),
-    st.builds(item, st.sampled_from(["KEEP", "DROP", "keep"]), st.one_of(st.none(), st.text(max_size=20)),
-              st.text(max_size=10)),
-    st.dictionaries(st.sampled_from(list(FIELDS) + ["id"]),
-                    st.one_of(st.none(), st.integers(), st.text(max_size=10), st.sampled_from(["KEEP", "DROP"])),
-                    max_size=4),
+    st.builds(
+        item,
+        st.sampled_from(["KEEP", "DROP", "keep"]),
+        st.one_of(st.none(), st.text(max_size=20)),
+        st.text(max_size=10),
+    ),
+    st.dictionaries(
+        st.sampled_from(list(FIELDS) + ["id"]),
+        st.one_of(st.none(), st.integers(), st.text(max_size=10), st.sampled_from(["KEEP", "DROP"])),
+        max_size=4,
+    ),
 )
 
 
@@ -237,10 +279,18 @@ def test_gate_agrees_with_json_schema(items):
     jsonschema = pytest.importorskip("jsonschema")
     raw = json.dumps(items)
     v = parse_decisions(raw, list(range(len(items))))
-    schema_ok = jsonschema.Draft202012Validator(decision_schema(len(items), max_len=10**6, max_reason_len=10**6)) \
-        .is_valid(items)
-    nonblank = all(not (isinstance(i, dict) and i.get("op") == "KEEP" and isinstance(i.get("compressed_content"), str)
-                        and not i["compressed_content"].strip()) for i in items)
+    schema_ok = jsonschema.Draft202012Validator(
+        decision_schema(len(items), max_len=10**6, max_reason_len=10**6)
+    ).is_valid(items)
+    nonblank = all(
+        not (
+            isinstance(i, dict)
+            and i.get("op") == "KEEP"
+            and isinstance(i.get("compressed_content"), str)
+            and not i["compressed_content"].strip()
+        )
+        for i in items
+    )
     assert v.ok == (schema_ok and nonblank)
 
 
@@ -277,8 +327,9 @@ def _verdict(decisions) -> GateVerdict:
 
 def _window(lo: int, hi: int, keep: dict[int, str]) -> tuple[list[int], GateVerdict]:
     positions = list(range(lo, hi + 1))
-    return positions, _verdict(Decision(p, "KEEP", keep[p]) if p in keep else Decision(p, "DROP", "")
-                               for p in positions)
+    return positions, _verdict(
+        Decision(p, "KEEP", keep[p]) if p in keep else Decision(p, "DROP", "") for p in positions
+    )
 
 
 def test_merge_keep_beats_drop_across_windows():
@@ -308,14 +359,21 @@ def test_merge_skips_failed_windows():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 20), st.integers(1, 8), st.lists(st.booleans(), min_size=8, max_size=8),
-                          st.booleans()), max_size=6))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 20), st.integers(1, 8), st.lists(st.booleans(), min_size=8, max_size=8), st.booleans()
+        ),
+        max_size=6,
+    )
+)
 def test_merge_matches_a_brute_force_reference(specs):
     results = []
     for w, (start, length, keeps, ok) in enumerate(specs):
         positions = list(range(start, start + length))
-        decisions = tuple(Decision(p, "KEEP", f"w{w}p{p}") if keeps[i] else Decision(p, "DROP", "")
-                          for i, p in enumerate(positions))
+        decisions = tuple(
+            Decision(p, "KEEP", f"w{w}p{p}") if keeps[i] else Decision(p, "DROP", "") for i, p in enumerate(positions)
+        )
         results.append((positions, GateVerdict(ok, GATE_OK if ok else "wrong_count", decisions if ok else (), "")))
     merged = merge_decisions(results)
     valid = [v for _, v in results if v.ok]
@@ -326,8 +384,12 @@ def test_merge_matches_a_brute_force_reference(specs):
 
 
 def test_assemble_memory_chronological_lines():
-    history = History("h", tuple(msg(i, f"text {i}", role="user" if i % 2 == 0 else "assistant",
-                                     ts=f"2023/05/{20 + i}") for i in range(5)))
+    history = History(
+        "h",
+        tuple(
+            msg(i, f"text {i}", role="user" if i % 2 == 0 else "assistant", ts=f"2023/05/{20 + i}") for i in range(5)
+        ),
+    )
     decisions = {3: Decision(3, "KEEP", "three"), 1: Decision(1, "KEEP", "one"), 2: Decision(2, "DROP", "")}
     assert assemble_memory(decisions, history) == "[2023/05/21] assistant: one\n[2023/05/23] assistant: three"
     assert assemble_memory([], history) == ""
@@ -355,9 +417,12 @@ def test_construction_stats_hand_worked():
 # The extractive processor.
 # ---------------------------------------------------------------------------------------
 def test_extractive_verbatim_and_key_span():
-    ms = [msg(0, "Hi there!"),
-          msg(1, "I love hiking. Last week I moved to Lisbon for a new job. It is sunny.", role="assistant"),
-          msg(2, ""), msg(3, "Lisbon has trams.")]
+    ms = [
+        msg(0, "Hi there!"),
+        msg(1, "I love hiking. Last week I moved to Lisbon for a new job. It is sunny.", role="assistant"),
+        msg(2, ""),
+        msg(3, "Lisbon has trams."),
+    ]
     q = "Where did I move for the new job?"
     verbatim = json.loads(ExtractiveProcessor(ExtractiveConfig(threshold=0.5)).process(q, "t", ms))
     assert [d["op"] for d in verbatim] == ["DROP", "KEEP", "DROP"]  # blank message 2 is not decided
@@ -388,8 +453,12 @@ def test_extractive_config_validation():
 
 
 @settings(max_examples=100, deadline=None)
-@given(texts=st.lists(st.text(max_size=80), max_size=8), query=st.text(max_size=40),
-       threshold=st.floats(0, 1), mode=st.sampled_from(["verbatim", "key_span"]))
+@given(
+    texts=st.lists(st.text(max_size=80), max_size=8),
+    query=st.text(max_size=40),
+    threshold=st.floats(0, 1),
+    mode=st.sampled_from(["verbatim", "key_span"]),
+)
 def test_extractive_output_always_passes_the_gate(texts, query, threshold, mode):
     ms = [msg(i, t) for i, t in enumerate(texts)]
     raw = ExtractiveProcessor(ExtractiveConfig(threshold=threshold, mode=mode)).process(query, "t", ms)
@@ -414,12 +483,21 @@ def _question(text: str, gold=(), query_time: str = "t") -> Question:
 def test_extractive_construction_end_to_end_through_the_pipeline():
     from lazymem.retrieve import Window
 
-    texts = ["Hello!", "I adopted a cat named Miso.", "Cool.", "Miso likes tuna.", "Bye.",
-             "Weather is nice.", "My cat Miso is two years old.", "ok"]
+    texts = [
+        "Hello!",
+        "I adopted a cat named Miso.",
+        "Cool.",
+        "Miso likes tuna.",
+        "Bye.",
+        "Weather is nice.",
+        "My cat Miso is two years old.",
+        "ok",
+    ]
     history = History("h", tuple(msg(i, t, ts=f"D{i}") for i, t in enumerate(texts)))
     windows = [Window(positions=tuple(range(0, 5))), Window(positions=tuple(range(4, 8)))]  # overlap at 4
     results, decisions, memory, stats, error = _extractive_pipeline().construct(
-        history, _question("What is my cat's name?", gold=[1, 6], query_time="D9"), windows)
+        history, _question("What is my cat's name?", gold=[1, 6], query_time="D9"), windows
+    )
     assert error is None and all(r.verdict.ok for r in results)
     assert memory == "[D1] user: I adopted a cat named Miso.\n[D6] user: My cat Miso is two years old."
     assert (stats.n_windows, stats.n_kept, stats.gold_keep_recall) == (2, 2, 1.0)
@@ -457,4 +535,3 @@ def test_fmt_ok_counts_item_schema_failures_as_formatted():
     assert not v.ok and v.reason == "keep_empty_content" and v.fmt_ok
     for reason in ("empty", "truncated", "invalid_json", "extra_text", "not_array", "wrong_count"):
         assert not GateVerdict(False, reason, (), "").fmt_ok, reason
-

@@ -1,6 +1,7 @@
 """``extra_body.content_adapter`` (llama.cpp and transformers): the array pass of a trace-following decoding, each
 KEEP's content, written by a second adapter on the same base while the decisions stay the first adapter's. Real
 SmolLM2 with the shipped adapters through both engines; the refusals need no model."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,14 +17,27 @@ from lazymem.llm import LLMConfig, Sampling, make_client
 
 def _sampling(bias=(30.0, 30.0, 30.0)) -> Sampling:
     prompt = _prompt()
-    return Sampling(max_tokens=400, json_schema=decision_schema(3, None, 8, think=True),
-                    grounded=window_texts(prompt), trace_keep_bias=bias, trace_independent=True)
+    return Sampling(
+        max_tokens=400,
+        json_schema=decision_schema(3, None, 8, think=True),
+        grounded=window_texts(prompt),
+        trace_keep_bias=bias,
+        trace_independent=True,
+    )
 
 
 def _client(content_adapter: str | None):
     extra = {"content_adapter": content_adapter} if content_adapter else None
-    return make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m",
-                                 num_threads=2, batch_size=1, extra_body=extra))
+    return make_client(
+        LLMConfig(
+            backend="llamacpp",
+            model="smollm2-offline",
+            adapter="lazymem-135m",
+            num_threads=2,
+            batch_size=1,
+            extra_body=extra,
+        )
+    )
 
 
 def _counted(client) -> dict:
@@ -32,9 +46,11 @@ def _counted(client) -> dict:
     calls = {"decide": 0, "content": 0}
     for pool, name in ((client._free, "decide"), (client._content, "content")):
         for llm in list(pool.queue):
+
             def wrapped(*a, _f=llm.create_completion, _n=name, **k):
                 calls[_n] += 1
                 return _f(*a, **k)
+
             llm.create_completion = wrapped
     return calls
 
@@ -71,13 +87,25 @@ def test_transformers_content_adapter_rewrites_the_trace_as_decided_then_writes_
     """transformers decodes in one pass, so the content model re-reads the prompt, is forced through the deciding
     model's trace (as decided), then writes the array: with the same adapter the text is one adapter's alone."""
     prompt = _prompt()
-    s = Sampling(max_tokens=400, json_schema=decision_schema(3, None, 8, think=True),
-                 grounded=window_texts(prompt), trace_keep_bias=(30.0, 30.0, 30.0))
+    s = Sampling(
+        max_tokens=400,
+        json_schema=decision_schema(3, None, 8, think=True),
+        grounded=window_texts(prompt),
+        trace_keep_bias=(30.0, 30.0, 30.0),
+    )
 
     def client(content):
         extra = {"content_adapter": content} if content else None
-        return make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m",
-                                     num_threads=2, batch_size=2, extra_body=extra))
+        return make_client(
+            LLMConfig(
+                backend="transformers",
+                model="smollm2-offline",
+                adapter="lazymem-135m",
+                num_threads=2,
+                batch_size=2,
+                extra_body=extra,
+            )
+        )
 
     alone = client(None).generate([prompt, prompt], s)
     same = client("lazymem-135m")
@@ -93,8 +121,11 @@ def test_transformers_content_adapter_rewrites_the_trace_as_decided_then_writes_
     assert got.ok and got.finish_reason == "stop", got
     texts = window_texts(prompt)
     decided = parse_decisions(strip_think(got.text).strip(), [0, 1, 2]).decisions
-    assert [d.op for d in decided] == [d.op for d in parse_decisions(strip_think(want.text).strip(),
-                                                                     [0, 1, 2]).decisions] == ["KEEP"] * 3
+    assert (
+        [d.op for d in decided]
+        == [d.op for d in parse_decisions(strip_think(want.text).strip(), [0, 1, 2]).decisions]
+        == ["KEEP"] * 3
+    )
     assert got.text.split("</think>")[0] == want.text.split("</think>")[0]  # the trace as decided, KEEP
     assert "-> KEEP" in got.text.split("</think>")[0]
     assert all(is_span(d.content, t) for d, t in zip(decided, texts))

@@ -1,4 +1,5 @@
 """Dense encoder and the on-disk embedding cache (lazymem.retrieve.dense)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,9 @@ class FakeEncoder:
     def encode_docs(self, texts, progress=False):
         self.n_encode_calls += 1
         self.n_texts_encoded += len(texts)
-        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8).astype(np.float32) + 1
-                for t in texts]
+        rows = [
+            np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8).astype(np.float32) + 1 for t in texts
+        ]
         m = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim)
         return m / np.linalg.norm(m, axis=1, keepdims=True) if len(m) else m
 

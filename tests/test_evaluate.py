@@ -4,6 +4,7 @@ summary, resume, kill -9, cache, secrets.
 Every model is a scripted FakeBackend (or an unreachable server); retrieval is BM25 only or a
 fixed pool, so the whole file runs in seconds.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,26 +61,58 @@ def _private_cache(tmp_path, monkeypatch):
 # --- a hand-made dataset whose numbers are checked by hand ----------------------------------------
 
 TEXTS = [
-    "Hi there!", "Hello, how can I help?",
-    "I adopted a corgi named Biscuit last week.", "Congratulations on Biscuit!",
-    "I work as a nurse in Porto.", "That sounds demanding.",
-    "", "Anything else?",
-    "My sister lives in Lyon.", "Lyon is lovely.",
-    "Biscuit loves the beach.", "Dogs often do.",
-    "I moved from Porto to Lisbon in May.", "Lisbon is a great city.",
+    "Hi there!",
+    "Hello, how can I help?",
+    "I adopted a corgi named Biscuit last week.",
+    "Congratulations on Biscuit!",
+    "I work as a nurse in Porto.",
+    "That sounds demanding.",
+    "",
+    "Anything else?",
+    "My sister lives in Lyon.",
+    "Lyon is lovely.",
+    "Biscuit loves the beach.",
+    "Dogs often do.",
+    "I moved from Porto to Lisbon in May.",
+    "Lisbon is a great city.",
 ]
 
 
 def hand_dataset() -> Dataset:
-    msgs = tuple(Message(i, f"s{i // 4}#{i % 4}", f"s{i // 4}", i % 4, "user" if i % 2 == 0 else "assistant",
-                         t, f"2023/05/{10 + i // 4:02d}") for i, t in enumerate(TEXTS))
+    msgs = tuple(
+        Message(
+            i,
+            f"s{i // 4}#{i % 4}",
+            f"s{i // 4}",
+            i % 4,
+            "user" if i % 2 == 0 else "assistant",
+            t,
+            f"2023/05/{10 + i // 4:02d}",
+        )
+        for i, t in enumerate(TEXTS)
+    )
     qs = (
-        Question("q1", "multi-session", "What is my dog called and what does he love?", "Biscuit; the beach", "h",
-                 "2023/06/01", evidence=(2, 10)),
+        Question(
+            "q1",
+            "multi-session",
+            "What is my dog called and what does he love?",
+            "Biscuit; the beach",
+            "h",
+            "2023/06/01",
+            evidence=(2, 10),
+        ),
         Question("q2", "single-session-user", "Where do I work?", "Porto", "h", "2023/06/01", evidence=(4,)),
         Question("q3", "knowledge-update", "Where do I live now?", "Lisbon", "h", "2023/06/01", evidence=(12,)),
-        Question("q4_abs", "single-session-user", "What is my cat's name?", "You did not mention a cat", "h",
-                 "2023/06/01", evidence=(), abstention=True),
+        Question(
+            "q4_abs",
+            "single-session-user",
+            "What is my cat's name?",
+            "You did not mention a cat",
+            "h",
+            "2023/06/01",
+            evidence=(),
+            abstention=True,
+        ),
     )
     return Dataset("hand", {"h": History("h", msgs)}, qs, source="test", sha256="0" * 64)
 
@@ -138,8 +171,13 @@ def lme_judge(prompt, sampling):
 
 
 def hand_config(**kw) -> EvalConfig:
-    pipeline = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), window=WindowConfig(w=1),
-                              mpm=LLMConfig(**FAKE), answer=LLMConfig(**FAKE), judge=LLMConfig(**FAKE))
+    pipeline = PipelineConfig(
+        retrieval=RetrievalConfig(dense_model=None),
+        window=WindowConfig(w=1),
+        mpm=LLMConfig(**FAKE),
+        answer=LLMConfig(**FAKE),
+        judge=LLMConfig(**FAKE),
+    )
     return EvalConfig(pipeline=pipeline, dataset="hand", judge=kw.pop("judge", "longmemeval"), **kw)
 
 
@@ -153,12 +191,14 @@ def lines(path) -> list[dict]:
 
 def stable(rec: dict) -> str:
     """A record without wall times, run ids, timestamps and cache flags."""
+
     def walk(x):
         if isinstance(x, dict):
             return {k: walk(v) for k, v in x.items() if k not in VOLATILE}
         if isinstance(x, list):
             return [walk(v) for v in x]
         return x
+
     rec = dict(rec)
     if rec.get("pool"):
         rec["pool"] = dict(rec["pool"], timings=None)
@@ -170,28 +210,63 @@ def stable(rec: dict) -> str:
 
 def test_hand_checked_records_and_summary(tmp_path):
     ds = hand_dataset()
-    s = evaluate(hand_config(), tmp_path / "run", progress=False, clients=hand_clients(), dataset=ds,
-                 retriever=PoolByQuestion(ds))
+    s = evaluate(
+        hand_config(),
+        tmp_path / "run",
+        progress=False,
+        clients=hand_clients(),
+        dataset=ds,
+        retriever=PoolByQuestion(ds),
+    )
     recs = {r["question_id"]: r for r in lines(tmp_path / "run" / "records.jsonl")}
     assert list(recs) == ["q1", "q2", "q3", "q4_abs"] and all(r["status"] == "ok" for r in recs.values())
-    fields = {"question_id", "method", "status", "error", "pool", "windows", "decisions", "construction", "memory",
-              "answer_prompt", "answer", "answer_think", "answer_output", "timings", "baseline", "question", "n_gold",
-              "gold_in_pool",
-              "memory_tokens", "tokenizer", "locomo_f1", "answer_f1", "answer_contains", "judge", "run_id",
-              "attempt", "recorded_at", "memory_measures"}
+    fields = {
+        "question_id",
+        "method",
+        "status",
+        "error",
+        "pool",
+        "windows",
+        "decisions",
+        "construction",
+        "memory",
+        "answer_prompt",
+        "answer",
+        "answer_think",
+        "answer_output",
+        "timings",
+        "baseline",
+        "question",
+        "n_gold",
+        "gold_in_pool",
+        "memory_tokens",
+        "tokenizer",
+        "locomo_f1",
+        "answer_f1",
+        "answer_contains",
+        "judge",
+        "run_id",
+        "attempt",
+        "recorded_at",
+        "memory_measures",
+    }
     assert all(set(r) == fields for r in recs.values())
     # the memory's own measures, by hand: q1 keeps gold 2 of (2, 10) and holds "biscuit" of {biscuit, beach};
     # q2 keeps gold 4 ("Porto"); q3's memory is empty; q4_abs has no gold and an abstention answer
-    mm = {q: (r["memory_measures"]["evidence_recall"], r["memory_measures"]["answer_recall_in_memory"])
-          for q, r in recs.items()}
+    mm = {
+        q: (r["memory_measures"]["evidence_recall"], r["memory_measures"]["answer_recall_in_memory"])
+        for q, r in recs.items()
+    }
     assert mm == {"q1": (0.5, 0.5), "q2": (1.0, 1.0), "q3": (0.0, 0.0), "q4_abs": (None, None)}
     assert s["memory_measures"]["evidence_recall"] == {"mean": 0.5, "n": 3}
     w = recs["q1"]["windows"]
     assert [x["positions"] for x in w] == [[1, 2, 3], [9, 10, 11]]
     assert [x["verdict"]["reason"] for x in w] == ["ok", "extra_text"] and w[1]["raw"] == "Here you go: []"
     assert set(w[0]) >= {"raw", "output", "verdict", "decisions", "gold", "hits", "decision_positions"}
-    assert recs["q1"]["memory"] == ("[2023/05/10] user: I adopted a corgi named Biscuit last week.\n"
-                                    "[2023/05/10] assistant: Congratulations on Biscuit!")
+    assert recs["q1"]["memory"] == (
+        "[2023/05/10] user: I adopted a corgi named Biscuit last week.\n"
+        "[2023/05/10] assistant: Congratulations on Biscuit!"
+    )
     assert recs["q1"]["pool"]["positions"] == [2, 10] and recs["q1"]["gold_in_pool"] == 2
     assert recs["q3"]["windows"][0]["verdict"]["reason"] == "keep_empty_content" and recs["q3"]["memory"] == ""
     assert recs["q3"]["judge"]["prompt_name"] == "longmemeval_judge_knowledge_update"
@@ -244,8 +319,14 @@ def test_missing_tokenizer_records_null_never_a_fallback(tmp_path, monkeypatch):
 
     monkeypatch.setattr(lazymem.llm.tokens, "count_tokens", missing)
     ds = hand_dataset()
-    s = evaluate(hand_config(judge="none"), tmp_path / "run", progress=False, clients=hand_clients(), dataset=ds,
-                 retriever=PoolByQuestion(ds))
+    s = evaluate(
+        hand_config(judge="none"),
+        tmp_path / "run",
+        progress=False,
+        clients=hand_clients(),
+        dataset=ds,
+        retriever=PoolByQuestion(ds),
+    )
     recs = lines(tmp_path / "run" / "records.jsonl")
     assert all(r["memory_tokens"] is None and r["tokenizer"] == "missing" for r in recs)
     assert s["memory_tokens"] == {"mean": None, "n": 0, "tokenizer": "missing"}
@@ -253,24 +334,57 @@ def test_missing_tokenizer_records_null_never_a_fallback(tmp_path, monkeypatch):
 
 
 def test_locomo_f1_per_category_and_judge_skips_category_5(tmp_path):
-    msgs = tuple(Message(i, f"D1:{i + 1}", "D1", i, "Caroline" if i % 2 == 0 else "Melanie", t, "8 May, 2023")
-                 for i, t in enumerate(["I went to a LGBTQ support group on 7 May 2023.", "That's great!",
-                                        "I'm studying psychology and counseling.", "Cool.", "Bye"]))
-    qs = (Question("c:q0", "multi-hop", "What does Caroline study?", "psychology, counseling", "c", category=1,
-                   evidence=(2,)),
-          Question("c:q1", "temporal", "When did Caroline go to the group?", "7 May 2023", "c", category=2,
-                   evidence=(0,)),
-          Question("c:q2", "adversarial", "What did Melanie study?", "", "c", category=5, evidence=(2,),
-                   adversarial_answer="psychology"))
+    msgs = tuple(
+        Message(i, f"D1:{i + 1}", "D1", i, "Caroline" if i % 2 == 0 else "Melanie", t, "8 May, 2023")
+        for i, t in enumerate(
+            [
+                "I went to a LGBTQ support group on 7 May 2023.",
+                "That's great!",
+                "I'm studying psychology and counseling.",
+                "Cool.",
+                "Bye",
+            ]
+        )
+    )
+    qs = (
+        Question(
+            "c:q0", "multi-hop", "What does Caroline study?", "psychology, counseling", "c", category=1, evidence=(2,)
+        ),
+        Question(
+            "c:q1", "temporal", "When did Caroline go to the group?", "7 May 2023", "c", category=2, evidence=(0,)
+        ),
+        Question(
+            "c:q2",
+            "adversarial",
+            "What did Melanie study?",
+            "",
+            "c",
+            category=5,
+            evidence=(2,),
+            adversarial_answer="psychology",
+        ),
+    )
     ds = Dataset("loco", {"c": History("c", msgs, ("Caroline", "Melanie"))}, qs, sha256="1" * 64)
-    answers = {"What does Caroline study?": "psychology", "When did Caroline go to the group?": "7 May, 2023.",
-               "What did Melanie study?": "Not mentioned in the conversation."}
+    answers = {
+        "What does Caroline study?": "psychology",
+        "When did Caroline go to the group?": "7 May, 2023.",
+        "What did Melanie study?": "Not mentioned in the conversation.",
+    }
     judge = FakeBackend(lambda p, s: '{"label": "CORRECT"}' if "psychology" in p else "The dates differ. WRONG")
-    cfg = EvalConfig(pipeline=PipelineConfig(method="rag", retrieval=RetrievalConfig(dense_model=None),
-                                             answer=LLMConfig(**FAKE), judge=LLMConfig(**FAKE)),
-                     dataset="loco", judge="locomo")
-    s = evaluate(cfg, tmp_path / "run", progress=False, dataset=ds, clients={
-        "answer": FakeBackend(lambda p, s: answers[query_of(p)]), "judge": judge})
+    cfg = EvalConfig(
+        pipeline=PipelineConfig(
+            method="rag", retrieval=RetrievalConfig(dense_model=None), answer=LLMConfig(**FAKE), judge=LLMConfig(**FAKE)
+        ),
+        dataset="loco",
+        judge="locomo",
+    )
+    s = evaluate(
+        cfg,
+        tmp_path / "run",
+        progress=False,
+        dataset=ds,
+        clients={"answer": FakeBackend(lambda p, s: answers[query_of(p)]), "judge": judge},
+    )
     recs = {r["question_id"]: r for r in lines(tmp_path / "run" / "records.jsonl")}
     assert recs["c:q0"]["locomo_f1"] == 0.5 and recs["c:q1"]["locomo_f1"] == 1.0 and recs["c:q2"]["locomo_f1"] == 1.0
     assert recs["c:q2"]["judge"]["skipped"] and recs["c:q2"]["judge"]["label"] is None
@@ -341,8 +455,10 @@ def test_a_failed_question_is_recorded_and_only_it_is_redone(tmp_path, capsys):
     assert s2["counts"]["ok"] == 6 and s2["counts"]["error"] == 0
     m = json.loads((out / "manifest.json").read_text())
     assert [r["questions_todo"] for r in m["runs"]] == [6, 1] and m["status"] == "done"
-    print(f"first run: {len(mpm1.calls)} MPM + {len(ans1.calls)} answer calls; "
-          f"resume: {len(mpm2.calls)} MPM + {len(ans2.calls)} answer calls (question {third.id} only)")
+    print(
+        f"first run: {len(mpm1.calls)} MPM + {len(ans1.calls)} answer calls; "
+        f"resume: {len(mpm2.calls)} MPM + {len(ans2.calls)} answer calls (question {third.id} only)"
+    )
 
 
 def test_a_bug_in_one_question_does_not_stop_the_run(tmp_path):
@@ -355,8 +471,12 @@ def test_a_bug_in_one_question_does_not_stop_the_run(tmp_path):
             return 42  # not a str: FakeBackend then fails inside, like a backend bug would
         return drop_all(prompt, sampling)
 
-    s = evaluate(synth_config(), tmp_path / "run", progress=False,
-                 clients={"mpm": FakeBackend(mpm), "answer": FakeBackend(lambda p, s: "a")})
+    s = evaluate(
+        synth_config(),
+        tmp_path / "run",
+        progress=False,
+        clients={"mpm": FakeBackend(mpm), "answer": FakeBackend(lambda p, s: "a")},
+    )
     recs = lines(tmp_path / "run" / "records.jsonl")
     assert s["counts"] == {"selected": 6, "recorded": 6, "ok": 5, "error": 1, "missing": 0}
     bad = recs[1]
@@ -367,8 +487,12 @@ def test_a_bug_in_one_question_does_not_stop_the_run(tmp_path):
 
 def test_truncated_last_line_is_dropped_and_redone(tmp_path):
     out = tmp_path / "run"
-    evaluate(synth_config(limit=3), out, progress=False,
-             clients={"mpm": FakeBackend(drop_all), "answer": FakeBackend(lambda p, s: "a")})
+    evaluate(
+        synth_config(limit=3),
+        out,
+        progress=False,
+        clients={"mpm": FakeBackend(drop_all), "answer": FakeBackend(lambda p, s: "a")},
+    )
     text = (out / "records.jsonl").read_text()
     cut = text[: len(text) - 40]  # the last record loses its end, as after a kill mid-write
     (out / "records.jsonl").write_text(cut)
@@ -414,11 +538,18 @@ def test_kill_dash_9_loses_nothing_finished(tmp_path, capsys):
     out = tmp_path / "run"
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
-    raw = {"dataset": SYNTH, "pipeline": {"retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1},
-                                          "mpm": FAKE, "answer": FAKE}}
+    raw = {
+        "dataset": SYNTH,
+        "pipeline": {"retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1}, "mpm": FAKE, "answer": FAKE},
+    }
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, str(driver), str(out), "0.25", json.dumps(raw)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(out), "0.25", json.dumps(raw)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 90
     try:
         while time.time() < deadline:
@@ -450,8 +581,10 @@ def test_kill_dash_9_loses_nothing_finished(tmp_path, capsys):
     runs = json.loads((out / "manifest.json").read_text())["runs"]
     assert runs[0]["status"] == "interrupted" and runs[1]["status"] == "done"  # the killed run never closed
     with capsys.disabled():
-        print(f"\n  kill -9 after {len(before)} records (truncated tail: {truncated}); "
-              f"resume recomputed {6 - len(before)}, kept {len(before)}")
+        print(
+            f"\n  kill -9 after {len(before)} records (truncated tail: {truncated}); "
+            f"resume recomputed {6 - len(before)}, kept {len(before)}"
+        )
 
 
 # --- cache, secrets, config checks -----------------------------------------------------------------
@@ -477,14 +610,18 @@ def test_a_wrapped_fake_cache_makes_the_second_run_call_nothing(tmp_path):
 
     def clients(fail: bool):
         def wrap(fn):
-            return CachedClient(FakeBackend((lambda p, s: RuntimeError("must not be called")) if fail else fn),
-                                tmp_path / "cache")
+            return CachedClient(
+                FakeBackend((lambda p, s: RuntimeError("must not be called")) if fail else fn), tmp_path / "cache"
+            )
+
         return {"mpm": wrap(hand_mpm), "answer": wrap(hand_answer), "judge": wrap(lme_judge)}
 
-    evaluate(hand_config(), tmp_path / "a", progress=False, clients=clients(False), dataset=ds,
-             retriever=PoolByQuestion(ds))
-    s = evaluate(hand_config(), tmp_path / "b", progress=False, clients=clients(True), dataset=ds,
-                 retriever=PoolByQuestion(ds))
+    evaluate(
+        hand_config(), tmp_path / "a", progress=False, clients=clients(False), dataset=ds, retriever=PoolByQuestion(ds)
+    )
+    s = evaluate(
+        hand_config(), tmp_path / "b", progress=False, clients=clients(True), dataset=ds, retriever=PoolByQuestion(ds)
+    )
     assert s["counts"]["ok"] == 4
     a, b = lines(tmp_path / "a" / "records.jsonl"), lines(tmp_path / "b" / "records.jsonl")
     assert [stable(r) for r in a] == [stable(r) for r in b]
@@ -500,19 +637,35 @@ def test_api_keys_never_reach_records_manifests_or_logs(tmp_path, monkeypatch, c
     sentinel = "sk-SENTINEL-do-not-leak-0123456789"
     pasted = "sk-PASTED-into-extra-body-987654"  # a key put in the config by mistake
     monkeypatch.setenv("OPENAI_API_KEY", sentinel)
-    server = {"backend": "openai", "model": "Qwen/Qwen3-4B", "base_url": f"http://127.0.0.1:{free_port()}/v1",
-              "timeout": 2, "max_retries": 0}
-    raw = {"dataset": SYNTH, "limit": 2, "judge": "longmemeval", "llm_cache_dir": str(tmp_path / "cache"),
-           "pipeline": {"retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1},
-                        "mpm": dict(server, extra_body={"api_key": pasted}), "answer": server, "judge": server}}
+    server = {
+        "backend": "openai",
+        "model": "Qwen/Qwen3-4B",
+        "base_url": f"http://127.0.0.1:{free_port()}/v1",
+        "timeout": 2,
+        "max_retries": 0,
+    }
+    raw = {
+        "dataset": SYNTH,
+        "limit": 2,
+        "judge": "longmemeval",
+        "llm_cache_dir": str(tmp_path / "cache"),
+        "pipeline": {
+            "retrieval": {"dense_model": None, "n": 3},
+            "window": {"w": 1},
+            "mpm": dict(server, extra_body={"api_key": pasted}),
+            "answer": server,
+            "judge": server,
+        },
+    }
     cfg_path = tmp_path / "cfg.yaml"
     cfg_path.write_text(yaml.safe_dump(raw))
     caplog.set_level(logging.DEBUG)
     rc = cli_main(["eval", str(cfg_path), "--out", str(tmp_path / "run"), "--no-progress"])
     assert rc == 3  # finished, every question failed (recorded): not 1 (a bug) nor 2 (bad input)
     recs = lines(tmp_path / "run" / "records.jsonl")
-    assert len(recs) == 2 and all(r["status"] == "error" and r["error"].startswith("mpm: APIConnectionError")
-                                  for r in recs)
+    assert len(recs) == 2 and all(
+        r["status"] == "error" and r["error"].startswith("mpm: APIConnectionError") for r in recs
+    )
     cli_main(["eval", str(cfg_path), "--print-config"])
     captured = capsys.readouterr()
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p != cfg_path]
@@ -532,18 +685,31 @@ def test_a_different_config_will_not_resume_into_the_same_folder(tmp_path):
     with pytest.raises(ConfigError, match="different configuration"):
         evaluate(synth_config(limit=2, pipeline={"method": "full"}), tmp_path / "run", progress=False, clients=clients)
     # operational settings and the question selection may change
-    s = evaluate(synth_config(limit=4, workers=2, pipeline={"method": "rag", "answer": dict(FAKE, concurrency=3)}),
-                 tmp_path / "run", progress=False, clients=clients)
+    s = evaluate(
+        synth_config(limit=4, workers=2, pipeline={"method": "rag", "answer": dict(FAKE, concurrency=3)}),
+        tmp_path / "run",
+        progress=False,
+        clients=clients,
+    )
     assert s["counts"]["ok"] == 4
-    s = evaluate(synth_config(limit=2, pipeline={"method": "full"}), tmp_path / "run", progress=False,
-                 clients=clients, overwrite=True)
+    s = evaluate(
+        synth_config(limit=2, pipeline={"method": "full"}),
+        tmp_path / "run",
+        progress=False,
+        clients=clients,
+        overwrite=True,
+    )
     assert s["counts"]["recorded"] == 2 and s["method"] == "full"
 
 
 def test_workers_give_the_same_records(tmp_path):
     def run(workers, name):
-        evaluate(synth_config(workers=workers), tmp_path / name, progress=False,
-                 clients={"mpm": FakeBackend(drop_all), "answer": FakeBackend(lambda p, s: query_of(p)[::-1])})
+        evaluate(
+            synth_config(workers=workers),
+            tmp_path / name,
+            progress=False,
+            clients={"mpm": FakeBackend(drop_all), "answer": FakeBackend(lambda p, s: query_of(p)[::-1])},
+        )
         return sorted(stable(r) for r in lines(tmp_path / name / "records.jsonl"))
 
     assert run(1, "one") == run(3, "three")
@@ -552,8 +718,12 @@ def test_workers_give_the_same_records(tmp_path):
 def test_baseline_ratios(tmp_path):
     clients = {"answer": FakeBackend(lambda p, s: "a"), "mpm": FakeBackend(drop_all)}
     base = evaluate(synth_config(pipeline={"method": "full"}), tmp_path / "full", progress=False, clients=clients)
-    s = evaluate(synth_config(pipeline={"method": "rag"}, baseline=str(tmp_path / "full")), tmp_path / "rag",
-                 progress=False, clients=clients)
+    s = evaluate(
+        synth_config(pipeline={"method": "rag"}, baseline=str(tmp_path / "full")),
+        tmp_path / "rag",
+        progress=False,
+        clients=clients,
+    )
     b = s["baseline"]
     assert b["method"] == "full" and b["baseline_dir"] == str(tmp_path / "full")
     assert b["memory_tokens"]["reduction"] == pytest.approx(base["memory_tokens"]["mean"] / s["memory_tokens"]["mean"])
@@ -589,9 +759,14 @@ def test_recipes_in_configs_load():
     paper = EvalConfig.from_yaml(REPO / "configs" / "eval" / "locomo_paper.yaml")
     assert paper.dataset.endswith("locomo10.json#paper") or paper.subset == "paper"
     assert paper.pipeline.mpm.model == "smollm2-offline" and paper.pipeline.lazymem.structured
-    server = EvalConfig.from_yaml(REPO / "configs" / "eval" / "locomo_paper.yaml",
-                                  ["pipeline.mpm.backend=openai", "pipeline.mpm.base_url=http://127.0.0.1:8000/v1",
-                                   "pipeline.mpm.model=Qwen/Qwen3-4B"])
+    server = EvalConfig.from_yaml(
+        REPO / "configs" / "eval" / "locomo_paper.yaml",
+        [
+            "pipeline.mpm.backend=openai",
+            "pipeline.mpm.base_url=http://127.0.0.1:8000/v1",
+            "pipeline.mpm.model=Qwen/Qwen3-4B",
+        ],
+    )
     assert server.pipeline.mpm.base_url == "http://127.0.0.1:8000/v1"
 
 
@@ -613,8 +788,9 @@ def test_config_errors_name_the_field():
 
 def test_fingerprint_ignores_operational_settings():
     a = synth_config()
-    b = synth_config(limit=2, workers=4, llm_cache_dir="/x",
-                     pipeline={"mpm": dict(FAKE, concurrency=2, cache_dir="/y")})
+    b = synth_config(
+        limit=2, workers=4, llm_cache_dir="/x", pipeline={"mpm": dict(FAKE, concurrency=2, cache_dir="/y")}
+    )
     c = synth_config(seed=1)
     assert config_fingerprint(a) == config_fingerprint(b) != config_fingerprint(c)
 
@@ -627,8 +803,10 @@ def test_select_questions():
     assert {q.id for q in select_questions(ds, EvalConfig(split="test"))} == test_ids
     assert [q.abbrev for q in select_questions(ds, EvalConfig(types=("KU", "temporal-reasoning")))][:2] == ["TR", "KU"]
     assert len(select_questions(ds, EvalConfig(types=("KU",), limit=2))) == 2
-    assert [q.id for q in select_questions(ds, EvalConfig(ids=(ds.questions[3].id, ds.questions[1].id)))] == \
-        [ds.questions[1].id, ds.questions[3].id]
+    assert [q.id for q in select_questions(ds, EvalConfig(ids=(ds.questions[3].id, ds.questions[1].id)))] == [
+        ds.questions[1].id,
+        ds.questions[3].id,
+    ]
     with pytest.raises(ConfigError, match="not among"):
         select_questions(ds, EvalConfig(ids=("nope",)))
     with pytest.raises(ConfigError, match="match no question"):
@@ -644,8 +822,9 @@ def test_limit_0_selects_every_question():
     assert [q.id for q in select_questions(ds, EvalConfig.from_dict({"limit": 0}))] == every
     assert select_questions(ds, EvalConfig(limit=0)) == select_questions(ds, EvalConfig(limit=None))
     assert [q.id for q in select_questions(ds, EvalConfig(limit=2))] == every[:2]
-    assert [q.abbrev for q in select_questions(ds, EvalConfig(types=("KU",), limit=0))] == \
-        [q.abbrev for q in ds.questions if q.abbrev == "KU"]
+    assert [q.abbrev for q in select_questions(ds, EvalConfig(types=("KU",), limit=0))] == [
+        q.abbrev for q in ds.questions if q.abbrev == "KU"
+    ]
 
 
 def test_percentiles_and_summary_of_nothing():
@@ -658,11 +837,32 @@ def test_percentiles_and_summary_of_nothing():
 
 def test_cli_runs_a_recipe_with_flags_and_overrides(tmp_path, capsys):
     cfg = tmp_path / "rag.yaml"
-    cfg.write_text(yaml.safe_dump({"dataset": SYNTH, "pipeline": {"method": "lazymem",
-                                                                  "retrieval": {"dense_model": None},
-                                                                  "answer": FAKE, "mpm": FAKE}}))
-    rc = cli_main(["eval", str(cfg), "--out", str(tmp_path / "run"), "--no-progress", "--method", "rag", "--limit", "2",
-               "--set", "pipeline.retrieval.n=4", "--cache-dir", str(tmp_path / "c"), "--json"])
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": SYNTH,
+                "pipeline": {"method": "lazymem", "retrieval": {"dense_model": None}, "answer": FAKE, "mpm": FAKE},
+            }
+        )
+    )
+    rc = cli_main(
+        [
+            "eval",
+            str(cfg),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+            "--method",
+            "rag",
+            "--limit",
+            "2",
+            "--set",
+            "pipeline.retrieval.n=4",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and json.loads(out)["counts"]["ok"] == 2 and json.loads(out)["method"] == "rag"
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -670,8 +870,9 @@ def test_cli_runs_a_recipe_with_flags_and_overrides(tmp_path, capsys):
     assert m["runs"][0]["command"][:3] == ["lazymem", "eval", str(cfg)] and m["runs"][0]["command"][-1] == "--json"
     recs = lines(tmp_path / "run" / "records.jsonl")
     assert all(len(r["pool"]["positions"]) <= 4 for r in recs)
-    rc = cli_main(["eval", str(cfg), "--out", str(tmp_path / "run2"), "--no-progress", "--method", "rag",
-                   "--limit", "1"])
+    rc = cli_main(
+        ["eval", str(cfg), "--out", str(tmp_path / "run2"), "--no-progress", "--method", "rag", "--limit", "1"]
+    )
     assert rc == 0 and "rag on synthetic" in capsys.readouterr().out
 
 
@@ -681,8 +882,12 @@ def test_a_model_that_cannot_load_stops_the_run_and_the_manifest_says_why(tmp_pa
             raise OSError("no weights at /nowhere")
 
     with pytest.raises(OSError, match="no weights"):
-        evaluate(synth_config(), tmp_path / "run", progress=False,
-                 clients={"mpm": Unloadable(drop_all), "answer": FakeBackend(lambda p, s: "a")})
+        evaluate(
+            synth_config(),
+            tmp_path / "run",
+            progress=False,
+            clients={"mpm": Unloadable(drop_all), "answer": FakeBackend(lambda p, s: "a")},
+        )
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["status"] == "failed" and m["runs"][-1]["error"] == "OSError: no weights at /nowhere"
     assert not (tmp_path / "run" / "records.jsonl").exists()
@@ -716,8 +921,10 @@ def test_a_fully_cached_rerun_loads_no_model_and_load_time_is_not_latency(tmp_pa
     assert (mpm.loads, answer.loads) == (1, 1)  # loaded once, on the first miss
     first = cold[0]["timings"]
     assert first["load"] >= 0.6 and first["processing"] < 0.3 and first["answer"] < 0.3
-    assert "load" not in cold[1]["timings"] and abs(first["total"] - sum(
-        first[k] for k in ("retrieval", "processing", "answer"))) < 1e-9
+    assert (
+        "load" not in cold[1]["timings"]
+        and abs(first["total"] - sum(first[k] for k in ("retrieval", "processing", "answer"))) < 1e-9
+    )
     mpm, answer, warm = run("warm")  # same calls, new run folder: every call is a cache hit
     assert (mpm.loads, answer.loads) == (0, 0) and all("load" not in r["timings"] for r in warm)
     assert [r["answer"] for r in warm] == [r["answer"] for r in cold]
@@ -727,8 +934,10 @@ def test_a_cached_model_that_cannot_load_stops_the_run(tmp_path):
     from lazymem.errors import ModelLoadError
     from lazymem.llm.cache import CachedClient
 
-    clients = {"mpm": CachedClient(SlowToLoad(drop_all, fail=True), tmp_path / "cache"),
-               "answer": FakeBackend(lambda p, s: "a")}
+    clients = {
+        "mpm": CachedClient(SlowToLoad(drop_all, fail=True), tmp_path / "cache"),
+        "answer": FakeBackend(lambda p, s: "a"),
+    }
     with pytest.raises(ModelLoadError, match="no weights"):
         evaluate(synth_config(), tmp_path / "run", progress=False, clients=clients)
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -766,12 +975,27 @@ def test_server_killed_mid_eval_records_errors_and_rerun_completes(served, tmp_p
     import threading
 
     url = served.ensure()
-    llm = {"backend": "openai", "base_url": url, "model": served.model, "concurrency": 1, "max_retries": 1,
-           "retry_wait": 0.05, "timeout": 30}
-    raw = {"dataset": "synthetic:messages=120,seed=0,histories=1,questions=12", "judge": "none",
-           "llm_cache_dir": str(tmp_path / "llm-cache"),
-           "pipeline": {"method": "rag", "retrieval": {"dense_model": None, "n": 3}, "mpm": llm, "answer": llm,
-                        "answer_sampling": {"temperature": 0.0, "max_tokens": 32}}}
+    llm = {
+        "backend": "openai",
+        "base_url": url,
+        "model": served.model,
+        "concurrency": 1,
+        "max_retries": 1,
+        "retry_wait": 0.05,
+        "timeout": 30,
+    }
+    raw = {
+        "dataset": "synthetic:messages=120,seed=0,histories=1,questions=12",
+        "judge": "none",
+        "llm_cache_dir": str(tmp_path / "llm-cache"),
+        "pipeline": {
+            "method": "rag",
+            "retrieval": {"dense_model": None, "n": 3},
+            "mpm": llm,
+            "answer": llm,
+            "answer_sampling": {"temperature": 0.0, "max_tokens": 32},
+        },
+    }
     out = tmp_path / "run"
 
     def kill_after_first_record():
@@ -802,8 +1026,10 @@ def test_server_killed_mid_eval_records_errors_and_rerun_completes(served, tmp_p
     redone = {q for q, r in latest.items() if q not in ok_before}
     assert len(redone) == len(errors)  # only the failed questions were recomputed
     with capsys.disabled():
-        print(f"\n  server killed after {len(ok_before)} answered; {len(errors)} recorded as errors; "
-              f"rerun completed {len(redone)}, kept {len(ok_before)}")
+        print(
+            f"\n  server killed after {len(ok_before)} answered; {len(errors)} recorded as errors; "
+            f"rerun completed {len(redone)}, kept {len(ok_before)}"
+        )
 
 
 def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
@@ -839,14 +1065,19 @@ def test_fingerprint_ignores_an_unset_adapter_so_older_runs_stay_resumable():
 
     assert config_fingerprints(c)[1:] == (before_thinking, old)  # version 2's hash, then version 1's
     old = before_thinking
-    adapted = dataclasses.replace(c, pipeline=dataclasses.replace(
-        c.pipeline, mpm=dataclasses.replace(c.pipeline.mpm, adapter="runs/train/sft/final")))
+    adapted = dataclasses.replace(
+        c,
+        pipeline=dataclasses.replace(
+            c.pipeline, mpm=dataclasses.replace(c.pipeline.mpm, adapter="runs/train/sft/final")
+        ),
+    )
     assert config_fingerprints(adapted)[1] != old  # a set adapter is part of what decides the records
     from lazymem.pipeline.methods.nanomemory import NanoMemorySettings
 
     nano = dataclasses.replace(c, pipeline=dataclasses.replace(c.pipeline, method="nanomemory"))
-    assert config_fingerprint(nano) != config_fingerprint(dataclasses.replace(
-        nano, pipeline=dataclasses.replace(nano.pipeline, nanomemory=NanoMemorySettings(top_k=5))))  # it counts
+    assert config_fingerprint(nano) != config_fingerprint(
+        dataclasses.replace(nano, pipeline=dataclasses.replace(nano.pipeline, nanomemory=NanoMemorySettings(top_k=5)))
+    )  # it counts
 
 
 def test_report_tables_and_paired_intervals_from_two_runs(tmp_path, capsys):
@@ -854,8 +1085,14 @@ def test_report_tables_and_paired_intervals_from_two_runs(tmp_path, capsys):
     from lazymem.eval.report import build_report, report_markdown
 
     ds = hand_dataset()
-    evaluate(hand_config(), tmp_path / "lazy", progress=False, clients=hand_clients(), dataset=ds,
-             retriever=PoolByQuestion(ds))
+    evaluate(
+        hand_config(),
+        tmp_path / "lazy",
+        progress=False,
+        clients=hand_clients(),
+        dataset=ds,
+        retriever=PoolByQuestion(ds),
+    )
     always_yes = {"answer": FakeBackend(hand_answer), "judge": FakeBackend(lambda p, s: "yes")}
     oracle = hand_config()
     oracle = dataclasses.replace(oracle, pipeline=dataclasses.replace(oracle.pipeline, method="oracle_turn"))
@@ -872,9 +1109,27 @@ def test_report_tables_and_paired_intervals_from_two_runs(tmp_path, capsys):
     assert pair["score"]["low"] <= -0.25 <= pair["score"]["high"] <= 0.0
     md = report_markdown(rep)
     assert "| lazy | 4 | 0 |" in md and "paired bootstrap 95% intervals" in md
-    assert cli_main(["report", str(tmp_path / "lazy"), str(tmp_path / "oracle"), "--names", "LazyMem,Oracle",
-                     "--reference", "Oracle", "--out", str(tmp_path / "rep"), "--resamples", "200",
-                     "--paper", "longmemeval", "--no-png"]) == 0
+    assert (
+        cli_main(
+            [
+                "report",
+                str(tmp_path / "lazy"),
+                str(tmp_path / "oracle"),
+                "--names",
+                "LazyMem,Oracle",
+                "--reference",
+                "Oracle",
+                "--out",
+                str(tmp_path / "rep"),
+                "--resamples",
+                "200",
+                "--paper",
+                "longmemeval",
+                "--no-png",
+            ]
+        )
+        == 0
+    )
     saved = json.loads((tmp_path / "rep" / "report.json").read_text())
     html = (tmp_path / "rep" / "pareto.html").read_text()
     assert "LazyMem-4B (reported)" in html and "frontier (measured)" in html
@@ -891,8 +1146,15 @@ def test_pareto_front_and_figure():
     pts = [("rag", 3800.0, 0.66), ("oracle", 170.0, 0.75), ("lazy", 700.0, 0.68), ("bad", 9000.0, 0.45)]
     assert pareto_front(pts) == ["oracle"]
     assert pareto_front(pts + [("best", 5000.0, 0.9)]) == ["oracle", "best"]
-    rows = [{"system": n, "score": s, "memory_tokens": c,
-             "latency_s": {"total": {"mean": c / 1000, "median": c / 1200, "p95": c / 800}}} for n, c, s in pts]
+    rows = [
+        {
+            "system": n,
+            "score": s,
+            "memory_tokens": c,
+            "latency_s": {"total": {"mean": c / 1000, "median": c / 1200, "p95": c / 800}},
+        }
+        for n, c, s in pts
+    ]
     fig = report_figure({"rows": rows, "metric": "locomo_f1"}, "locomo")
     names = [t.name for t in fig.data]
     assert names[:3] == ["measured", "frontier (measured)", "paper (reported)"]

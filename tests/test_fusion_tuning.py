@@ -1,4 +1,5 @@
 """Weighted RRF with per-list depths and the fusion tuning that chooses on development questions only."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,8 +39,9 @@ class HashEncoder:
     dim = 8
 
     def encode_docs(self, texts, progress=False):
-        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8).astype(np.float32) + 1
-                for t in texts]
+        rows = [
+            np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8).astype(np.float32) + 1 for t in texts
+        ]
         m = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim)
         return m / np.linalg.norm(m, axis=1, keepdims=True)
 
@@ -58,6 +60,7 @@ def dataset():
 
 
 # --- weighted RRF -------------------------------------------------------------------------------
+
 
 def test_weighted_rrf_hand_example():
     # k=0, weights 2:1. 10: 2/1; 30: 2/3 + 1/1; 20: 2/2; 40: 1/2.
@@ -86,15 +89,25 @@ def test_zero_weight_gives_the_other_list_and_equal_weights_give_todays_rrf(a, b
 
 # --- config -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kw, field", [
-    ({"rrf_weights": [1]}, "rrf_weights"), ({"rrf_weights": [1, 2, 3]}, "rrf_weights"),
-    ({"rrf_weights": [1, -0.5]}, "rrf_weights"), ({"rrf_weights": [0, 0]}, "rrf_weights"),
-    ({"rrf_weights": ["1", 1]}, "rrf_weights"), ({"rrf_weights": [True, 1]}, "rrf_weights"),
-    ({"rrf_weights": [float("inf"), 1]}, "rrf_weights"), ({"rrf_weights": 2}, "rrf_weights"),
-    ({"rrf_weights": [1, 0], "sparse": None}, "rrf_weights"),  # the only list that runs would weigh 0
-    ({"sparse_depth": 0}, "sparse_depth"), ({"sparse_depth": 2.5}, "sparse_depth"),
-    ({"dense_depth": -1}, "dense_depth"), ({"dense_depth": True}, "dense_depth"),
-])
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"rrf_weights": [1]}, "rrf_weights"),
+        ({"rrf_weights": [1, 2, 3]}, "rrf_weights"),
+        ({"rrf_weights": [1, -0.5]}, "rrf_weights"),
+        ({"rrf_weights": [0, 0]}, "rrf_weights"),
+        ({"rrf_weights": ["1", 1]}, "rrf_weights"),
+        ({"rrf_weights": [True, 1]}, "rrf_weights"),
+        ({"rrf_weights": [float("inf"), 1]}, "rrf_weights"),
+        ({"rrf_weights": 2}, "rrf_weights"),
+        ({"rrf_weights": [1, 0], "sparse": None}, "rrf_weights"),  # the only list that runs would weigh 0
+        ({"sparse_depth": 0}, "sparse_depth"),
+        ({"sparse_depth": 2.5}, "sparse_depth"),
+        ({"dense_depth": -1}, "dense_depth"),
+        ({"dense_depth": True}, "dense_depth"),
+    ],
+)
 def test_new_fields_are_validated_by_name(kw, field):
     with pytest.raises(ConfigError, match=rf"RetrievalConfig\.{field}="):
         RetrievalConfig(**kw)
@@ -128,8 +141,9 @@ def test_unset_new_fields_leave_config_fingerprints_unchanged():
     c = EvalConfig.from_dict({"dataset": "synthetic:messages=50,seed=0", "pipeline": {"method": "rag"}})
     d = c.to_dict()["pipeline"]["retrieval"]
     assert not {"rrf_weights", "sparse_depth", "dense_depth"} & set(d)  # as before the fields existed
-    assert json.loads(json.dumps(d)) == {f.name: getattr(c.pipeline.retrieval, f.name)
-                                         for f in dataclasses.fields(RetrievalConfig) if f.name in d}
+    assert json.loads(json.dumps(d)) == {
+        f.name: getattr(c.pipeline.retrieval, f.name) for f in dataclasses.fields(RetrievalConfig) if f.name in d
+    }
     assert PipelineConfig.from_dict(c.pipeline.to_dict()) == c.pipeline  # still round-trips
     for change in ({"rrf_weights": (2, 1)}, {"sparse_depth": 50}, {"dense_depth": 50}):
         p = dataclasses.replace(c.pipeline, retrieval=dataclasses.replace(c.pipeline.retrieval, **change))
@@ -139,10 +153,17 @@ def test_unset_new_fields_leave_config_fingerprints_unchanged():
 
 # --- the tuning -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("setting", [
-    ft.FusionSetting(60, (1, 1), 100, 100), ft.FusionSetting(10, (3, 1), 50, None),
-    ft.FusionSetting(30, (1, 2), None, 50), ft.FusionSetting(60, (1, 0), 100, 100), ft.FusionSetting(5, (2, 1), 7, 3),
-])
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        ft.FusionSetting(60, (1, 1), 100, 100),
+        ft.FusionSetting(10, (3, 1), 50, None),
+        ft.FusionSetting(30, (1, 2), None, 50),
+        ft.FusionSetting(60, (1, 0), 100, 100),
+        ft.FusionSetting(5, (2, 1), 7, 3),
+    ],
+)
 def test_cheap_fusion_equals_the_real_retriever(dataset, setting):
     """fused_top over whole lists cut per setting == Retriever.search under retrieval_fields()."""
     whole = hash_retriever(n=10)
@@ -167,14 +188,25 @@ def test_split_and_choice_use_development_questions_only(dataset, monkeypatch):
 
     monkeypatch.setattr(ft, "choose_setting", spy)
     grid = ft.grid(rrf_ks=(10, 60), weights=((1, 1), (1, 0), (0, 1)), depths=(5, None))
-    out = ft.tune(dev, report, RetrievalConfig(n=5, disk_cache=False), grid, k=5, radii=(0, 1),
-                  retriever=hash_retriever(), verify=True)
+    out = ft.tune(
+        dev,
+        report,
+        RetrievalConfig(n=5, disk_cache=False),
+        grid,
+        k=5,
+        radii=(0, 1),
+        retriever=hash_retriever(),
+        verify=True,
+    )
     dev_ids = {q.id for q in dev.questions if q.evidence and not q.abstention}
     assert set(seen) == dev_ids and not set(seen) & {q.id for q in report.questions}
     # the choice is the dev argmax (first in grid order on ties), never informed by the report set
     best = max(out["grid_dev"], key=lambda r: r["covered"])["covered"]
-    first = next(s for s in grid if ft.coverage(s, ft.build_cases(dev, hash_retriever(), ft.WindowConfig()), 5,
-                                                (0, 1))["covered"] == best)
+    first = next(
+        s
+        for s in grid
+        if ft.coverage(s, ft.build_cases(dev, hash_retriever(), ft.WindowConfig()), 5, (0, 1))["covered"] == best
+    )
     assert out["chosen"]["label"] == first.label and out["table"]["chosen"]["dev"]["covered"] == best
     assert out["verify"]["matches"], out["verify"]
     assert out["table"]["old_fusion"]["label"] == "k=60 w=1:1 depth=100/100"
@@ -196,8 +228,28 @@ def test_end_to_end_with_real_bm25_and_minilm(tmp_path, capsys, monkeypatch):
     out = tmp_path / "tuning.json"
     from lazymem.cli import main
 
-    main(["fusion-tuning", SMALL_SPEC, "--report-histories", "syn2-h1-q0", "--k", "5", "--w", "0,2", "--rrf-k", "10,60",
-             "--weights", "1:1,2:1", "--depths", "5,none", "--verify", "--out", str(out), "--json"])
+    main(
+        [
+            "fusion-tuning",
+            SMALL_SPEC,
+            "--report-histories",
+            "syn2-h1-q0",
+            "--k",
+            "5",
+            "--w",
+            "0,2",
+            "--rrf-k",
+            "10,60",
+            "--weights",
+            "1:1,2:1",
+            "--depths",
+            "5,none",
+            "--verify",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     rec = json.loads(out.read_text())
     assert rec == json.loads(capsys.readouterr().out)
     assert rec["retrieval"]["dense_model"] == "minilm-offline" and rec["retrieval"]["sparse"] == RetrievalConfig.sparse

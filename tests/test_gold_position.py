@@ -1,5 +1,6 @@
 """scripts/gold_position.py: where gold sits relative to the retrieval hits (real retriever, BM25, on the
 generator), and what a run's window records kept of gold hits and gold neighbours (hand-built records)."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,18 @@ def test_kept_counts_gold_and_nongold_on_hits_and_neighbours(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     windows = [
-        {"positions": [1, 2, 3], "hits": [2], "gold": [1, 2],
-         "decisions": [{"pos": 1, "op": "DROP"}, {"pos": 2, "op": "KEEP"}, {"pos": 3, "op": "KEEP"}]},
-        {"positions": [7, 8], "hits": [8], "gold": [7],
-         "decisions": [{"pos": 7, "op": "KEEP"}, {"pos": 8, "op": "DROP"}]},
+        {
+            "positions": [1, 2, 3],
+            "hits": [2],
+            "gold": [1, 2],
+            "decisions": [{"pos": 1, "op": "DROP"}, {"pos": 2, "op": "KEEP"}, {"pos": 3, "op": "KEEP"}],
+        },
+        {
+            "positions": [7, 8],
+            "hits": [8],
+            "gold": [7],
+            "decisions": [{"pos": 7, "op": "KEEP"}, {"pos": 8, "op": "DROP"}],
+        },
         {"positions": [9], "hits": [9], "gold": [], "decisions": []},  # a failed window: no decisions
     ]
     (run / "windows.jsonl").write_text("".join(json.dumps(w) + "\n" for w in windows), encoding="utf-8")

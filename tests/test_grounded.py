@@ -1,5 +1,6 @@
 """Grounded content: the rewritten-KEEP statistic (lazymem.construct.grounded) and
 grounded decoding (lazymem.llm.grounding) on both local backends, the real SmolLM2 included (slow)."""
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,18 @@ from lazymem.records import History, Message, Question
 from lazymem.retrieve import Hit, Pool, RetrievalConfig, WindowConfig
 
 # A short window in the paper's prompt format: quotes, a backslash and unicode need JSON escaping.
-TEXTS = ['Hey Sam! I adopted a corgi named "Biscuit" last week.', "Congrats! Corgis are great.",
-         "Mi piace: café C:\\dogs, naïve 🐶 pics."]
+TEXTS = [
+    'Hey Sam! I adopted a corgi named "Biscuit" last week.',
+    "Congrats! Corgis are great.",
+    "Mi piace: café C:\\dogs, naïve 🐶 pics.",
+]
 
 
 def _messages(texts=TEXTS):
-    return [Message(i, f"s#{i}", "s", i, "user" if i % 2 == 0 else "assistant", t, "2023/05/20")
-            for i, t in enumerate(texts)]
+    return [
+        Message(i, f"s#{i}", "s", i, "user" if i % 2 == 0 else "assistant", t, "2023/05/20")
+        for i, t in enumerate(texts)
+    ]
 
 
 def _prompt(texts=TEXTS, query="What is the name of my dog?"):
@@ -33,22 +39,26 @@ def _prompt(texts=TEXTS, query="What is the name of my dog?"):
 # --- the span check ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content, message, span", [
-    ("corgi named", "I adopted a corgi named Biscuit.", True),  # exact
-    ("I adopted a corgi named Biscuit.", "I adopted a corgi named Biscuit.", True),  # the whole message
-    ("Hey Evan", "Hey Sam, how are you?", False),  # a name rewritten
-    ("Adopted a corgi.", "I adopted a corgi named Biscuit.", False),  # case changed
-    ("The user adopted a corgi", "I adopted a corgi named Biscuit.", False),  # paraphrase
-    ("  adopted a\n corgi ", "I adopted   a corgi named Biscuit.", True),  # whitespace around and inside
-    ("adopted a corgi.", "I adopted a corgi named Biscuit.", True),  # one closing period tolerated
-    ("adopted a corgi..", "I adopted a corgi named Biscuit.", False),
-    ("café naïve 🐶", "Mi piace: café naïve 🐶 pics.", True),  # unicode, exact
-    ("cafe naive", "Mi piace: café naïve 🐶 pics.", False),  # accents dropped
-    ('named "Biscuit"', 'a corgi named "Biscuit" last week', True),  # quotes
-    ("named 'Biscuit'", 'a corgi named "Biscuit" last week', False),
-    ("C:\\dogs", "saved in C:\\dogs today", True),  # backslash
-    ("", "anything", False), ("   ", "anything", False),  # nothing kept is not a span
-])
+@pytest.mark.parametrize(
+    "content, message, span",
+    [
+        ("corgi named", "I adopted a corgi named Biscuit.", True),  # exact
+        ("I adopted a corgi named Biscuit.", "I adopted a corgi named Biscuit.", True),  # the whole message
+        ("Hey Evan", "Hey Sam, how are you?", False),  # a name rewritten
+        ("Adopted a corgi.", "I adopted a corgi named Biscuit.", False),  # case changed
+        ("The user adopted a corgi", "I adopted a corgi named Biscuit.", False),  # paraphrase
+        ("  adopted a\n corgi ", "I adopted   a corgi named Biscuit.", True),  # whitespace around and inside
+        ("adopted a corgi.", "I adopted a corgi named Biscuit.", True),  # one closing period tolerated
+        ("adopted a corgi..", "I adopted a corgi named Biscuit.", False),
+        ("café naïve 🐶", "Mi piace: café naïve 🐶 pics.", True),  # unicode, exact
+        ("cafe naive", "Mi piace: café naïve 🐶 pics.", False),  # accents dropped
+        ('named "Biscuit"', 'a corgi named "Biscuit" last week', True),  # quotes
+        ("named 'Biscuit'", 'a corgi named "Biscuit" last week', False),
+        ("C:\\dogs", "saved in C:\\dogs today", True),  # backslash
+        ("", "anything", False),
+        ("   ", "anything", False),  # nothing kept is not a span
+    ],
+)
 def test_is_span_on_hand_cases(content, message, span):
     assert is_span(content, message) is span
 
@@ -92,8 +102,10 @@ def test_span_text_offsets_follow_json_escaping():
 
 
 def test_json_scan_tracks_items_keys_escapes_and_skips_the_trace():
-    s = JsonScan().feed('<think>\n1. user: "x" -> KEEP [not the array]\n</think>\n[{"op": "DROP", '
-                        '"compressed_content": "", "reason": "r \\" }"}, {"op": "KEEP", "compressed_content": "a \\"')
+    s = JsonScan().feed(
+        '<think>\n1. user: "x" -> KEEP [not the array]\n</think>\n[{"op": "DROP", '
+        '"compressed_content": "", "reason": "r \\" }"}, {"op": "KEEP", "compressed_content": "a \\"'
+    )
     assert (s.item, s.op, s.content) == (1, "KEEP", 'a \\"')
     assert s.closed_content == [(0, "")]
     t = s.copy().feed('b\\"", "reason": ""}]')
@@ -111,8 +123,12 @@ def test_span_tokens_allow_only_span_continuations_and_whole_closes():
     empty = v.allowed(JsonScan().feed('[{"op": "KEEP", "compressed_content": "'), spans)
     assert ids["Hey"] in empty and ids['"'] not in empty  # a KEEP may not close on nothing
     assert ids['"'] in v.allowed(JsonScan().feed('[{"op": "DROP", "compressed_content": "'), spans)
-    second = v.allowed(JsonScan().feed('[{"op": "DROP", "compressed_content": "", "reason": ""}, '
-                                       '{"op": "KEEP", "compressed_content": "'), spans)
+    second = v.allowed(
+        JsonScan().feed(
+            '[{"op": "DROP", "compressed_content": "", "reason": ""}, {"op": "KEEP", "compressed_content": "'
+        ),
+        spans,
+    )
     assert {vocab[i] for i in second} == {"x"}
     near = JsonScan().feed('[{"op": "KEEP", "compressed_content":')
     assert near.near_content and ids[' "'] not in v.banned(near, spans)
@@ -121,8 +137,12 @@ def test_span_tokens_allow_only_span_continuations_and_whole_closes():
 
 def test_the_grounded_grammar_compiles_in_llama_cpp():
     llama_cpp = pytest.importorskip("llama_cpp")
-    for text in (grounded_gbnf(TEXTS, free_think=True), grounded_gbnf(TEXTS, think_lines=3, max_reason=16),
-                 grounded_gbnf(["   ", "ok"]), grounded_gbnf(TEXTS, ops=["KEEP", None, "DROP"])):
+    for text in (
+        grounded_gbnf(TEXTS, free_think=True),
+        grounded_gbnf(TEXTS, think_lines=3, max_reason=16),
+        grounded_gbnf(["   ", "ok"]),
+        grounded_gbnf(TEXTS, ops=["KEEP", None, "DROP"]),
+    ):
         llama_cpp.LlamaGrammar.from_string(text, verbose=False)
     assert '"\\\\\\"Biscuit\\\\\\""' in grounded_gbnf(TEXTS)  # the JSON escape, escaped again for GBNF
 
@@ -141,10 +161,13 @@ def test_trace_following_grammars_fix_each_items_op_and_compile_in_llama_cpp():
     with pytest.raises(ValueError, match="2 ops for 3 texts"):
         grounded_gbnf(TEXTS, ops=["KEEP", "DROP"])
     schema = decision_schema(3, 64, 16, think=True)
-    for text in (trace_grammar(3), grounded_grammar(schema, TEXTS, ["KEEP", None, "DROP"]),
-                 schema_grammar(followed_schema(schema, ["DROP", "KEEP", None]))):
+    for text in (
+        trace_grammar(3),
+        grounded_grammar(schema, TEXTS, ["KEEP", None, "DROP"]),
+        schema_grammar(followed_schema(schema, ["DROP", "KEEP", None])),
+    ):
         llama_cpp.LlamaGrammar.from_string(text, verbose=False)
-    assert not grounded_grammar(schema, TEXTS, [None] * 3).startswith("root ::= \"<think>")  # the array alone
+    assert not grounded_grammar(schema, TEXTS, [None] * 3).startswith('root ::= "<think>')  # the array alone
     assert trace_grammar(2).count("trace-line") == 3 and "{1,300}" in trace_grammar(2)
 
 
@@ -158,6 +181,7 @@ def test_backends_without_token_control_refuse_grounded_decoding_plainly():
     with pytest.raises(ConfigError, match="grounded must be unset"):
         PipelineConfig(mpm=LLMConfig(backend="fake"), mpm_sampling=Sampling(grounded=["x"]))
     from lazymem.train.heldout import WindowEvalConfig
+
     with pytest.raises(ConfigError, match="cannot do grounded decoding"):
         WindowEvalConfig(data="x.jsonl", mpm=server, grounded=True)
     assert "grounded" not in PipelineConfig().legacy_dict()  # older run fingerprints stay valid
@@ -179,8 +203,13 @@ def test_the_pipeline_sends_each_window_its_texts_and_counts_rewrites():
         return json.dumps([{"op": "KEEP", "compressed_content": t.upper(), "reason": ""} for t in window_texts(prompt)])
 
     mpm = FakeBackend(upper)
-    c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
-                       answer=LLMConfig(backend="fake"), lazymem={"grounded": True}, window=WindowConfig(w=0, L=1, s=1))
+    c = PipelineConfig(
+        retrieval=RetrievalConfig(dense_model=None),
+        mpm=LLMConfig(backend="fake"),
+        answer=LLMConfig(backend="fake"),
+        lazymem={"grounded": True},
+        window=WindowConfig(w=0, L=1, s=1),
+    )
     r = LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, q)
     assert [s.grounded for _, s in mpm.calls] == [(TEXTS[0],), (TEXTS[2],)]  # one call per window, its own text
     assert all(s.json_schema is None for _, s in mpm.calls)  # grounded works without the count constraint
@@ -192,9 +221,13 @@ def test_held_out_scoring_counts_rewritten_keeps_from_the_prompt():
     from lazymem.train.window_scores import score_rows, summarize
 
     row = {"prompt": _prompt(), "decision_positions": [4, 5, 6], "gold_labels": [True, False, False]}
-    out = json.dumps([{"op": "KEEP", "compressed_content": "Hey Evan!", "reason": ""},
-                      {"op": "KEEP", "compressed_content": "Corgis are great.", "reason": ""},
-                      {"op": "DROP", "compressed_content": "", "reason": ""}])
+    out = json.dumps(
+        [
+            {"op": "KEEP", "compressed_content": "Hey Evan!", "reason": ""},
+            {"op": "KEEP", "compressed_content": "Corgis are great.", "reason": ""},
+            {"op": "DROP", "compressed_content": "", "reason": ""},
+        ]
+    )
     s = summarize(score_rows([row, {**row, "prompt": [{"role": "user", "content": "no block"}]}], [out, out]))
     assert (s["n_keep_decisions"], s["n_rewritten"], s["rewritten_rate"]) == (2, 1, 0.5)  # the 2nd row is not judged
 
@@ -220,8 +253,9 @@ def test_llama_cpp_grounded_decoding_keeps_only_spans_on_the_base_gguf():
     client = make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", num_threads=1, batch_size=1))
     prompt = _prompt()
     # beside the count constraint (a decision schema: its reason bound is kept), KEEP pushed by a bias
-    s = Sampling(max_tokens=160, json_schema=decision_schema(3, 64, 16), grounded=window_texts(prompt),
-                 logit_bias={"KEEP": 8.0})
+    s = Sampling(
+        max_tokens=160, json_schema=decision_schema(3, 64, 16), grounded=window_texts(prompt), logit_bias={"KEEP": 8.0}
+    )
     out = client.generate([prompt], s)[0]
     assert out.ok and out.finish_reason == "stop", out
     _check_grounded(out.text, TEXTS)
@@ -231,14 +265,19 @@ def test_llama_cpp_grounded_decoding_keeps_only_spans_on_the_base_gguf():
 def test_transformers_grounded_decoding_keeps_only_spans_with_the_shipped_adapter():
     from lazymem.llm import make_client
 
-    client = make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m",
-                                   num_threads=1))
+    client = make_client(
+        LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m", num_threads=1)
+    )
     texts = TEXTS[:2]
     prompt = _prompt(texts)
     # beside structured_trace (the grammar and FollowTrace), the trace's " KEEP" pushed by a bias; the content
     # unbounded in the schema, as the pipeline and the window evaluation ask under grounded decoding
-    s = Sampling(max_tokens=200, json_schema=decision_schema(2, None, 32, think=True), grounded=window_texts(prompt),
-                 logit_bias={" KEEP": 6.0})
+    s = Sampling(
+        max_tokens=200,
+        json_schema=decision_schema(2, None, 32, think=True),
+        grounded=window_texts(prompt),
+        logit_bias={" KEEP": 6.0},
+    )
     out = client.generate([prompt], s)[0]
     assert out.ok and out.finish_reason == "stop", out
     _check_grounded(out.text, texts)

@@ -1,5 +1,6 @@
 """GRPO cadence: the paper's validation and checkpoint cadence in rollout batches, turned into TRL
 optimizer steps, checked against TRL's own GRPOConfig arithmetic (no training)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,9 @@ def test_paper_recipe_validates_every_10_rollout_batches_and_saves_every_30(tmp_
     assert args.eval_steps * _rollout_batches_per_step(args) == 10
     assert args.save_steps * _rollout_batches_per_step(args) == 30
     # what the old keys gave: eval_steps 10 fired every 5 rollout batches
-    old = dataclasses.replace(recipe, eval_every_rollout_batches=None, save_every_rollout_batches=None,
-                              eval_steps=10, save_steps=30)
+    old = dataclasses.replace(
+        recipe, eval_every_rollout_batches=None, save_every_rollout_batches=None, eval_steps=10, save_steps=30
+    )
     assert _trl_config(old, tmp_path).eval_steps * _rollout_batches_per_step(args) == 5
 
 
@@ -55,14 +57,28 @@ def test_the_paper_recipe_is_1872_trl_steps_by_trls_own_sampler():
     r = GRPORecipe.from_yaml(CONFIGS / "train" / "grpo_paper.yaml")
     world, n = 2, 10_000
     generation_batch = r.per_device_train_batch_size * world * r.steps_per_generation  # 256 completions
-    sampler = RepeatSampler(range(n), mini_repeat_count=r.num_generations,
-                            batch_size=generation_batch // r.num_generations, repeat_count=r.steps_per_generation)
+    sampler = RepeatSampler(
+        range(n),
+        mini_repeat_count=r.num_generations,
+        batch_size=generation_batch // r.num_generations,
+        repeat_count=r.steps_per_generation,
+    )
     micro_steps = len(sampler) // (r.per_device_train_batch_size * r.steps_per_generation * world)
     per_epoch = micro_steps // r.gradient_accumulation_steps
     assert n // 32 == 312 and per_epoch == 312 * 2
-    assert per_epoch * 3 == 1872 == trl_optimizer_steps(
-        n, r.num_train_epochs, r.per_device_train_batch_size, r.gradient_accumulation_steps,
-        r.steps_per_generation, r.num_generations, world_size=world)
+    assert (
+        per_epoch * 3
+        == 1872
+        == trl_optimizer_steps(
+            n,
+            r.num_train_epochs,
+            r.per_device_train_batch_size,
+            r.gradient_accumulation_steps,
+            r.steps_per_generation,
+            r.num_generations,
+            world_size=world,
+        )
+    )
 
 
 def test_old_recipes_keep_their_steps_and_both_keys_are_refused(tmp_path):
@@ -87,8 +103,10 @@ def test_old_recipes_keep_their_steps_and_both_keys_are_refused(tmp_path):
 def test_a_cadence_that_is_no_whole_number_of_steps_is_refused():
     with pytest.raises(ConfigError, match="eval_every_rollout_batches.*not a whole number"):
         GRPORecipe(gradient_accumulation_steps=4, steps_per_generation=2, eval_every_rollout_batches=3)
-    assert GRPORecipe(gradient_accumulation_steps=4, steps_per_generation=2,
-                      eval_every_rollout_batches=4).trl_eval_steps == 2
+    assert (
+        GRPORecipe(gradient_accumulation_steps=4, steps_per_generation=2, eval_every_rollout_batches=4).trl_eval_steps
+        == 2
+    )
     assert steps_per_rollout_batch(None, 8) == 1 and rollout_batches_to_steps(10, 8, 4, num_iterations=2) == 40
 
 

@@ -3,6 +3,7 @@ metrics that cannot be computed are missing (never 0), and hand-edited run files
 
 Every model is a scripted FakeBackend and retrieval is BM25 only, so the file runs in seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,12 +80,24 @@ def test_run_folder_readers_keep_records_with_line_separators(tmp_path):
 
 def _breaks_dataset() -> Dataset:
     texts = [f"I moved to Lisbon{BREAKS[0]}in May.", "Nice!", f"My dog is Biscuit{BREAKS[1]}a corgi.", "Cute."]
-    msgs = tuple(Message(i, f"s0#{i}", "s0", i, "user" if i % 2 == 0 else "assistant", t, "2023/05/10")
-                 for i, t in enumerate(texts))
-    qs = (Question("q1", "single-session-user", f"Where do I live?{BREAKS[0]}", "Lisbon", "h", "2023/06/01",
-                   evidence=(0,)),
-          Question("q2", "single-session-user", f"What is my dog called?{BREAKS[1]}", "Biscuit", "h", "2023/06/01",
-                   evidence=(2,)))
+    msgs = tuple(
+        Message(i, f"s0#{i}", "s0", i, "user" if i % 2 == 0 else "assistant", t, "2023/05/10")
+        for i, t in enumerate(texts)
+    )
+    qs = (
+        Question(
+            "q1", "single-session-user", f"Where do I live?{BREAKS[0]}", "Lisbon", "h", "2023/06/01", evidence=(0,)
+        ),
+        Question(
+            "q2",
+            "single-session-user",
+            f"What is my dog called?{BREAKS[1]}",
+            "Biscuit",
+            "h",
+            "2023/06/01",
+            evidence=(2,),
+        ),
+    )
     return Dataset("breaks", {"h": History("h", msgs)}, qs, source="test", sha256="1" * 64)
 
 
@@ -97,8 +110,13 @@ def test_a_line_separator_record_round_trips_through_the_run_and_the_report(tmp_
     from lazymem.retrieve import RetrievalConfig
 
     ds, out = _breaks_dataset(), tmp_path / "run"
-    config = EvalConfig(pipeline=PipelineConfig(method="oracle_turn", retrieval=RetrievalConfig(dense_model=None),
-                                                answer=LLMConfig(**FAKE)), dataset="breaks", judge="none")
+    config = EvalConfig(
+        pipeline=PipelineConfig(
+            method="oracle_turn", retrieval=RetrievalConfig(dense_model=None), answer=LLMConfig(**FAKE)
+        ),
+        dataset="breaks",
+        judge="none",
+    )
 
     def flaky(prompt, sampling):  # q1 fails on the first run
         return ConnectionError("server down") if "Where do I live?" in prompt[-1]["content"] else "Biscuit"
@@ -151,8 +169,10 @@ def test_summary_of_partly_counted_memories_is_missing_not_a_mean():
     from lazymem.eval import summarize, summary_text
 
     base = {"status": "ok", "question": {"type": "t"}, "timings": {}}
-    recs = [dict(base, question_id="a", memory_tokens=0, tokenizer="qwen3"),
-            dict(base, question_id="b", memory_tokens=None, tokenizer="missing")]
+    recs = [
+        dict(base, question_id="a", memory_tokens=0, tokenizer="qwen3"),
+        dict(base, question_id="b", memory_tokens=None, tokenizer="missing"),
+    ]
     s = summarize(recs)
     assert s["memory_tokens"] == {"mean": None, "n": 1, "tokenizer": "missing"}
     assert "memory tokens missing" in summary_text(dict(s, dataset="d")) and FETCH_COMMAND in summary_text(s)
@@ -162,9 +182,22 @@ def test_summary_of_partly_counted_memories_is_missing_not_a_mean():
 
 def _recipe(tmp_path, method="lazymem") -> Path:
     path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump({"dataset": SYNTH, "limit": 2, "judge": "none",
-                                    "pipeline": {"method": method, "retrieval": {"dense_model": None, "n": 3},
-                                                 "window": {"w": 1}, "mpm": FAKE, "answer": FAKE}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": SYNTH,
+                "limit": 2,
+                "judge": "none",
+                "pipeline": {
+                    "method": method,
+                    "retrieval": {"dense_model": None, "n": 3},
+                    "window": {"w": 1},
+                    "mpm": FAKE,
+                    "answer": FAKE,
+                },
+            }
+        )
+    )
     return path
 
 
@@ -225,8 +258,15 @@ def test_perturb_without_tokenizer_shows_tokens_missing(tmp_path, capsys, no_tok
 def _run_folder(tmp_path, record: dict, manifest: object = None) -> Path:
     run = tmp_path / "edited"
     run.mkdir()
-    rec = {"question_id": "q1", "status": "ok", "question": {"type": "single-session-user", "evidence": [1]},
-           "answer_f1": 0.5, "memory_tokens": 3, "tokenizer": "qwen3", "timings": {"total": 1.0}}
+    rec = {
+        "question_id": "q1",
+        "status": "ok",
+        "question": {"type": "single-session-user", "evidence": [1]},
+        "answer_f1": 0.5,
+        "memory_tokens": 3,
+        "tokenizer": "qwen3",
+        "timings": {"total": 1.0},
+    }
     rec.update(record)
     rec = {k: v for k, v in rec.items() if v is not ...}
     (run / "records.jsonl").write_text(json.dumps(rec) + "\n")
@@ -235,16 +275,23 @@ def _run_folder(tmp_path, record: dict, manifest: object = None) -> Path:
     return run
 
 
-@pytest.mark.parametrize("record, manifest, message", [
-    ({"answer_f1": "high"}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field "
-                                  r"answer_f1: 'high' is not a number"),
-    ({"status": ...}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field status: missing"),
-    ({"question": ["t"]}, None, r"records\.jsonl: .*question_id 'q1'.*field question: a list, expected an object"),
-    ({"timings": {"total": "1s"}}, None, r"records\.jsonl: .*field timings\.total: '1s' is not a number"),
-    ({}, {"config": ["judge", "none"]}, r"manifest\.json: field config: a list, expected an object"),
-    ({}, ["config"], r"manifest\.json: a list, expected an object"),
-    ({}, {"config": {"judge": 3}}, r"manifest\.json: field config\.judge: a number, expected a string"),
-])
+@pytest.mark.parametrize(
+    "record, manifest, message",
+    [
+        (
+            {"answer_f1": "high"},
+            None,
+            r"records\.jsonl: record 1 \(question_id 'q1'\), field "
+            r"answer_f1: 'high' is not a number",
+        ),
+        ({"status": ...}, None, r"records\.jsonl: record 1 \(question_id 'q1'\), field status: missing"),
+        ({"question": ["t"]}, None, r"records\.jsonl: .*question_id 'q1'.*field question: a list, expected an object"),
+        ({"timings": {"total": "1s"}}, None, r"records\.jsonl: .*field timings\.total: '1s' is not a number"),
+        ({}, {"config": ["judge", "none"]}, r"manifest\.json: field config: a list, expected an object"),
+        ({}, ["config"], r"manifest\.json: a list, expected an object"),
+        ({}, {"config": {"judge": 3}}, r"manifest\.json: field config\.judge: a number, expected a string"),
+    ],
+)
 def test_report_on_hand_edited_files_names_file_record_and_field(tmp_path, capsys, record, manifest, message):
     import re
 

@@ -1,4 +1,5 @@
 """lazymem.jobs: sweeps as jobs with submitit's real LocalExecutor (real processes), `lazymem jobs`, Slurm scripts."""
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,10 @@ def test_cells_run_as_real_local_processes_two_at_a_time_and_are_reused(tmp_path
     assert len(pids) == 2 and os.getpid() not in pids  # each cell its own process
     index = read_index(tmp_path)
     assert [(e["key"], e["state"], e["executor"]) for e in index["jobs"]] == [
-        (["a"], "done", "local"), (["b"], "failed", "local"), (["c"], "done", "local")]
+        (["a"], "done", "local"),
+        (["b"], "failed", "local"),
+        (["c"], "done", "local"),
+    ]
     assert all(e["submitted"] <= e["ended"] and Path(e["log"]).is_file() for e in index["jobs"])
     # again: the finished cells are read back, only the failed one is a job again; without catch it raises
     with pytest.raises(JobsFailedError, match=r"1 cell\(s\) failed as jobs .*b: ValueError: cell b broke"):
@@ -103,17 +107,21 @@ def _records(path: Path) -> list[dict]:
 def _table(out: Path) -> dict:
     """A table.json less processing_s (a latency: the one column that differs between two runs)."""
     table = json.loads((out / "table.json").read_text())
-    return {s: {r: {k: v for k, v in c.items() if k != "processing_s"} for r, c in rows.items()}
-            for s, rows in table.items()}
+    return {
+        s: {r: {k: v for k, v in c.items() if k != "processing_s"} for r, c in rows.items()}
+        for s, rows in table.items()
+    }
 
 
 def _table_recipe(tmp_path: Path, rows: dict, limit: int = 4, pipeline: dict = PIPELINE) -> Path:
     base = tmp_path / "base.yaml"
-    base.write_text(yaml.safe_dump({"dataset": SYNTH, "limit": limit, "judge": "none", "count_tokens": False,
-                                    "pipeline": pipeline}))
+    base.write_text(
+        yaml.safe_dump({"dataset": SYNTH, "limit": limit, "judge": "none", "count_tokens": False, "pipeline": pipeline})
+    )
     recipe = tmp_path / "table.yaml"
-    recipe.write_text(yaml.safe_dump({"base": str(base), "sets": {"syn": {}}, "rows": rows,
-                                      "output_dir": str(tmp_path / "inline")}))
+    recipe.write_text(
+        yaml.safe_dump({"base": str(base), "sets": {"syn": {}}, "rows": rows, "output_dir": str(tmp_path / "inline")})
+    )
     return recipe
 
 
@@ -124,12 +132,29 @@ def test_eval_table_as_local_jobs_gives_the_inline_records_and_lazymem_jobs_says
     recipe = _table_recipe(tmp_path, ROWS)
     assert main(["eval-table", "--config", str(recipe), "--no-progress", "--json"]) == 0
     out = tmp_path / "local"
-    assert main(["eval-table", "--config", str(recipe), "--no-progress", "--json", "--set", f"output_dir={out}",
-                 "--executor", "local", "--max-parallel", "2"]) == 0
+    assert (
+        main(
+            [
+                "eval-table",
+                "--config",
+                str(recipe),
+                "--no-progress",
+                "--json",
+                "--set",
+                f"output_dir={out}",
+                "--executor",
+                "local",
+                "--max-parallel",
+                "2",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     for row in ROWS:
-        assert _records(out / "syn" / row / "records.jsonl") == _records(tmp_path / "inline" / "syn" / row /
-                                                                         "records.jsonl")
+        assert _records(out / "syn" / row / "records.jsonl") == _records(
+            tmp_path / "inline" / "syn" / row / "records.jsonl"
+        )
     assert _table(out) == _table(tmp_path / "inline")
     assert main(["jobs", str(out)]) == 0
     text = capsys.readouterr().out.splitlines()
@@ -138,8 +163,22 @@ def test_eval_table_as_local_jobs_gives_the_inline_records_and_lazymem_jobs_says
     assert all(" 4  [job] done in " in line for line in text[1:3]) and text[3] == "2 done"
     # a second sweep: every cell finished, no job submitted
     jobs_before = read_index(out)["jobs"]
-    assert main(["eval-table", "--config", str(recipe), "--no-progress", "--json", "--set", f"output_dir={out}",
-                 "--executor", "local"]) == 0
+    assert (
+        main(
+            [
+                "eval-table",
+                "--config",
+                str(recipe),
+                "--no-progress",
+                "--json",
+                "--set",
+                f"output_dir={out}",
+                "--executor",
+                "local",
+            ]
+        )
+        == 0
+    )
     assert read_index(out)["jobs"] == jobs_before
 
 
@@ -148,13 +187,30 @@ def test_sharded_cells_merge_into_the_inline_records(tmp_path, capsys):
     recipe = _table_recipe(tmp_path, rows, limit=5)
     assert main(["eval-table", "--config", str(recipe), "--no-progress", "--json"]) == 0
     out = tmp_path / "sharded"
-    assert main(["eval-table", "--config", str(recipe), "--no-progress", "--json", "--set", f"output_dir={out}",
-                 "--executor", "local", "--shards", "3"]) == 0
+    assert (
+        main(
+            [
+                "eval-table",
+                "--config",
+                str(recipe),
+                "--no-progress",
+                "--json",
+                "--set",
+                f"output_dir={out}",
+                "--executor",
+                "local",
+                "--shards",
+                "3",
+            ]
+        )
+        == 0
+    )
     cell = out / "syn" / "rag3"
     assert _records(cell / "records.jsonl") == _records(tmp_path / "inline" / "syn" / "rag3" / "records.jsonl")
     assert sorted(p.name for p in (cell / "shards").iterdir()) == ["0-of-3", "1-of-3", "2-of-3"]
-    assert [len((cell / "shards" / s / "records.jsonl").read_text().splitlines()) for s in ("0-of-3", "1-of-3",
-                                                                                        "2-of-3")] == [2, 2, 1]
+    assert [
+        len((cell / "shards" / s / "records.jsonl").read_text().splitlines()) for s in ("0-of-3", "1-of-3", "2-of-3")
+    ] == [2, 2, 1]
     assert [e["task"] for e in read_index(out)["jobs"]] == ["0-of-3", "1-of-3", "2-of-3"]
     manifest = json.loads((cell / "manifest.json").read_text())
     assert [m["shard"] for m in manifest["merged_from"]] == ["0/3", "1/3", "2/3"]
@@ -181,8 +237,20 @@ def test_a_job_killed_mid_run_is_resubmitted_and_redoes_no_finished_question(tmp
         answer = {"backend": "openai", "model": "m", "base_url": url, "max_retries": 0}
         recipe = _table_recipe(tmp_path, {"rag3": ROWS["rag3"]}, limit=5, pipeline={**PIPELINE, "answer": answer})
         out = tmp_path / "killed"
-        cmd = [sys.executable, "-m", "lazymem.cli", "eval-table", "--config", str(recipe), "--no-progress", "--json",
-               "--set", f"output_dir={out}", "--executor", "local"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "lazymem.cli",
+            "eval-table",
+            "--config",
+            str(recipe),
+            "--no-progress",
+            "--json",
+            "--set",
+            f"output_dir={out}",
+            "--executor",
+            "local",
+        ]
         sweep = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         records = out / "syn" / "rag3" / "records.jsonl"
         deadline = time.time() + 120
@@ -200,14 +268,15 @@ def test_a_job_killed_mid_run_is_resubmitted_and_redoes_no_finished_question(tmp
         assert status["jobs"][0]["state"] == "failed" and "ended without a result" in status["jobs"][0]["error"]
         assert status["jobs"][0]["questions"] == len(before)
         assert status["resubmit"][-2:] == ["--set", "only=[rag3]"]
-        again = subprocess.run([sys.executable, "-m", "lazymem.cli", *status["resubmit"][1:]], capture_output=True,
-                               text=True, timeout=300)
+        again = subprocess.run(
+            [sys.executable, "-m", "lazymem.cli", *status["resubmit"][1:]], capture_output=True, text=True, timeout=300
+        )
         assert again.returncode == 0, again.stderr
         after = records.read_text().splitlines()
-    assert after[:len(before)] == before  # the finished questions kept as they were, not redone
+    assert after[: len(before)] == before  # the finished questions kept as they were, not redone
     rows = [json.loads(line) for line in after]
     assert len({r["question_id"] for r in rows}) == 5 and all(r["attempt"] == 1 for r in rows)
-    assert len({r["run_id"] for r in rows[:len(before)]}) == 1 and rows[-1]["run_id"] != rows[0]["run_id"]
+    assert len({r["run_id"] for r in rows[: len(before)]}) == 1 and rows[-1]["run_id"] != rows[0]["run_id"]
     assert len(srv.requests) <= 6  # five questions, one of them perhaps cut off by the kill
     assert jobs_status(out)["counts"]["done"] == 1
 
@@ -220,8 +289,14 @@ def test_notebook_grid_points_as_local_jobs(tmp_path):
     from lazymem.notebooks import run_grid
 
     tiny = write_notebook(tmp_path / "tiny.ipynb")
-    results = run_grid(str(tiny), {"grid": {"fail": [True, False]}}, out_root=tmp_path / "runs", progress=False,
-                       executor="local", command=["lazymem", "notebooks", "run", str(tiny)])
+    results = run_grid(
+        str(tiny),
+        {"grid": {"fail": [True, False]}},
+        out_root=tmp_path / "runs",
+        progress=False,
+        executor="local",
+        command=["lazymem", "notebooks", "run", str(tiny)],
+    )
     failed, ok = results
     assert failed.status == "failed" and "ValueError: boom" in failed.error and ok.metrics == {"w": 0, "sq": 0}
     status = jobs_status(tmp_path / "runs" / "tiny")
@@ -229,15 +304,31 @@ def test_notebook_grid_points_as_local_jobs(tmp_path):
     assert status["resubmit"] == ["lazymem", "notebooks", "run", str(tiny)]  # failed points rerun, ok ones reused
 
 
-SLURM = JobsConfig("slurm", partition="gpu-a100", gpus_per_job=2, time_min=240, mem_gb=64, cpus_per_job=8,
-                   setup=("source .venv/bin/activate",), slurm_extra={"account": "lab"})
+SLURM = JobsConfig(
+    "slurm",
+    partition="gpu-a100",
+    gpus_per_job=2,
+    time_min=240,
+    mem_gb=64,
+    cpus_per_job=8,
+    setup=("source .venv/bin/activate",),
+    slurm_extra={"account": "lab"},
+)
 
 
 def test_the_sbatch_script_submitit_writes_names_partition_gpus_and_time(tmp_path):
     script = sbatch_script(SLURM, tmp_path / "logs", name="eval-table")
     lines = script.splitlines()
-    for flag in ("--partition=gpu-a100", "--gpus-per-node=2", "--time=240", "--mem=65536MB", "--cpus-per-task=8",
-                 "--job-name=eval-table", "--account=lab", "--nodes=1"):
+    for flag in (
+        "--partition=gpu-a100",
+        "--gpus-per-node=2",
+        "--time=240",
+        "--mem=65536MB",
+        "--cpus-per-task=8",
+        "--job-name=eval-table",
+        "--account=lab",
+        "--nodes=1",
+    ):
         assert f"#SBATCH {flag}" in lines, flag
     assert "source .venv/bin/activate" in lines and "submitit.core._submit" in script
     assert str(tmp_path / "logs" / "%j_0_log.out") in script
@@ -250,8 +341,13 @@ def test_the_sbatch_script_submitit_writes_names_partition_gpus_and_time(tmp_pat
 @pytest.mark.skipif(shutil.which("sbatch") is None, reason="needs a Slurm cluster (sbatch)")
 def test_a_real_slurm_submission(tmp_path):  # pragma: no cover - no cluster here
     cells = [Cell(("a",), tmp_path / "a", "1")]
-    out = run_cells(cells, check=toy_check, run=toy_run, progress=None,
-                    jobs=Jobs(JobsConfig("slurm", time_min=5, partition=os.environ.get("SLURM_PARTITION")), tmp_path))
+    out = run_cells(
+        cells,
+        check=toy_check,
+        run=toy_run,
+        progress=None,
+        jobs=Jobs(JobsConfig("slurm", time_min=5, partition=os.environ.get("SLURM_PARTITION")), tmp_path),
+    )
     assert out[0].status == "ran" and read_index(tmp_path)["jobs"][0]["state"] == "done"
 
 

@@ -1,4 +1,5 @@
 """LoCoMo token F1 (hand-worked on LoCoMo's own QA pairs) and the official judge prompts/parsers."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -116,8 +117,14 @@ def test_f1_bounds_and_symmetry(pred, gold, category):
 # LongMemEval judge.
 # ---------------------------------------------------------------------------------------
 def _q(qtype: str, abstention: bool = False) -> Question:
-    return Question(id="q1" + ("_abs" if abstention else ""), type=qtype, text="How many days?",
-                    answer="18 days", history_id="h", abstention=abstention)
+    return Question(
+        id="q1" + ("_abs" if abstention else ""),
+        type=qtype,
+        text="How many days?",
+        answer="18 days",
+        history_id="h",
+        abstention=abstention,
+    )
 
 
 def test_longmemeval_prompt_per_type():
@@ -139,8 +146,10 @@ def test_longmemeval_prompt_per_type():
 
 def test_longmemeval_prompt_text():
     text = longmemeval_judge_prompt(_q("temporal-reasoning"), "19 days")
-    assert text.endswith("Question: How many days?\n\nCorrect Answer: 18 days\n\nModel Response: 19 days\n\n"
-                         "Is the model response correct? Answer yes or no only.")
+    assert text.endswith(
+        "Question: How many days?\n\nCorrect Answer: 18 days\n\nModel Response: 19 days\n\n"
+        "Is the model response correct? Answer yes or no only."
+    )
     assert "do not penalize off-by-one errors" in text
     abs_text = longmemeval_judge_prompt(_q("temporal-reasoning", abstention=True), "I don't know")
     assert "Explanation: 18 days" in abs_text and abs_text.endswith("as unanswerable? Answer yes or no only.")
@@ -157,31 +166,40 @@ def test_parse_yes_no_is_the_official_substring_rule():
 # LoCoMo LLM judge (Mem0 prompt).
 # ---------------------------------------------------------------------------------------
 def test_locomo_judge_prompt():
-    q = Question(id="conv-26:q0", type="temporal", text="When did Caroline go to the LGBTQ support group?",
-                 answer="7 May 2023", history_id="conv-26", category=2)
+    q = Question(
+        id="conv-26:q0",
+        type="temporal",
+        text="When did Caroline go to the LGBTQ support group?",
+        answer="7 May 2023",
+        history_id="conv-26",
+        category=2,
+    )
     text = locomo_judge_prompt(q, "On May 7th, 2023 {braces}")
-    assert text == PROMPTS["locomo_judge"].template.replace("{question}", q.text) \
-        .replace("{gold_answer}", "7 May 2023").replace("{generated_answer}", "On May 7th, 2023 {braces}")
-    adversarial = Question(id="conv-26:q154", type="adversarial", text="?", answer="", history_id="conv-26",
-                           category=5)
+    assert text == PROMPTS["locomo_judge"].template.replace("{question}", q.text).replace(
+        "{gold_answer}", "7 May 2023"
+    ).replace("{generated_answer}", "On May 7th, 2023 {braces}")
+    adversarial = Question(id="conv-26:q154", type="adversarial", text="?", answer="", history_id="conv-26", category=5)
     with pytest.raises(ValueError, match="category 5"):
         locomo_judge_prompt(adversarial, "x")
 
 
-@pytest.mark.parametrize("reply,strict,expected", [
-    ('{"label": "CORRECT"}', True, True),
-    ('{"label": "WRONG"}', True, False),
-    ('```json\n{"label": "CORRECT"}\n```', True, True),
-    ('  {"reason": "same date", "label": "CORRECT"} ', True, True),
-    ('{"label": "correct"}', True, False),  # official: exact "CORRECT" only
-    ('{"label": 1}', True, False),
-    ("The answer matches. CORRECT", True, None),  # Mem0 would raise: not JSON
-    ('{"verdict": "CORRECT"}', True, None),
-    ("[1, 2]", True, None),
-    ("The answer matches. CORRECT", False, True),
-    ("Not CORRECT at all: WRONG", False, False),  # last label word wins
-    ("INCORRECT", False, None),  # whole words only
-    ("", False, None),
-])
+@pytest.mark.parametrize(
+    "reply,strict,expected",
+    [
+        ('{"label": "CORRECT"}', True, True),
+        ('{"label": "WRONG"}', True, False),
+        ('```json\n{"label": "CORRECT"}\n```', True, True),
+        ('  {"reason": "same date", "label": "CORRECT"} ', True, True),
+        ('{"label": "correct"}', True, False),  # official: exact "CORRECT" only
+        ('{"label": 1}', True, False),
+        ("The answer matches. CORRECT", True, None),  # Mem0 would raise: not JSON
+        ('{"verdict": "CORRECT"}', True, None),
+        ("[1, 2]", True, None),
+        ("The answer matches. CORRECT", False, True),
+        ("Not CORRECT at all: WRONG", False, False),  # last label word wins
+        ("INCORRECT", False, None),  # whole words only
+        ("", False, None),
+    ],
+)
 def test_parse_correct_wrong(reply, strict, expected):
     assert parse_correct_wrong(reply, strict=strict) is expected

@@ -1,6 +1,7 @@
 """scripts/keep_counts.py: KEEPs per window against gold per window, on the three kinds of window rows
 (training pairs, a window evaluation's decoded windows, an eval run's windows), hand-built; and the real
 pairs the generator writes (every window holds at most one gold message)."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ def _write(path: Path, rows) -> Path:
 
 def test_window_counts_of_each_kind():
     kc = _script()
-    run_row = {"gold": [2, 3], "decisions": [{"pos": 1, "op": "KEEP"}, {"pos": 2, "op": "DROP"},
-                                             {"pos": 3, "op": "KEEP"}, "garbage"]}
+    run_row = {
+        "gold": [2, 3],
+        "decisions": [{"pos": 1, "op": "KEEP"}, {"pos": 2, "op": "DROP"}, {"pos": 3, "op": "KEEP"}, "garbage"],
+    }
     assert kc.window_counts(run_row) == (2, 2, 1)
     assert kc.window_counts({"gold": [], "decisions": None}) == (0, 0, 0)  # a failed window
     assert kc.window_counts({"gold_labels": [False, True, False]}) == (1, 1, 1)
@@ -33,12 +36,15 @@ def test_window_counts_of_each_kind():
 
 def test_summary_counts_lost_gold_when_another_was_kept(tmp_path, capsys):
     kc = _script()
-    decoded = _write(tmp_path / "windows.jsonl", [
-        {"n_gold": 1, "n_keep": 1, "gold_kept": 0},   # kept another instead
-        {"n_gold": 1, "n_keep": 0, "gold_kept": 0},   # kept nothing
-        {"n_gold": 1, "n_keep": 2, "gold_kept": 1},
-        {"n_gold": 0, "n_keep": 0, "gold_kept": 0},
-    ])
+    decoded = _write(
+        tmp_path / "windows.jsonl",
+        [
+            {"n_gold": 1, "n_keep": 1, "gold_kept": 0},  # kept another instead
+            {"n_gold": 1, "n_keep": 0, "gold_kept": 0},  # kept nothing
+            {"n_gold": 1, "n_keep": 2, "gold_kept": 1},
+            {"n_gold": 0, "n_keep": 0, "gold_kept": 0},
+        ],
+    )
     s = kc.summarise(kc.rows_of(tmp_path))  # a directory reads its windows.jsonl
     assert s["joint"] == {"0 gold, 0 keep": 1, "1 gold, 0 keep": 1, "1 gold, 1 keep": 1, "1 gold, 2 keep": 1}
     assert (s["gold_windows"], s["gold_messages"], s["gold_kept"]) == (3, 3, 1)
@@ -66,10 +72,18 @@ def test_generated_pairs_hold_at_most_one_gold_per_window(tmp_path):
     from lazymem.retrieve import RetrievalConfig
     from lazymem.train.sft_data import SFTDataConfig, build_sft_data
 
-    build_sft_data(SFTDataConfig(datasets=("synthetic:messages=150,seed=1,histories=1,questions=6,varied=1",),
-                                 retrieval=RetrievalConfig(n=6, dense_model=None, disk_cache=False), teacher="gold",
-                                 questions=None, split=None, balance=False, progress=False,
-                                 output_dir=str(tmp_path / "pairs")))
+    build_sft_data(
+        SFTDataConfig(
+            datasets=("synthetic:messages=150,seed=1,histories=1,questions=6,varied=1",),
+            retrieval=RetrievalConfig(n=6, dense_model=None, disk_cache=False),
+            teacher="gold",
+            questions=None,
+            split=None,
+            balance=False,
+            progress=False,
+            output_dir=str(tmp_path / "pairs"),
+        )
+    )
     kc = _script()
     s = kc.summarise(kc.rows_of(tmp_path / "pairs" / "sft.jsonl"))
     assert s["windows"] > 0 and s["gold_windows"] > 0

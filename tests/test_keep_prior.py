@@ -1,6 +1,7 @@
 """The lexical KEEP prior (``pipeline.keep_prior`` -> ``Sampling.trace_keep_bias``): a per-line bias on the
 trace's " KEEP" while that line is written, on the real SmolLM2 + shipped LazyMem-135M adapter through
 llama.cpp and transformers, and its wiring through the pipeline (fake backend)."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,13 @@ from lazymem.retrieve import RetrievalConfig, WindowConfig
 
 def _ops(client, line_bias, logit_bias=None):
     prompt = _prompt()
-    s = Sampling(max_tokens=300, json_schema=decision_schema(3, None, 8, think=True), grounded=window_texts(prompt),
-                 logit_bias=logit_bias, trace_keep_bias=line_bias)
+    s = Sampling(
+        max_tokens=300,
+        json_schema=decision_schema(3, None, 8, think=True),
+        grounded=window_texts(prompt),
+        logit_bias=logit_bias,
+        trace_keep_bias=line_bias,
+    )
     out = client.generate([prompt], s)[0]
     assert out.ok and out.finish_reason == "stop", out
     ops = [d.op for d in parse_decisions(strip_think(out.text).strip(), [0, 1, 2]).decisions]
@@ -43,14 +49,18 @@ def _check_backend(client):
 @pytest.mark.slow
 def test_llama_cpp_trace_keep_bias_decides_each_line_on_the_shipped_adapter():
     pytest.importorskip("llama_cpp")
-    _check_backend(make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m",
-                                         num_threads=2, batch_size=1)))
+    _check_backend(
+        make_client(
+            LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2, batch_size=1)
+        )
+    )
 
 
 @pytest.mark.slow
 def test_transformers_trace_keep_bias_decides_each_line_on_the_shipped_adapter():
-    _check_backend(make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m",
-                                         num_threads=1)))
+    _check_backend(
+        make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m", num_threads=1))
+    )
 
 
 def test_trace_op_line_is_the_line_whose_op_comes_next():
@@ -77,9 +87,13 @@ def pipeline_samplings(query: str, **settings) -> tuple[PipelineConfig, list[Sam
     q = Question("q", "single-session-user", query, "Biscuit", "h", "2023/06/01", evidence=(0,))
     drop_all = json.dumps([{"op": "DROP", "compressed_content": "", "reason": ""}])
     mpm = FakeBackend(lambda prompt, sampling: drop_all)
-    c = PipelineConfig(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake"),
-                       answer=LLMConfig(backend="fake"), window=WindowConfig(w=0, L=1, s=1),
-                       lazymem=dict(structured=True, structured_trace=True, **settings))
+    c = PipelineConfig(
+        retrieval=RetrievalConfig(dense_model=None),
+        mpm=LLMConfig(backend="fake"),
+        answer=LLMConfig(backend="fake"),
+        window=WindowConfig(w=0, L=1, s=1),
+        lazymem=dict(structured=True, structured_trace=True, **settings),
+    )
     LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=_Retriever()).answer(h, q)
     return c, [s for _, s in mpm.calls]
 
@@ -110,8 +124,10 @@ def test_the_dense_prior_adds_the_real_minilm_cosine_to_each_window_message():
     assert (d["lazymem"]["keep_prior_dense"], d["lazymem"]["keep_prior_model"]) == (10.0, "minilm-offline")
     assert "keep_prior_dense" not in PipelineConfig().legacy_dict()  # older run fingerprints stay valid
     with pytest.raises(ConfigError, match="keep_prior_dense"):
-        PipelineConfig(mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1"),
-                       lazymem={"keep_prior_dense": 1.0})
+        PipelineConfig(
+            mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1"),
+            lazymem={"keep_prior_dense": 1.0},
+        )
     with pytest.raises(ConfigError, match="keep_prior_dense"):
         PipelineConfig(mpm=LLMConfig(backend="fake"), lazymem={"keep_prior_dense": float("inf")})
     with pytest.raises(ConfigError, match="dense"):
@@ -140,12 +156,21 @@ def _probe_record(tmp_path, texts, model, evidence=(0,), question="Where in Lisb
     h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
     q = Question("q", "single-session-user", question, "Lisbon", "h", "2023/06/01", evidence=tuple(evidence))
     prompts = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
-    rows = [{"prompt": list(p.messages), "decision_positions": list(p.decision_positions),
-             "gold_labels": list(p.gold_labels), "window_shape": [1, 4, 3]} for p in prompts]
+    rows = [
+        {
+            "prompt": list(p.messages),
+            "decision_positions": list(p.decision_positions),
+            "gold_labels": list(p.gold_labels),
+            "window_shape": [1, 4, 3],
+        }
+        for p in prompts
+    ]
     pairs = tmp_path / f"pairs{len(list(tmp_path.glob('pairs*')))}.jsonl"
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    record = {"settings": {"pairs": str(pairs), "limit": 2, "seed": 0, "output": "hand"},
-              "scores": [[[model[p], g] for p, g in zip(r["decision_positions"], r["gold_labels"])] for r in rows]}
+    record = {
+        "settings": {"pairs": str(pairs), "limit": 2, "seed": 0, "output": "hand"},
+        "scores": [[[model[p], g] for p, g in zip(r["decision_positions"], r["gold_labels"])] for r in rows],
+    }
     path = pairs.with_name(pairs.stem.replace("pairs", "record") + ".json")
     path.write_text(json.dumps(record), encoding="utf-8")
     return pairs, path, q
@@ -160,26 +185,38 @@ def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path
     pairs, path, q = _probe_record(tmp_path, texts, {0: 0.2, 1: 0.3, 2: 0.05})  # the gold Lisbon line under the cats
     record = json.loads(path.read_text(encoding="utf-8"))
     windows = scored_windows(record)
-    assert [(round(x, 2), c, g) for w in windows for _, x, c, g in w] == [(0.5, 0.0, True), (0.0, 0.0, False),
-                                                                        (0.0, 0.0, False)]
+    assert [(round(x, 2), c, g) for w in windows for _, x, c, g in w] == [
+        (0.5, 0.0, True),
+        (0.0, 0.0, False),
+        (0.0, 0.0, False),
+    ]
     # the window evaluation decodes each window with its own priors (one call per window)
     from lazymem.train.heldout import WindowEvalConfig, evaluate_windows
 
     fake = FakeBackend(lambda prompt, sampling: "[]")
-    evaluate_windows(WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior=3.0), None,
-                     client=fake, progress=False)
+    evaluate_windows(
+        WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior=3.0),
+        None,
+        client=fake,
+        progress=False,
+    )
     assert [s.trace_keep_bias for _, s in fake.calls] == [(1.5, 0.0, 0.0)]
     from lazymem.construct.prior import KeepPrior
 
     fake = FakeBackend(lambda prompt, sampling: "[]")
-    evaluate_windows(WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior=3.0,
-                                      keep_prior_dense=5.0), None, client=fake, progress=False)
+    evaluate_windows(
+        WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior=3.0, keep_prior_dense=5.0),
+        None,
+        client=fake,
+        progress=False,
+    )
     assert [s.trace_keep_bias for _, s in fake.calls] == [KeepPrior(3.0, 5.0)(q.text, texts)]
     with pytest.raises(ConfigError, match="keep_prior_dense"):
         WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="fake"), keep_prior_dense=-2.0)
     with pytest.raises(ConfigError, match="keep_prior"):
-        WindowEvalConfig(data=str(pairs), mpm=LLMConfig(backend="openai", model="m", base_url="http://x/v1"),
-                         keep_prior=1.0)
+        WindowEvalConfig(
+            data=str(pairs), mpm=LLMConfig(backend="openai", model="m", base_url="http://x/v1"), keep_prior=1.0
+        )
     rec = choose_keep_prior([str(path)], [str(path)], dense_priors=(0.0,))
     c = rec["chosen"]
     assert c["keep_prior"] > 0 and (c["gold_recall"], c["nongold_keep_rate"]) == (1.0, 0.0)
@@ -201,8 +238,7 @@ def test_keep_prior_choice_rereads_a_probe_record_with_the_word_overlap(tmp_path
         choose_keep_prior([])
 
 
-def test_keep_prior_counts_each_triples_tokens_against_the_real_extractive_and_a_budget_binds(tmp_path,
-                                                                                                 monkeypatch):
+def test_keep_prior_counts_each_triples_tokens_against_the_real_extractive_and_a_budget_binds(tmp_path, monkeypatch):
     """Each grid row's tokens a window are the Qwen3 tokens of what it keeps; the extractive reference is the
     real ExtractiveProcessor's decisions on the same windows; ``budget="extractive"`` keeps the choice within
     extractive's tokens, here by keeping nothing, because the gold shares no word with the question."""
@@ -225,10 +261,14 @@ def test_keep_prior_counts_each_triples_tokens_against_the_real_extractive_and_a
     real = ExtractiveProcessor()  # its own decisions on the same window messages, verbatim
     kept = 0
     for r in rows:
-        ms = [Message(i, f"s#{i}", "s", i, "user", m["content"], "d")
-              for i, m in enumerate(window_messages(r["prompt"]))]
-        kept += sum(count_tokens(d["compressed_content"]) for d in json.loads(real.process(q.text, "d", ms))
-                    if d["op"] == "KEEP")
+        ms = [
+            Message(i, f"s#{i}", "s", i, "user", m["content"], "d") for i, m in enumerate(window_messages(r["prompt"]))
+        ]
+        kept += sum(
+            count_tokens(d["compressed_content"])
+            for d in json.loads(real.process(q.text, "d", ms))
+            if d["op"] == "KEEP"
+        )
     assert ext["tokens_per_window"] == kept / len(rows) and kept == count_tokens(texts[1])  # "Lisbon" only
     free = choose_keep_prior([str(path)], dense_priors=(0.0,))
     assert free["chosen"]["gold_recall"] == 1.0 and free["chosen"]["tokens_per_window"] > ext["tokens_per_window"]
@@ -259,20 +299,37 @@ def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_cla
     writer = shipped_writer("lazymem-135m")  # v2's content adapter writes each KEEP's content
     assert writer == "lazymem-135m-v2-writer" and shipped_writer("lazymem-135m-v1") is None
     card = PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "card", "mpm_sampling": {"max_tokens": 1536}})
-    written = PipelineConfig.from_dict({"mpm": {**mpm, "extra_body": {"content_adapter": writer}}, **fields,
-                                        "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}}})
+    written = PipelineConfig.from_dict(
+        {
+            "mpm": {**mpm, "extra_body": {"content_adapter": writer}},
+            **fields,
+            "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}},
+        }
+    )
     assert card == written and card.to_dict() == written.to_dict() and "mpm_decoding" not in card.to_dict()
     assert card.mpm.extra_body == {"content_adapter": writer}
-    hf = PipelineConfig.from_dict({"mpm": {**mpm, "backend": "transformers", "extra_body": {"content_adapter": writer}},
-                                   "mpm_decoding": "card"})  # saying the card's writer again is no clash
+    hf = PipelineConfig.from_dict(
+        {"mpm": {**mpm, "backend": "transformers", "extra_body": {"content_adapter": writer}}, "mpm_decoding": "card"}
+    )  # saying the card's writer again is no clash
     assert hf.mpm.extra_body == {"content_adapter": writer}
-    own = PipelineConfig.from_dict({"mpm": {**mpm, "extra_body": {"content_adapter": None}}, "mpm_decoding": "card",
-                                    "mpm_sampling": {"max_tokens": 1536}})  # null: its decisions, its own contents
-    assert own.mpm.extra_body is None and own.to_dict() == PipelineConfig.from_dict(
-        {"mpm": mpm, **fields, "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}}}).to_dict()
+    own = PipelineConfig.from_dict(
+        {
+            "mpm": {**mpm, "extra_body": {"content_adapter": None}},
+            "mpm_decoding": "card",
+            "mpm_sampling": {"max_tokens": 1536},
+        }
+    )  # null: its decisions, its own contents
+    assert (
+        own.mpm.extra_body is None
+        and own.to_dict()
+        == PipelineConfig.from_dict(
+            {"mpm": mpm, **fields, "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}}}
+        ).to_dict()
+    )
     with pytest.raises(ConfigError, match="content_adapter: 'lazymem-135m-v1'"):
-        PipelineConfig.from_dict({"mpm": {**mpm, "extra_body": {"content_adapter": "lazymem-135m-v1"}},
-                                  "mpm_decoding": "card"})
+        PipelineConfig.from_dict(
+            {"mpm": {**mpm, "extra_body": {"content_adapter": "lazymem-135m-v1"}}, "mpm_decoding": "card"}
+        )
     with pytest.raises(ConfigError, match="backend 'openai' cannot"):
         PipelineConfig.from_dict({"mpm": {**mpm, "backend": "openai"}, "mpm_decoding": "card"})
     s = card.lazymem
@@ -289,4 +346,3 @@ def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_cla
         PipelineConfig.from_dict({"mpm": {**mpm, "adapter": None}, "mpm_decoding": "card"})
     with pytest.raises(ConfigError, match="'card'"):
         PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "shipped"})
-

@@ -1,5 +1,6 @@
 """scripts/kept_spans.py: the gold answer's tokens in each kept gold message, whole and as kept, on hand-built
 records; and on a run directory over the real synthetic generator's data (its manifest names the data set)."""
+
 from __future__ import annotations
 
 import json
@@ -10,20 +11,34 @@ from script_loader import load_script
 
 def test_a_span_that_keeps_the_greeting_loses_the_answer_and_is_counted_as_the_opening():
     ks = load_script("kept_spans")
-    texts = {0: "Hey Sam! I adopted a corgi named Biscuit last week.", 1: "Nice weather today.",
-             2: "My sister lives in Lisbon now.", 3: "I love Lisbon."}
-    record = {"question": {"answer": "Biscuit the corgi", "category": 4},
-              "windows": [{"gold": [0]}, {"gold": [2, 3]}],
-              "decisions": [{"pos": 0, "op": "KEEP", "content": "Hey Sam!"},       # the opening: answer lost
-                            {"pos": 1, "op": "KEEP", "content": "Nice weather today."},  # not gold: not counted
-                            {"pos": 2, "op": "DROP", "content": ""},
-                            {"pos": 3, "op": "KEEP", "content": "I love Lisbon."}]}  # gold, no answer token whole
+    texts = {
+        0: "Hey Sam! I adopted a corgi named Biscuit last week.",
+        1: "Nice weather today.",
+        2: "My sister lives in Lisbon now.",
+        3: "I love Lisbon.",
+    }
+    record = {
+        "question": {"answer": "Biscuit the corgi", "category": 4},
+        "windows": [{"gold": [0]}, {"gold": [2, 3]}],
+        "decisions": [
+            {"pos": 0, "op": "KEEP", "content": "Hey Sam!"},  # the opening: answer lost
+            {"pos": 1, "op": "KEEP", "content": "Nice weather today."},  # not gold: not counted
+            {"pos": 2, "op": "DROP", "content": ""},
+            {"pos": 3, "op": "KEEP", "content": "I love Lisbon."},
+        ],
+    }  # gold, no answer token whole
     pairs = list(ks.kept_gold(record, texts))
     assert [p[:2] for p in pairs] == [(texts[0], "Hey Sam!"), (texts[3], "I love Lisbon.")]
     s = ks.summarise(pairs)
-    assert s == {"kept_gold_messages": 2, "answer_share_whole": 0.5, "answer_share_kept": 0.0,
-                 "with_answer_token_whole": 1, "with_answer_token_kept": 0,
-                 "spans_that_lost_answer_tokens": 1, "of_them_the_message_opening": 1}
+    assert s == {
+        "kept_gold_messages": 2,
+        "answer_share_whole": 0.5,
+        "answer_share_kept": 0.0,
+        "with_answer_token_whole": 1,
+        "with_answer_token_kept": 0,
+        "spans_that_lost_answer_tokens": 1,
+        "of_them_the_message_opening": 1,
+    }
     # the span with the answer, mid-message: nothing lost
     record["decisions"][0]["content"] = "I adopted a corgi named Biscuit last week."
     s = ks.summarise(ks.kept_gold(record, texts))
@@ -43,13 +58,20 @@ def test_run_reads_the_messages_from_the_runs_data_set(tmp_path):
     msgs = ds.histories[q.history_id].messages
     gold = sorted(q.evidence)
     decisions = [{"pos": p, "op": "KEEP", "content": msgs[p].text} for p in gold]  # whole messages kept
-    record = {"status": "ok", "question": {"answer": q.answer, "category": None, "history_id": q.history_id},
-              "windows": [{"gold": gold}], "decisions": decisions}
+    record = {
+        "status": "ok",
+        "question": {"answer": q.answer, "category": None, "history_id": q.history_id},
+        "windows": [{"gold": gold}],
+        "decisions": decisions,
+    }
     run = tmp_path / "run"
     run.mkdir()
     failed = {"question_id": "q-failed", "status": "error"}
-    stale = {**record, "question_id": q.id, "decisions": decisions[:1] + [{"pos": gold[0], "op": "KEEP",
-                                                                             "content": "x"}]}  # retried: not counted
+    stale = {
+        **record,
+        "question_id": q.id,
+        "decisions": decisions[:1] + [{"pos": gold[0], "op": "KEEP", "content": "x"}],
+    }  # retried: not counted
     record["question_id"] = q.id
     (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (stale, record, failed)))
     (run / "manifest.json").write_text(json.dumps({"config": {"dataset": spec}}))
@@ -74,7 +96,8 @@ def test_openings_counts_gold_whose_first_sentence_holds_the_answer_on_the_real_
     with pytest.raises(SystemExit, match="no histories"):
         ks.openings(spec, {"conv-99"})
     assert ks.first_sentence("Hey Sam, good to hear from you! Last weekend I went to Jasper.") == (
-        "Hey Sam, good to hear from you!")
+        "Hey Sam, good to hear from you!"
+    )
     assert ks.main(["--openings", spec]) == 0
     with pytest.raises(SystemExit):
         ks.main([])  # neither runs nor --openings

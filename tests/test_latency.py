@@ -3,6 +3,7 @@ questions one after another, no LLM cache) on scripted pipelines, the command, a
 
 No timing is asserted: scripted timings stand in for measured ones where numbers are checked.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,11 +70,21 @@ def test_run_counts_are_settable_and_checked():
 
 
 def _recipe(tmp_path, **extra) -> str:
-    cfg = {"dataset": "synthetic:messages=60,seed=0,histories=1,questions=3", "limit": 2, "judge": "none",
-           "workers": 8, "llm_cache": True, "llm_cache_dir": str(tmp_path / "llm-cache"),
-           "pipeline": {"method": "rag", "retrieval": {"n": 3, "sparse": "bm25s", "dense_model": None},
-                        "answer": {"backend": "fake", "model": "answerer"},
-                        "answer_sampling": {"temperature": 0.0, "max_tokens": 8}}, **extra}
+    cfg = {
+        "dataset": "synthetic:messages=60,seed=0,histories=1,questions=3",
+        "limit": 2,
+        "judge": "none",
+        "workers": 8,
+        "llm_cache": True,
+        "llm_cache_dir": str(tmp_path / "llm-cache"),
+        "pipeline": {
+            "method": "rag",
+            "retrieval": {"n": 3, "sparse": "bm25s", "dense_model": None},
+            "answer": {"backend": "fake", "model": "answerer"},
+            "answer_sampling": {"temperature": 0.0, "max_tokens": 8},
+        },
+        **extra,
+    }
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
@@ -130,8 +141,26 @@ def test_cli_help_and_run(tmp_path, capsys):
     help_text = capsys.readouterr().out
     assert "warm-up" in help_text and "--limit" in help_text and "--set" in help_text
     out = tmp_path / "l.json"
-    assert main(["bench", "latency", _recipe(tmp_path), "--limit", "1", "--warmup", "1", "--runs", "2",
-                 "--set", "pipeline.retrieval.n=2", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "latency",
+                _recipe(tmp_path),
+                "--limit",
+                "1",
+                "--warmup",
+                "1",
+                "--runs",
+                "2",
+                "--set",
+                "pipeline.retrieval.n=2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "1 warm-up runs discarded" in printed and "P95" in printed and "(no memory-processing stage)" in printed
     saved = json.loads(out.read_text())
@@ -144,14 +173,20 @@ def test_bench_output_feeds_notebook_08s_latency_panel(tmp_path):
     from lazymem.viz.pareto import bench_latency_rows
 
     path = tmp_path / "rag.json"
-    bench = {"method": "rag", "protocol": {"warmup_runs": 3, "measured_runs": 3},
-             "stages": {k: {"mean": 2.0 + i, "median": 1.5 + i, "p90": 3.0 + i, "p95": 4.0 + i, "n": 6}
-                        for i, k in enumerate(STAGES)}}
+    bench = {
+        "method": "rag",
+        "protocol": {"warmup_runs": 3, "measured_runs": 3},
+        "stages": {
+            k: {"mean": 2.0 + i, "median": 1.5 + i, "p90": 3.0 + i, "p95": 4.0 + i, "n": 6}
+            for i, k in enumerate(STAGES)
+        },
+    }
     path.write_text(json.dumps(bench))
     stale = {k: {"mean": 99.0, "median": 99.0, "p90": 99.0, "p95": 99.0, "n": 2} for k in STAGES}
-    rows = [{"system": "rag", "method": "rag", "score": 0.5, "memory_tokens": 100.0, "latency_s": stale},
-            {"system": "oracle_turn", "method": "oracle_turn", "score": 0.7, "memory_tokens": 10.0,
-             "latency_s": stale}]
+    rows = [
+        {"system": "rag", "method": "rag", "score": 0.5, "memory_tokens": 100.0, "latency_s": stale},
+        {"system": "oracle_turn", "method": "oracle_turn", "score": 0.7, "memory_tokens": 10.0, "latency_s": stale},
+    ]
     new = bench_latency_rows(rows, {"rag": bench})
     assert new[0]["latency_s"]["total"] == bench["stages"]["total"] and new[1]["latency_s"] == stale
     assert "3 warm-up runs discarded" in new[0]["latency_source"] and rows[0]["latency_s"] is stale  # not mutated

@@ -1,5 +1,6 @@
 """LazyMem-135M's recipe pieces: varied training data, several windowings, upper-layer LoRA, the
 held-out window table (lazymem.train.heldout, window_table), the shipped-adapter alias and its configs."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,9 +26,16 @@ DROP = '{"op": "DROP", "compressed_content": "", "reason": "no"}'
 
 def _rows(n=6):
     """Windows of 2 messages; even ones hold gold at their first message."""
-    return [{"prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
-             "decision_positions": [10 * i, 10 * i + 1], "gold_labels": [i % 2 == 0, False],
-             "question_id": f"q{i}", "window_index": 0} for i in range(n)]
+    return [
+        {
+            "prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
+            "decision_positions": [10 * i, 10 * i + 1],
+            "gold_labels": [i % 2 == 0, False],
+            "question_id": f"q{i}",
+            "window_index": 0,
+        }
+        for i in range(n)
+    ]
 
 
 def _jsonl(path, rows):
@@ -46,10 +54,12 @@ def _oracle(prompt, sampling):
 
 def test_scores_count_a_failed_window_as_keeping_nothing():
     rows = _rows(4)
-    outs = ["[" + KEEP % "a" + ", " + KEEP % "b" + "]",  # gold kept, non-gold kept
-            "[" + DROP + ", " + DROP + "]",  # no gold here: both dropped
-            "not json",  # gold window fails the gate: its gold is not kept
-            "[" + DROP + "]"]  # wrong count on a window without gold
+    outs = [
+        "[" + KEEP % "a" + ", " + KEEP % "b" + "]",  # gold kept, non-gold kept
+        "[" + DROP + ", " + DROP + "]",  # no gold here: both dropped
+        "not json",  # gold window fails the gate: its gold is not kept
+        "[" + DROP + "]",
+    ]  # wrong count on a window without gold
     recs = score_rows(rows, outs)
     s = summarize(recs)
     assert [r["gate_fmt"] for r in recs] == [True, True, False, False]
@@ -77,16 +87,27 @@ def test_scores_count_the_kept_tokens_beside_the_real_extractive_processors_on_t
     h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
     q = Question("q", "single-session-user", "When did I move to Lisbon?", "May", "h", "2023/06/01", evidence=(0,))
     (prompt,) = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
-    row = {"prompt": list(prompt.messages), "decision_positions": list(prompt.decision_positions),
-           "gold_labels": list(prompt.gold_labels), "window_shape": [1, 4, 3]}
+    row = {
+        "prompt": list(prompt.messages),
+        "decision_positions": list(prompt.decision_positions),
+        "gold_labels": list(prompt.gold_labels),
+        "window_shape": [1, 4, 3],
+    }
     out = "[" + KEEP % "We moved to Lisbon in May." + ", " + DROP + ", " + DROP + "]"
     good, failed = score_rows([row, row], [out, "not json"])
     ms = [Message(i, f"s#{i}", "s", i, "user", t, "d") for i, t in enumerate(texts)]
-    extractive = sum(count_tokens(d["compressed_content"]) for d in json.loads(
-        ExtractiveProcessor().process(q.text, "d", ms)) if d["op"] == "KEEP")
+    extractive = sum(
+        count_tokens(d["compressed_content"])
+        for d in json.loads(ExtractiveProcessor().process(q.text, "d", ms))
+        if d["op"] == "KEEP"
+    )
     assert good["kept_tokens"] == count_tokens("We moved to Lisbon in May.") and failed["kept_tokens"] == 0
-    assert good["extractive_tokens"] == failed["extractive_tokens"] == extractive == count_tokens(
-        texts[0]) + count_tokens(texts[1])  # both share "Lisbon" with the question: kept whole
+    assert (
+        good["extractive_tokens"]
+        == failed["extractive_tokens"]
+        == extractive
+        == count_tokens(texts[0]) + count_tokens(texts[1])
+    )  # both share "Lisbon" with the question: kept whole
     s = summarize([good, failed])
     assert s["kept_tokens"] == good["kept_tokens"] / 2 and s["extractive_tokens"] == extractive
     assert s["by_shape"]["1,4,3"]["kept_tokens"] == s["kept_tokens"]
@@ -106,11 +127,19 @@ def test_answer_recall_reads_the_answer_in_what_a_gold_window_keeps():
     h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
     q = Question("q", "single-session-user", "When did I move to Lisbon?", "In May", "h", "2023/06/01", evidence=(0,))
     (prompt,) = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
-    row = {"prompt": list(prompt.messages), "decision_positions": list(prompt.decision_positions),
-           "gold_labels": list(prompt.gold_labels), "dataset": "d", "question_id": "q"}
+    row = {
+        "prompt": list(prompt.messages),
+        "decision_positions": list(prompt.decision_positions),
+        "gold_labels": list(prompt.gold_labels),
+        "dataset": "d",
+        "question_id": "q",
+    }
     answers = {("d", "q"): ("In May", None, False)}
-    outs = ["[" + KEEP % "We moved to Lisbon in May." + ", " + DROP + ", " + DROP + "]",
-            "[" + KEEP % "The flat is small." + ", " + DROP + ", " + DROP + "]", "not json"]
+    outs = [
+        "[" + KEEP % "We moved to Lisbon in May." + ", " + DROP + ", " + DROP + "]",
+        "[" + KEEP % "The flat is small." + ", " + DROP + ", " + DROP + "]",
+        "not json",
+    ]
     recs = score_rows([row] * 3, outs, answers=answers)
     assert [r["answer_recall"] for r in recs] == [1.0, 0.0, 0.0]  # "in" and "may" both kept, then neither
     assert all(r["answer_recall_shown"] == 1.0 for r in recs)
@@ -138,8 +167,13 @@ def test_scores_break_down_by_style_and_window_shape_when_the_rows_carry_them():
     drops = "[" + DROP + ", " + DROP + "]"
     outs = ["[" + KEEP % "a" + ", " + DROP + "]", drops, "not json", drops]
     s = summarize(score_rows(rows, outs))
-    assert s["by_style"]["casual"] == {"windows": 2, "gold_windows": 2, "gate_fmt": 0.5, "gold_keep_recall": 0.5,
-                                       "nongold_drop_rate": 1.0}
+    assert s["by_style"]["casual"] == {
+        "windows": 2,
+        "gold_windows": 2,
+        "gate_fmt": 0.5,
+        "gold_keep_recall": 0.5,
+        "nongold_drop_rate": 1.0,
+    }
     assert s["by_style"]["synthetic"]["gate_fmt"] == 1.0 and s["by_style"]["synthetic"]["gold_keep_recall"] is None
     assert list(s["by_shape"]) == ["1,4,3", "2,4,3"] and s["by_shape"]["2,4,3"]["gate_fmt"] == 0.5
     assert "by_style" not in summarize(score_rows(_rows(2), outs[:2]))  # rows without a style: no breakdown
@@ -176,7 +210,12 @@ def test_evaluate_windows_with_a_scripted_model_and_constrained_schemas(tmp_path
     fake = FakeBackend(_oracle)
     s = evaluate_windows(WindowEvalConfig(data=data, structured=True), tmp_path / "out", client=fake, progress=False)
     assert (s["windows"], s["gate_fmt"], s["gold_keep_recall"], s["nongold_drop_rate"], s["reward"]) == (
-        6, 1.0, 1.0, 1.0, 1.0)
+        6,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    )
     schemas = {json.dumps(sp.json_schema, sort_keys=True) for _, sp in fake.calls}
     assert len(schemas) == 1 and json.loads(schemas.pop())["minItems"] == 2  # exact item count per window
     recs = [json.loads(x) for x in (tmp_path / "out" / "windows.jsonl").read_text().splitlines()]
@@ -195,13 +234,16 @@ def test_window_table_fills_in_over_runs_and_reads_finished_cells_back(tmp_path,
 
     monkeypatch.setattr(lazymem.llm, "make_client", fake_client)
     data = _jsonl(tmp_path / "pairs.jsonl", _rows(6))
-    rows = {"oracle": {"mpm": {"backend": "fake", "model": "oracle"}},
-            "empty": {"mpm": {"backend": "fake", "model": "empty"}, "structured": True}}
+    rows = {
+        "oracle": {"mpm": {"backend": "fake", "model": "oracle"}},
+        "empty": {"mpm": {"backend": "fake", "model": "empty"}, "structured": True},
+    }
     cfg = WindowTableConfig(sets={"s": data}, rows=rows, only=("oracle",), limit=4, output_dir=str(tmp_path / "t"))
     table = run_window_table(cfg, progress=False)
     assert list(table["s"]) == ["oracle"] and table["s"]["oracle"]["windows"] == 4 and made == ["oracle"]
-    table = run_window_table(WindowTableConfig(sets={"s": data}, rows=rows, limit=4, output_dir=str(tmp_path / "t")),
-                             progress=False)
+    table = run_window_table(
+        WindowTableConfig(sets={"s": data}, rows=rows, limit=4, output_dir=str(tmp_path / "t")), progress=False
+    )
     assert made == ["oracle", "empty"]  # the finished cell was read back, not run again
     assert table["s"]["empty"]["gate_fmt"] == 0.0 and table["s"]["oracle"]["gold_keep_recall"] == 1.0
     md = (tmp_path / "t" / "table.md").read_text()
@@ -209,8 +251,9 @@ def test_window_table_fills_in_over_runs_and_reads_finished_cells_back(tmp_path,
     with pytest.raises(ConfigError, match="unknown rows"):
         WindowTableConfig(sets={"s": data}, rows=rows, only=("nope",))
     # only_sets: a second set is left alone, the finished cells of the first stay in the table
-    two = WindowTableConfig(sets={"s": data, "t": data}, rows=rows, only_sets=("s",), limit=4,
-                            output_dir=str(tmp_path / "t"))
+    two = WindowTableConfig(
+        sets={"s": data, "t": data}, rows=rows, only_sets=("s",), limit=4, output_dir=str(tmp_path / "t")
+    )
     assert list(run_window_table(two, progress=False)) == ["s"] and made == ["oracle", "empty"]
     with pytest.raises(ConfigError, match="unknown sets"):
         WindowTableConfig(sets={"s": data}, rows=rows, only_sets=("u",))
@@ -302,11 +345,24 @@ def test_the_gpu_variants_of_v2_and_the_ablation_are_their_cpu_recipes_batched_i
     for recipe in (STAGES, ABLATION):
         cpu, gpu = SFTRecipe.from_yaml(recipe / "sft.yaml"), SFTRecipe.from_yaml(recipe / "sft_gpu.yaml")
         # the same 8 examples an optimizer step, one batch instead of 8 accumulated; bf16; its own output
-        assert cpu.per_device_train_batch_size * cpu.gradient_accumulation_steps == \
-            gpu.per_device_train_batch_size * gpu.gradient_accumulation_steps == 8
+        assert (
+            cpu.per_device_train_batch_size * cpu.gradient_accumulation_steps
+            == gpu.per_device_train_batch_size * gpu.gradient_accumulation_steps
+            == 8
+        )
         assert gpu.bf16 and not cpu.bf16 and gpu.output_dir != cpu.output_dir
-        same = {f: getattr(cpu, f) for f in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16",
-                                               "output_dir", "logging_steps", "save_steps", "save_total_limit")}
+        same = {
+            f: getattr(cpu, f)
+            for f in (
+                "per_device_train_batch_size",
+                "gradient_accumulation_steps",
+                "bf16",
+                "output_dir",
+                "logging_steps",
+                "save_steps",
+                "save_total_limit",
+            )
+        }
         assert dataclasses.replace(gpu, **same) == cpu
 
 
@@ -316,12 +372,21 @@ def test_the_gpu_variants_of_v2_and_the_ablation_are_their_cpu_recipes_batched_i
 def test_extra_windows_add_smaller_windows_of_the_same_questions(tmp_path):
     from lazymem.train.sft_data import SFTDataConfig, build_sft_data
 
-    base = dict(datasets=("synthetic:messages=150,seed=1,histories=1,questions=6,varied=1",),
-                retrieval=RetrievalConfig(n=6, dense_model=None, disk_cache=False), teacher="gold", questions=None,
-                split=None, balance=False, progress=False)
+    base = dict(
+        datasets=("synthetic:messages=150,seed=1,histories=1,questions=6,varied=1",),
+        retrieval=RetrievalConfig(n=6, dense_model=None, disk_cache=False),
+        teacher="gold",
+        questions=None,
+        split=None,
+        balance=False,
+        progress=False,
+    )
     build_sft_data(SFTDataConfig(**base, output_dir=str(tmp_path / "one")))
-    build_sft_data(SFTDataConfig.from_dict({**base, "extra_windows": [{"w": 1, "L": 4, "s": 3}],
-                                            "output_dir": str(tmp_path / "two")}))
+    build_sft_data(
+        SFTDataConfig.from_dict(
+            {**base, "extra_windows": [{"w": 1, "L": 4, "s": 3}], "output_dir": str(tmp_path / "two")}
+        )
+    )
     rows = [json.loads(x) for x in (tmp_path / "two" / "sft.jsonl").read_text().splitlines()]
     sizes = Counter(len(r["decision_positions"]) for r in rows)
     assert max(sizes) <= 8 and any(n <= 4 for n in sizes)
@@ -386,10 +451,16 @@ def test_a_shipped_version_is_fingerprinted_under_one_name_and_v1_runs_stay_fres
     assert fp("lazymem-135m") == fp("lazymem-135m-v2") != fp("lazymem-135m-v1")
     old_v1 = fp("lazymem-135m-v1")
     assert fp("x/final") not in (old_v1, fp("lazymem-135m"))
-    win = {a: window_identity(WindowEvalConfig(data="d.jsonl", mpm=LLMConfig(adapter=a)))["mpm"]["adapter"]
-           for a in ("lazymem-135m", "lazymem-135m-v1", "lazymem-135m-v2", None)}
-    assert win == {"lazymem-135m": "lazymem-135m-v2", "lazymem-135m-v1": "lazymem-135m",
-                   "lazymem-135m-v2": "lazymem-135m-v2", None: None}
+    win = {
+        a: window_identity(WindowEvalConfig(data="d.jsonl", mpm=LLMConfig(adapter=a)))["mpm"]["adapter"]
+        for a in ("lazymem-135m", "lazymem-135m-v1", "lazymem-135m-v2", None)
+    }
+    assert win == {
+        "lazymem-135m": "lazymem-135m-v2",
+        "lazymem-135m-v1": "lazymem-135m",
+        "lazymem-135m-v2": "lazymem-135m-v2",
+        None: None,
+    }
 
 
 # --- the pipeline table (lazymem.eval.table) -----------------------------------------------------------
@@ -400,12 +471,18 @@ def test_eval_table_runs_cells_resumes_and_computes_ratios(tmp_path):
     from lazymem.llm import FakeBackend
 
     base = tmp_path / "base.yaml"
-    base.write_text("dataset: 'synthetic:messages=150,seed=0,histories=1,questions=6'\nlimit: 2\njudge: none\n"
-                    "count_tokens: false\npipeline:\n  retrieval: {n: 4, dense_model: null, disk_cache: false}\n"
-                    "  window: {w: 1, L: 3, s: 2}\n")
-    cfg = EvalTableConfig(base=str(base), sets={"syn": {"limit": 2}},
-                          rows={"drop": {}, "rag": {"pipeline.method": "rag"}}, reference="rag",
-                          output_dir=str(tmp_path / "t"))
+    base.write_text(
+        "dataset: 'synthetic:messages=150,seed=0,histories=1,questions=6'\nlimit: 2\njudge: none\n"
+        "count_tokens: false\npipeline:\n  retrieval: {n: 4, dense_model: null, disk_cache: false}\n"
+        "  window: {w: 1, L: 3, s: 2}\n"
+    )
+    cfg = EvalTableConfig(
+        base=str(base),
+        sets={"syn": {"limit": 2}},
+        rows={"drop": {}, "rag": {"pipeline.method": "rag"}},
+        reference="rag",
+        output_dir=str(tmp_path / "t"),
+    )
     made = []
 
     def clients(set_name, row):
@@ -414,6 +491,7 @@ def test_eval_table_runs_cells_resumes_and_computes_ratios(tmp_path):
         def mpm(prompt, sampling):  # all-DROP, the right count for each window
             n = prompt[-1]["content"].count('"role":')
             return "[" + ", ".join([DROP] * n) + "]"
+
         return {"mpm": FakeBackend(mpm), "answer": FakeBackend(lambda p, s: "Lisbon")}
 
     table = run_eval_table(cfg, progress=False, clients_for=clients)
@@ -423,8 +501,9 @@ def test_eval_table_runs_cells_resumes_and_computes_ratios(tmp_path):
     assert (tmp_path / "t" / "syn" / "drop" / "records.jsonl").is_file()
     md = (tmp_path / "t" / "table.md").read_text()
     assert "| drop | 2 | 1.000 |" in md
-    only = EvalTableConfig(base=str(base), sets=cfg.sets, rows=cfg.rows, reference="rag", only=("rag",),
-                           output_dir=cfg.output_dir)
+    only = EvalTableConfig(
+        base=str(base), sets=cfg.sets, rows=cfg.rows, reference="rag", only=("rag",), output_dir=cfg.output_dir
+    )
     again = run_eval_table(only, progress=False, clients_for=clients)
     assert made == ["drop", "rag", "rag"] and again["syn"]["drop"] == row  # "drop" read back, not run
     with pytest.raises(ConfigError, match="reference"):
@@ -439,8 +518,12 @@ def test_project_eval_table_config_loads_every_cell():
     from lazymem.train.recipe import load_recipe
 
     t = load_recipe(EvalTableConfig, ROOT / "configs" / "tables" / "lazymem135m.yaml")
-    assert t.reference == "rag_top50" and {"base_free", "base_constrained", "grpo_sft_gpu_keepbias",
-                                           "extractive"} <= set(t.rows)
+    assert t.reference == "rag_top50" and {
+        "base_free",
+        "base_constrained",
+        "grpo_sft_gpu_keepbias",
+        "extractive",
+    } <= set(t.rows)
     for s in t.sets:
         for r in t.rows:
             c = EvalConfig.from_yaml(ROOT / t.base, t.cell_overrides(s, r))
@@ -484,8 +567,9 @@ def test_the_test_tables_default_row_decodes_exactly_as_the_shipped_card_says(ta
         content = row.mpm.extra_body["content_adapter"]
         assert weights(content) == weights(writer), (table, s, content)
         rest["mpm"] = {**rest["mpm"], "extra_body": {**row.mpm.extra_body, "content_adapter": writer}}
-        card = PipelineConfig.from_dict({**rest, "mpm_decoding": "card",
-                                         "mpm_sampling": {**row.mpm_sampling.as_dict(), "logit_bias": None}})
+        card = PipelineConfig.from_dict(
+            {**rest, "mpm_decoding": "card", "mpm_sampling": {**row.mpm_sampling.as_dict(), "logit_bias": None}}
+        )
         assert row.mpm.adapter == "lazymem-135m" and row.lazymem.trace_independent
         got = card.to_dict()
         got["mpm"]["extra_body"]["content_adapter"] = content
@@ -500,22 +584,40 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
 
     src = tmp_path / "grpo" / "final"
     src.mkdir(parents=True)
-    (src / "adapter_config.json").write_text(json.dumps({"r": 16, "lora_alpha": 32, "target_modules": ["q_proj"],
-                                                         "layers_to_transform": [15, 16]}))
+    (src / "adapter_config.json").write_text(
+        json.dumps({"r": 16, "lora_alpha": 32, "target_modules": ["q_proj"], "layers_to_transform": [15, 16]})
+    )
     (src / "adapter_model.safetensors").write_bytes(b"\0" * 1000)
     sft = tmp_path / "sft" / "checkpoint-40"  # an SFT run still in progress: its newest checkpoint counts
     sft.mkdir(parents=True)
-    (sft / "trainer_state.json").write_text(json.dumps({"global_step": 40, "max_steps": 161,
-                                                        "log_history": [{"step": 40, "loss": 0.12}]}))
+    (sft / "trainer_state.json").write_text(
+        json.dumps({"global_step": 40, "max_steps": 161, "log_history": [{"step": 40, "loss": 0.12}]})
+    )
     (sft / "wall_clock.json").write_text(json.dumps({"seconds": 7200.0, "segments": 2}))
-    (tmp_path / "grpo" / "train_result.json").write_text(json.dumps(
-        {"global_step": 30, "wall_s_total": 3600.0, "segments": 1, "recipe": {"learning_rate": 2e-5},
-         "log_history": [{"step": 30, "loss": 0.01}]}))
+    (tmp_path / "grpo" / "train_result.json").write_text(
+        json.dumps(
+            {
+                "global_step": 30,
+                "wall_s_total": 3600.0,
+                "segments": 1,
+                "recipe": {"learning_rate": 2e-5},
+                "log_history": [{"step": 30, "loss": 0.01}],
+            }
+        )
+    )
     (tmp_path / "w.json").write_text(json.dumps({"synthetic_heldout": {"sft": {"gate_fmt": 0.97, "windows": 40}}}))
-    cfg = ReleaseConfig(adapter=str(src), stage="sft+grpo", sft_data=str(tmp_path / "none.json"), rl_data=None,
-                        sft_run=str(tmp_path / "sft"), grpo_run=str(tmp_path / "grpo"),
-                        window_table=str(tmp_path / "w.json"),
-                        pipeline_table=None, dest=str(tmp_path / "asset"), measure_load=False)
+    cfg = ReleaseConfig(
+        adapter=str(src),
+        stage="sft+grpo",
+        sft_data=str(tmp_path / "none.json"),
+        rl_data=None,
+        sft_run=str(tmp_path / "sft"),
+        grpo_run=str(tmp_path / "grpo"),
+        window_table=str(tmp_path / "w.json"),
+        pipeline_table=None,
+        dest=str(tmp_path / "asset"),
+        measure_load=False,
+    )
     card = ship(cfg)
     assert (tmp_path / "asset" / "adapter_model.safetensors").read_bytes() == b"\0" * 1000
     assert card["sft"]["finished"] is False and card["sft"]["global_step"] == 40 and card["sft"]["wall_s_total"] == 7200
@@ -527,23 +629,50 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     assert run_summary(str(tmp_path / "nothing")) is None and "SFT2" not in md and "## Decoding" not in md
     # a second SFT stage and a chosen KEEP bias appear in the card when given
     (tmp_path / "sft2").mkdir()
-    (tmp_path / "sft2" / "train_result.json").write_text(json.dumps(
-        {"global_step": 81, "wall_s_total": 4620.0, "segments": 2, "log_history": [{"step": 81, "loss": 0.04}]}))
-    (tmp_path / "kb.json").write_text(json.dumps({
-        "keep_bias": 2.197225, "auc": 0.85, "settings": {"pairs": "dev.jsonl"},
-        "chosen": {"threshold": 0.1, "by": "max mean R_act", "gold_recall": 0.8, "nongold_keep_rate": 0.2}}))
+    (tmp_path / "sft2" / "train_result.json").write_text(
+        json.dumps(
+            {"global_step": 81, "wall_s_total": 4620.0, "segments": 2, "log_history": [{"step": 81, "loss": 0.04}]}
+        )
+    )
+    (tmp_path / "kb.json").write_text(
+        json.dumps(
+            {
+                "keep_bias": 2.197225,
+                "auc": 0.85,
+                "settings": {"pairs": "dev.jsonl"},
+                "chosen": {"threshold": 0.1, "by": "max mean R_act", "gold_recall": 0.8, "nongold_keep_rate": 0.2},
+            }
+        )
+    )
     card = ship(dataclasses.replace(cfg, sft2_run=str(tmp_path / "sft2"), keep_bias=str(tmp_path / "kb.json")))
     md = (tmp_path / "asset" / "README.md").read_text()
     assert card["sft2"]["global_step"] == 81 and "SFT2: 81 optimizer steps (finished)" in md
     assert '`logit_bias: {" KEEP": 2.197225}`' in md and "at least 0.1" in md and "dev.jsonl" in md
     assert "offline, on CPU" in md and "- machine: " in md and card["device_run"] is None
     # a KEEP bias chosen together with the lexical prior (lazymem train keep-prior)
-    (tmp_path / "kp.json").write_text(json.dumps({
-        "settings": {"select": ["dev160.json"]}, "windows": 160,
-        "chosen": {"by": "max mean R_act", "keep_prior": 8.0, "keep_bias": 0.25, "gold_recall": 0.84,
-                   "nongold_keep_rate": 0.05, "mean_r_act": 0.9},
-        "no_prior": {"keep_prior": 0.0, "keep_bias": 1.5, "gold_recall": 0.81, "nongold_keep_rate": 0.08,
-                     "mean_r_act": 0.87}}))
+    (tmp_path / "kp.json").write_text(
+        json.dumps(
+            {
+                "settings": {"select": ["dev160.json"]},
+                "windows": 160,
+                "chosen": {
+                    "by": "max mean R_act",
+                    "keep_prior": 8.0,
+                    "keep_bias": 0.25,
+                    "gold_recall": 0.84,
+                    "nongold_keep_rate": 0.05,
+                    "mean_r_act": 0.9,
+                },
+                "no_prior": {
+                    "keep_prior": 0.0,
+                    "keep_bias": 1.5,
+                    "gold_recall": 0.81,
+                    "nongold_keep_rate": 0.08,
+                    "mean_r_act": 0.87,
+                },
+            }
+        )
+    )
     card = ship(dataclasses.replace(cfg, keep_bias=str(tmp_path / "kp.json"), decoding={"keep_prior": 8.0}))
     md = (tmp_path / "asset" / "README.md").read_text()
     assert (card["keep_bias"]["keep_bias"], card["keep_bias"]["keep_prior"]) == (0.25, 8.0)
@@ -552,32 +681,75 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     assert "keep_prior_dense" not in md and "keep_prior_dense" not in card["keep_bias"]
     assert "trace_independent" not in md
     # ... decided line by line without the earlier ops (pipeline.trace_independent): the card says so
-    card = ship(dataclasses.replace(cfg, keep_bias=str(tmp_path / "kp.json"),
-                                    decoding={"keep_prior": 8.0, "trace_independent": True}))
+    card = ship(
+        dataclasses.replace(
+            cfg, keep_bias=str(tmp_path / "kp.json"), decoding={"keep_prior": 8.0, "trace_independent": True}
+        )
+    )
     md = (tmp_path / "asset" / "README.md").read_text()
     assert card["decoding"]["trace_independent"] is True and "`trace_independent: true`" in md
     assert "every earlier op DROP" in md and "context=drop" in md
     # ... and with the dense prior beside it: the card names its weight, its encoder and the lexical-only best
-    (tmp_path / "kpd.json").write_text(json.dumps({
-        "settings": {"select": ["dev160.json"]}, "windows": 160,
-        "chosen": {"by": "max mean R_act", "keep_prior": 8.0, "keep_prior_dense": 10.0, "keep_bias": -1.5,
-                   "keep_prior_model": "minilm-offline", "gold_recall": 0.9, "nongold_keep_rate": 0.08,
-                   "mean_r_act": 0.92},
-        "no_dense": {"keep_prior": 8.0, "keep_prior_dense": 0.0, "keep_bias": 0.25, "gold_recall": 0.84,
-                     "nongold_keep_rate": 0.05, "mean_r_act": 0.9},
-        "no_prior": {"keep_prior": 0.0, "keep_prior_dense": 0.0, "keep_bias": 1.5, "gold_recall": 0.81,
-                     "nongold_keep_rate": 0.08, "mean_r_act": 0.87}}))
-    card = ship(dataclasses.replace(cfg, keep_bias=str(tmp_path / "kpd.json"),
-                                    decoding={"keep_prior": 8.0, "keep_prior_dense": 10.0}))
+    (tmp_path / "kpd.json").write_text(
+        json.dumps(
+            {
+                "settings": {"select": ["dev160.json"]},
+                "windows": 160,
+                "chosen": {
+                    "by": "max mean R_act",
+                    "keep_prior": 8.0,
+                    "keep_prior_dense": 10.0,
+                    "keep_bias": -1.5,
+                    "keep_prior_model": "minilm-offline",
+                    "gold_recall": 0.9,
+                    "nongold_keep_rate": 0.08,
+                    "mean_r_act": 0.92,
+                },
+                "no_dense": {
+                    "keep_prior": 8.0,
+                    "keep_prior_dense": 0.0,
+                    "keep_bias": 0.25,
+                    "gold_recall": 0.84,
+                    "nongold_keep_rate": 0.05,
+                    "mean_r_act": 0.9,
+                },
+                "no_prior": {
+                    "keep_prior": 0.0,
+                    "keep_prior_dense": 0.0,
+                    "keep_bias": 1.5,
+                    "gold_recall": 0.81,
+                    "nongold_keep_rate": 0.08,
+                    "mean_r_act": 0.87,
+                },
+            }
+        )
+    )
+    card = ship(
+        dataclasses.replace(
+            cfg, keep_bias=str(tmp_path / "kpd.json"), decoding={"keep_prior": 8.0, "keep_prior_dense": 10.0}
+        )
+    )
     md = (tmp_path / "asset" / "README.md").read_text()
     assert (card["keep_bias"]["keep_prior_dense"], card["keep_bias"]["keep_prior_model"]) == (10.0, "minilm-offline")
     assert "`keep_prior_dense: 10.0`" in md and "under `minilm-offline`" in md and '" KEEP": -1.5' in md
     assert "the best lexical prior alone, 8.0 with bias 0.25: 0.84, 0.05, 0.9" in md
     # stages trained on a leased GPU: the card says where, and quotes the device script's record
-    (tmp_path / "run.json").write_text(json.dumps({
-        "machine": "one leased GPU", "commands": ["bash scripts/device_train.sh"],
-        "calls": [{"device": "GPU", "wall_s": 473.1, "skipped": [], "stages": {
-            "sft": {"global_step": 410, "train_s": 240.6, "eval": {"x": {}}}}}]}))
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {
+                "machine": "one leased GPU",
+                "commands": ["bash scripts/device_train.sh"],
+                "calls": [
+                    {
+                        "device": "GPU",
+                        "wall_s": 473.1,
+                        "skipped": [],
+                        "stages": {"sft": {"global_step": 410, "train_s": 240.6, "eval": {"x": {}}}},
+                    }
+                ],
+            }
+        )
+    )
     card = ship(dataclasses.replace(cfg, trained_on="one leased NVIDIA H200", device_run=str(tmp_path / "run.json")))
     md = (tmp_path / "asset" / "README.md").read_text()
     assert "offline, on one leased NVIDIA H200;" in md and "- trained on: one leased NVIDIA H200" in md
@@ -588,12 +760,26 @@ def test_release_copies_the_adapter_and_writes_a_card_from_files(tmp_path):
     writer.mkdir(parents=True)
     (writer / "adapter_config.json").write_text(json.dumps({"r": 16}))
     (writer / "adapter_model.safetensors").write_bytes(b"\1" * 500)
-    (tmp_path / "content" / "train_result.json").write_text(json.dumps(
-        {"global_step": 64, "wall_s_total": 5124.0, "segments": 1, "recipe": {"adapter": "lazymem/assets/x"},
-         "log_history": [{"step": 64, "loss": 0.05}]}))
+    (tmp_path / "content" / "train_result.json").write_text(
+        json.dumps(
+            {
+                "global_step": 64,
+                "wall_s_total": 5124.0,
+                "segments": 1,
+                "recipe": {"adapter": "lazymem/assets/x"},
+                "log_history": [{"step": 64, "loss": 0.05}],
+            }
+        )
+    )
     (tmp_path / "cw.json").write_text(json.dumps({"v2_dev": {"writes": {"kept_tokens": 18.5, "windows": 120}}}))
-    card = ship(dataclasses.replace(cfg, content_adapter=str(writer), content_run=str(tmp_path / "content"),
-                                    content_table=str(tmp_path / "cw.json")))
+    card = ship(
+        dataclasses.replace(
+            cfg,
+            content_adapter=str(writer),
+            content_run=str(tmp_path / "content"),
+            content_table=str(tmp_path / "cw.json"),
+        )
+    )
     w = card["content_adapter"]
     assert (tmp_path / "asset-writer" / "adapter_model.safetensors").read_bytes() == b"\1" * 500
     assert (w["name"], w["adapter_bytes"], w["sft"]["global_step"]) == ("lazymem-135m-v2-writer", 500, 64)
@@ -630,12 +816,25 @@ def test_demo_shows_kept_memory_next_to_gold_and_falls_back_without_the_adapter(
     ds = load_dataset("synthetic:messages=150,seed=0,histories=1,questions=6")
     q = next(q for q in ds.questions if q.evidence)
     gold = q.evidence[0]
-    rec = {"answer": "an answer", "construction": {"n_windows": 2, "n_valid": 2, "n_fmt": 2, "n_kept": 2,
-                                                   "n_messages": 8, "n_decided": 8, "n_gold_kept": 1,
-                                                   "n_gold": len(q.evidence), "failures": {}},
-           "decisions": [{"pos": gold, "op": "KEEP", "content": "THE GOLD LINE", "reason": None},
-                         {"pos": gold + 1, "op": "KEEP", "content": "another line", "reason": None},
-                         {"pos": gold + 2, "op": "DROP", "content": "", "reason": None}]}
+    rec = {
+        "answer": "an answer",
+        "construction": {
+            "n_windows": 2,
+            "n_valid": 2,
+            "n_fmt": 2,
+            "n_kept": 2,
+            "n_messages": 8,
+            "n_decided": 8,
+            "n_gold_kept": 1,
+            "n_gold": len(q.evidence),
+            "failures": {},
+        },
+        "decisions": [
+            {"pos": gold, "op": "KEEP", "content": "THE GOLD LINE", "reason": None},
+            {"pos": gold + 1, "op": "KEEP", "content": "another line", "reason": None},
+            {"pos": gold + 2, "op": "DROP", "content": "", "reason": None},
+        ],
+    }
     from lazymem.eval.records import RunRecord
 
     show_memories({q.id: RunRecord.from_json({"question_id": q.id, "method": "lazymem", "status": "ok", **rec})}, ds)
@@ -660,13 +859,16 @@ def test_trace_constrained_decoding_is_wired_through_pipeline_and_window_eval(tm
 
     assert decision_schema(3, think=True)[THINK_LINES] == 3 and THINK_LINES not in decision_schema(3)
     with pytest.raises(ConfigError, match="structured_trace"):
-        PipelineConfig(lazymem={"structured": True, "structured_trace": True},
-                       mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        PipelineConfig(
+            lazymem={"structured": True, "structured_trace": True},
+            mpm=LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1"),
+        )
     assert PipelineConfig.from_dict({"structured": True, "structured_trace": True}).lazymem.structured_trace
     data = _jsonl(tmp_path / "pairs.jsonl", _rows(2))
     fake = FakeBackend(lambda p, s: "<think>\n1. a\n2. b\n</think>\n" + _oracle(p, s))
-    s = evaluate_windows(WindowEvalConfig(data=data, structured=True, structured_trace=True), None, client=fake,
-                         progress=False)
+    s = evaluate_windows(
+        WindowEvalConfig(data=data, structured=True, structured_trace=True), None, client=fake, progress=False
+    )
     assert s["gate_fmt"] == 1.0 and all(sp.json_schema[THINK_LINES] == 2 for _, sp in fake.calls)
 
 
@@ -678,8 +880,10 @@ def test_window_eval_runs_separate_calls_side_by_side_on_llama_cpp_instances(tmp
 
     from lazymem.llm import FakeBackend
 
-    rows = [dict(r, decision_positions=list(range(10 * i, 10 * i + 1 + i % 3)), gold_labels=[True] + [False] * (i % 3))
-            for i, r in enumerate(_rows(6))]
+    rows = [
+        dict(r, decision_positions=list(range(10 * i, 10 * i + 1 + i % 3)), gold_labels=[True] + [False] * (i % 3))
+        for i, r in enumerate(_rows(6))
+    ]
     active, peak, lock = [0], [0], threading.Lock()
 
     def slow(prompt, sampling):
@@ -694,8 +898,12 @@ def test_window_eval_runs_separate_calls_side_by_side_on_llama_cpp_instances(tmp
 
     data = _jsonl(tmp_path / "pairs.jsonl", rows)
     cpp = LLMConfig(backend="llamacpp", model="smollm2-offline", batch_size=2)
-    s = evaluate_windows(WindowEvalConfig(data=data, mpm=cpp, structured=True), tmp_path / "out",
-                         client=FakeBackend(slow), progress=False)
+    s = evaluate_windows(
+        WindowEvalConfig(data=data, mpm=cpp, structured=True),
+        tmp_path / "out",
+        client=FakeBackend(slow),
+        progress=False,
+    )
     assert peak[0] == 2 and s["gate_fmt"] == 1.0 and s["gold_keep_recall"] == 1.0
     records = [json.loads(line) for line in (tmp_path / "out" / "windows.jsonl").read_text().splitlines()]
     assert [r["question_id"] for r in records] == [f"q{i}" for i in range(6)]
@@ -749,15 +957,24 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     results = ROOT / "docs/results/lazymem-135m"
     # the development windows: synthetic (keep_bias*.json, v2_dev/, v3_dev/) and, for labelled target-calibrated rows,
     # LoCoMo conversations 1-8 (locomo_dev/; never the test conversations 9-10)
-    records = [json.loads(p.read_text()) for p in sorted([*results.glob("keep_bias*.json"),
-                                                          *results.glob("v2_dev/keep_bias*.json"),
-                                                          *results.glob("v3_dev/keep_bias*.json"),
-                                                          *results.glob("locomo_dev/keep_bias*.json")])]
+    records = [
+        json.loads(p.read_text())
+        for p in sorted(
+            [
+                *results.glob("keep_bias*.json"),
+                *results.glob("v2_dev/keep_bias*.json"),
+                *results.glob("v3_dev/keep_bias*.json"),
+                *results.glob("locomo_dev/keep_bias*.json"),
+            ]
+        )
+    ]
     if not records:
         pytest.skip("no keep_bias*.json yet (recipe steps keep-bias*)")
     # each shipped version is a copy of a training output (its card says which)
-    shipped = {name: json.loads((ROOT / "lazymem/assets" / d / "card.json").read_text())
-               for name, d in models.LAZYMEM_135M_VERSIONS.items()}
+    shipped = {
+        name: json.loads((ROOT / "lazymem/assets" / d / "card.json").read_text())
+        for name, d in models.LAZYMEM_135M_VERSIONS.items()
+    }
     source = {name: card["shipped_from"] for name, card in shipped.items()}
     assert source["lazymem-135m-v1"] == "models/lazymem-135m/train/grpo_sft_gpu/step3"
     source["lazymem-135m"] = source[models.LAZYMEM_135M_DEFAULT]
@@ -779,9 +996,10 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         assert len(contexts) == 1, r["settings"]
         independent = contexts.pop() == "drop"
         for c in (r["chosen"], r.get("no_dense")):  # (lexical prior, dense prior, bias); records before the dense one
-            if c:                                    # chose the lexical pair only
+            if c:  # chose the lexical pair only
                 pairs.setdefault((source.get(a, a), independent), set()).add(
-                    (c["keep_prior"], c.get("keep_prior_dense", 0.0), c["keep_bias"]))
+                    (c["keep_prior"], c.get("keep_prior_dense", 0.0), c["keep_bias"])
+                )
         chosen.setdefault(source.get(a, a), set()).add(r["no_prior"]["keep_bias"])
     biased, prior = {}, {}
     demo = yaml.safe_load((ROOT / "configs/eval/demo.yaml").read_text())["pipeline"]
@@ -790,21 +1008,30 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     else:
         demo_key = (source[demo["mpm"]["adapter"]], demo["mpm_sampling"]["logit_bias"][" KEEP"])
         if demo.get("keep_prior") or demo.get("keep_prior_dense"):
-            prior["demo"] = ((demo_key[0], bool(demo.get("trace_independent"))),
-                             (demo.get("keep_prior", 0.0), demo.get("keep_prior_dense", 0.0), demo_key[1]))
+            prior["demo"] = (
+                (demo_key[0], bool(demo.get("trace_independent"))),
+                (demo.get("keep_prior", 0.0), demo.get("keep_prior_dense", 0.0), demo_key[1]),
+            )
         else:
             biased["demo"] = demo_key
     table = yaml.safe_load((ROOT / "configs/tables/lazymem135m.yaml").read_text())["rows"]
-    biased.update({f"table.{n}": (r["pipeline.mpm.adapter"], r["pipeline.mpm_sampling.logit_bias"][" KEEP"])
-                   for n, r in table.items() if r.get("pipeline.mpm_sampling.logit_bias")})  # null: no bias
+    biased.update(
+        {
+            f"table.{n}": (r["pipeline.mpm.adapter"], r["pipeline.mpm_sampling.logit_bias"][" KEEP"])
+            for n, r in table.items()
+            if r.get("pipeline.mpm_sampling.logit_bias")
+        }
+    )  # null: no bias
     for cfg in ("main_table_locomo.yaml", "paper_shape_locomo.yaml", "longmemeval_s_real.yaml"):
         rows = yaml.safe_load((ROOT / "configs/tables" / cfg).read_text())["rows"]
         for n, r in rows.items():
             bias = r.get("pipeline.mpm_sampling.logit_bias") or (r.get("pipeline.mpm_sampling") or {}).get("logit_bias")
             if r.get("pipeline.mpm.adapter") in source and bias and r.get("pipeline.keep_prior"):
                 key = (source[r["pipeline.mpm.adapter"]], bool(r.get("pipeline.trace_independent")))
-                prior[f"{cfg}.{n}"] = (key, (r["pipeline.keep_prior"], r.get("pipeline.keep_prior_dense", 0.0),
-                                             bias[" KEEP"]))
+                prior[f"{cfg}.{n}"] = (
+                    key,
+                    (r["pipeline.keep_prior"], r.get("pipeline.keep_prior_dense", 0.0), bias[" KEEP"]),
+                )
             elif r.get("pipeline.mpm.adapter") in source and bias:
                 biased[f"{cfg}.{n}"] = (source[r["pipeline.mpm.adapter"]], bias[" KEEP"])
     assert len(biased) >= 4 and all(b in chosen.get(a, ()) for a, b in biased.values()), (chosen, biased)
@@ -814,7 +1041,8 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
         if kb.get("keep_prior") is not None:
             independent = bool((card.get("decoding") or {}).get("trace_independent"))
             assert (kb["keep_prior"], kb.get("keep_prior_dense", 0.0), kb["keep_bias"]) in pairs[
-                (card["shipped_from"], independent)]
+                (card["shipped_from"], independent)
+            ]
             # the card ships the prior it chose
             assert card["decoding"]["keep_prior"] == kb["keep_prior"]
             assert card["decoding"].get("keep_prior_dense", 0.0) == kb.get("keep_prior_dense", 0.0)

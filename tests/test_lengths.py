@@ -1,4 +1,5 @@
 """Message-length report (lazymem.data.lengths, `lazymem data lengths`) on tiny generated specs."""
+
 from __future__ import annotations
 
 import json

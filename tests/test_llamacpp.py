@@ -1,6 +1,7 @@
 """The llama.cpp engine (lazymem.llm.llamacpp) on the real SmolLM2 GGUF and the shipped LazyMem-135M
 adapter: the merged GGUF acts like PEFT's model, free and grammar-constrained decoding, logit bias.
 Skipped where the optional llama-cpp-python is not installed (`pip install 'lazymem[llamacpp]'`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,10 @@ from lazymem.llm import LLMConfig, Sampling, make_client  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-PROMPT = [{"role": "system", "content": "You answer briefly."},
-          {"role": "user", "content": "Name the capital of Portugal."}]
+PROMPT = [
+    {"role": "system", "content": "You answer briefly."},
+    {"role": "user", "content": "Name the capital of Portugal."},
+]
 
 
 def _llama_logits(path, ids):
@@ -61,8 +64,9 @@ def test_the_merged_gguf_acts_like_the_peft_adapter(tmp_path):
 
 @pytest.fixture(scope="module")
 def client():
-    return make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2,
-                                 batch_size=1))
+    return make_client(
+        LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2, batch_size=1)
+    )
 
 
 def test_greedy_generation_reads_the_same_prompt_tokens_as_transformers(client):
@@ -75,8 +79,10 @@ def test_greedy_generation_reads_the_same_prompt_tokens_as_transformers(client):
 
 def test_grammar_gives_a_valid_decision_array_after_its_trace(client):
     schema = {k: v for k, v in decision_schema(3, think=True).items() if k != "x-lazymem-array-follows-trace"}
-    user = ("Query: Where does the user live?\nMessages:\n1. user: I moved to Lisbon.\n2. assistant: Nice!\n"
-            "3. user: The cat sleeps.\nLabel each message KEEP or DROP as a JSON array.")
+    user = (
+        "Query: Where does the user live?\nMessages:\n1. user: I moved to Lisbon.\n2. assistant: Nice!\n"
+        "3. user: The cat sleeps.\nLabel each message KEEP or DROP as a JSON array."
+    )
     out = client.generate([[{"role": "user", "content": user}]], Sampling(max_tokens=400, json_schema=schema))[0]
     assert out.ok and out.text.startswith("<think>\n1. ") and out.finish_reason == "stop", out
     assert parse_decisions(strip_think(out.text), [0, 1, 2]).fmt_ok
@@ -96,8 +102,9 @@ def test_the_array_follows_its_trace_in_a_second_pass(client):
 
     prompt = _prompt()
     schema = decision_schema(3, None, 8, think=True)
-    s = Sampling(max_tokens=300, json_schema=schema, grounded=window_texts(prompt),
-                 logit_bias={" DROP": 8.0, "KEEP": 8.0})
+    s = Sampling(
+        max_tokens=300, json_schema=schema, grounded=window_texts(prompt), logit_bias={" DROP": 8.0, "KEEP": 8.0}
+    )
     out = client.generate([prompt], s)[0]
     assert out.ok and out.finish_reason == "stop", out
     assert trace_ops(out.text) == ["DROP"] * 3, out.text
@@ -107,8 +114,9 @@ def test_the_array_follows_its_trace_in_a_second_pass(client):
     assert trace_ops(free.text) == ["DROP"] * 3, free.text
     assert "KEEP" in [d.op for d in parse_decisions(strip_think(free.text).strip(), [0, 1, 2]).decisions], free.text
     # without the bias tricks: the adapter's own trace, the array after it, each KEEP a span of its message
-    plain = client.generate([prompt], Sampling(max_tokens=300, json_schema=schema, grounded=window_texts(prompt),
-                                               logit_bias={" KEEP": 6.0}))[0]
+    plain = client.generate(
+        [prompt], Sampling(max_tokens=300, json_schema=schema, grounded=window_texts(prompt), logit_bias={" KEEP": 6.0})
+    )[0]
     assert plain.ok and plain.finish_reason == "stop", plain
     ops = [d.op for d in parse_decisions(strip_think(plain.text).strip(), [0, 1, 2]).decisions]
     assert ops == trace_ops(plain.text) and "KEEP" in ops, plain.text
@@ -121,8 +129,10 @@ def test_a_trace_that_takes_every_token_ends_as_length_without_an_array(client):
     from lazymem.construct.grounded import window_texts
 
     prompt = _prompt()
-    out = client.generate([prompt], Sampling(max_tokens=12, json_schema=decision_schema(3, None, 8, think=True),
-                                             grounded=window_texts(prompt)))[0]
+    out = client.generate(
+        [prompt],
+        Sampling(max_tokens=12, json_schema=decision_schema(3, None, 8, think=True), grounded=window_texts(prompt)),
+    )[0]
     assert out.finish_reason == "length" and out.completion_tokens <= 12 and "[" not in out.text, out
 
 
@@ -133,8 +143,9 @@ def test_logit_bias_by_token_text(client):
 
 
 def test_instances_side_by_side_give_the_sequential_outputs(client):
-    par = make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2,
-                                batch_size=4))
+    par = make_client(
+        LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2, batch_size=4)
+    )
     assert (par.n_instances, par.threads_per_instance) == (2, 1) and client.n_instances == 1
     prompts = [[{"role": "user", "content": f"Count to {i}."}] for i in (2, 3, 4)]
     s = Sampling(max_tokens=12)
@@ -180,4 +191,3 @@ def test_an_amx_build_loads_without_repacking_and_the_default_params_come_back()
     with pytest.raises(ValueError):
         new_llama(broken, model_path="m.gguf")
     assert seen == [False] and broken.llama_cpp.llama_model_default_params is default
-

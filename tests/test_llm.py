@@ -1,4 +1,5 @@
 """The LLM client interface (lazymem.llm): fake, cache, OpenAI-compatible servers, transformers."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,13 +36,22 @@ SENTINEL = "sk-test-SENTINEL-1234567890abcdef"
 
 # --- config and records --------------------------------------------------------------------------
 
+
 def test_sampling_defaults_and_validation():
     s = Sampling()
     assert (s.temperature, s.top_p, s.max_tokens, s.seed, s.stop, s.json_schema) == (0.0, 1.0, 512, 0, None, None)
     assert s.greedy and not Sampling(temperature=0.7).greedy
     assert Sampling(stop=["a", "b"]).stop == ("a", "b") and Sampling(stop="\n").stop == ("\n",)
-    for bad in (dict(temperature=-1), dict(top_p=0), dict(max_tokens=0), dict(max_tokens=True), dict(stop=[""]),
-                dict(json_schema=[1]), dict(json_schema={"x": object()}), dict(seed=1.5)):
+    for bad in (
+        dict(temperature=-1),
+        dict(top_p=0),
+        dict(max_tokens=0),
+        dict(max_tokens=True),
+        dict(stop=[""]),
+        dict(json_schema=[1]),
+        dict(json_schema={"x": object()}),
+        dict(seed=1.5),
+    ):
         with pytest.raises(ConfigError):
             Sampling(**bad)
 
@@ -51,9 +61,19 @@ def test_llm_config_validation_and_from_dict():
     assert c.concurrency == 64 and c.timeout == 180.0 and c.max_retries == 3 and c.batch_size == 8
     with pytest.raises(ConfigError, match="unknown field"):
         LLMConfig.from_dict({"backend": "fake", "temperature": 0})
-    for bad in (dict(backend="llama.cpp"), dict(model=""), dict(base_url="localhost:8000"), dict(concurrency=0),
-                dict(timeout=0), dict(max_retries=-1), dict(batch_size=0), dict(dtype="int8"),
-                dict(structured_output="guided_json"), dict(extra_body=[1]), dict(num_threads=0)):
+    for bad in (
+        dict(backend="llama.cpp"),
+        dict(model=""),
+        dict(base_url="localhost:8000"),
+        dict(concurrency=0),
+        dict(timeout=0),
+        dict(max_retries=-1),
+        dict(batch_size=0),
+        dict(dtype="int8"),
+        dict(structured_output="guided_json"),
+        dict(extra_body=[1]),
+        dict(num_threads=0),
+    ):
         with pytest.raises(ConfigError):
             LLMConfig(**bad)
 
@@ -74,6 +94,7 @@ def test_to_messages_and_completion_round_trip():
 
 
 # --- fake backend ------------------------------------------------------------------------------
+
 
 def test_fake_backend_scripts_list_dict_callable_and_echo():
     fake = FakeBackend(["a", RuntimeError("boom"), "c"])
@@ -108,6 +129,7 @@ def test_run_sync_works_inside_a_running_event_loop():
 
 # --- cache ---------------------------------------------------------------------------------
 
+
 def test_cache_returns_identical_completions_flagged_cached(tmp_path):
     fake = FakeBackend(lambda p, s: f"answer to {p}")
     client = CachedClient(fake, tmp_path)
@@ -135,8 +157,14 @@ def test_cache_key_covers_sampling_model_and_prompt_form(tmp_path):
     client = CachedClient(FakeBackend(), tmp_path)
     base = client.key("p", Sampling())
     assert base == client.key("p", Sampling())
-    for other in (Sampling(max_tokens=7), Sampling(temperature=0.5), Sampling(seed=1), Sampling(stop=["x"]),
-                  Sampling(json_schema={"type": "string"}), Sampling(top_p=0.9)):
+    for other in (
+        Sampling(max_tokens=7),
+        Sampling(temperature=0.5),
+        Sampling(seed=1),
+        Sampling(stop=["x"]),
+        Sampling(json_schema={"type": "string"}),
+        Sampling(top_p=0.9),
+    ):
         assert client.key("p", other) != base
     assert client.key([{"role": "system", "content": "s"}, {"role": "user", "content": "p"}]) != base
     assert CachedClient(FakeBackend(model="other"), tmp_path / "x").key("p") != base
@@ -185,12 +213,24 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append({"auth": self.headers.get("Authorization"), "body": body})
         status = type(self).script.pop(0) if type(self).script else 200
-        payload = ({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant",
-                                             "content": "pong " + body["messages"][-1]["content"]}}],
-                    "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
-                   if status == 200 else {"error": {"message": "try later"}})
+        payload = (
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "pong " + body["messages"][-1]["content"]},
+                    }
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+            }
+            if status == 200
+            else {"error": {"message": "try later"}}
+        )
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -216,8 +256,9 @@ def scripted_server():
 def test_openai_retries_5xx_and_429_then_succeeds(scripted_server, monkeypatch, caplog):
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
     _Scripted.script = [500, 429]
-    cfg = LLMConfig(backend="openai", model="m", base_url=scripted_server, max_retries=3, retry_wait=0.01,
-                    concurrency=1)
+    cfg = LLMConfig(
+        backend="openai", model="m", base_url=scripted_server, max_retries=3, retry_wait=0.01, concurrency=1
+    )
     with caplog.at_level(logging.DEBUG):
         out = make_client(cfg).generate(["ping"], Sampling(max_tokens=5, stop=["\n"]))
     assert out[0].ok and out[0].text == "pong ping" and (out[0].prompt_tokens, out[0].completion_tokens) == (5, 2)
@@ -247,7 +288,8 @@ def test_openai_request_carries_schema_and_vllm_extras(scripted_server):
     base = dict(backend="openai", model="m", base_url=scripted_server, chat_template_kwargs={"enable_thinking": False})
     make_client(LLMConfig(**base)).generate(["a"], Sampling(json_schema=schema))
     make_client(LLMConfig(**base, structured_output="structured_outputs", extra_body={"top_k": 5})).generate(
-        ["a"], Sampling(json_schema=schema))
+        ["a"], Sampling(json_schema=schema)
+    )
     first, second = (r["body"] for r in _Scripted.seen)
     assert first["response_format"]["json_schema"]["schema"] == schema and "structured_outputs" not in first
     assert first["chat_template_kwargs"] == {"enable_thinking": False}
@@ -256,8 +298,9 @@ def test_openai_request_carries_schema_and_vllm_extras(scripted_server):
 
 
 def test_openai_connection_refused_is_an_error_completion(caplog):
-    cfg = LLMConfig(backend="openai", model="m", base_url=f"http://127.0.0.1:{_free_port()}/v1",
-                    max_retries=2, retry_wait=0.01)
+    cfg = LLMConfig(
+        backend="openai", model="m", base_url=f"http://127.0.0.1:{_free_port()}/v1", max_retries=2, retry_wait=0.01
+    )
     out = make_client(cfg).generate(["a", "b"])
     assert all("APIConnectionError" in c.error for c in out)
     assert _retries(caplog) == 4
@@ -280,6 +323,7 @@ def test_vllm_backend_explains_itself_without_cuda():
 
 # --- models in this process (tiny random Qwen3) ----------------------------------------------------
 
+
 # Everything below loads torch and the 11 MB Qwen3 tokenizer (~5-15 s once per module): slow.
 @pytest.fixture(scope="module")
 def tiny_backend(tiny_model):
@@ -287,8 +331,13 @@ def tiny_backend(tiny_model):
     return TransformersBackend(LLMConfig(backend="transformers", model=tiny_model, batch_size=3, num_threads=1))
 
 
-PROMPTS = ["hi", "a longer prompt with quite a few more words in it, to force left padding", "x y",
-           [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}], "fifth prompt"]
+PROMPTS = [
+    "hi",
+    "a longer prompt with quite a few more words in it, to force left padding",
+    "x y",
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}],
+    "fifth prompt",
+]
 
 
 @pytest.mark.slow
@@ -312,7 +361,7 @@ def test_transformers_string_is_one_user_message(tiny_backend):
 @pytest.mark.slow
 def test_transformers_stop_strings_cut_like_openai(tiny_backend):
     free = tiny_backend.generate(["hi"], Sampling(max_tokens=16))[0].text
-    stop = free[len(free) // 2: len(free) // 2 + 3]
+    stop = free[len(free) // 2 : len(free) // 2 + 3]
     assert len(stop) == 3
     cut = tiny_backend.generate(["hi"], Sampling(max_tokens=16, stop=[stop]))[0]
     assert cut.text == free[: free.find(stop)] and cut.finish_reason == "stop"
@@ -357,9 +406,17 @@ def test_transformers_through_cache(tiny_model, tmp_path):
 @pytest.mark.slow
 def test_transformers_json_schema_outputs_parse(tiny_backend):
     pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")
-    schema = {"type": "array", "minItems": 2, "maxItems": 2, "items": {
-        "type": "object", "additionalProperties": False, "required": ["op", "reason"],
-        "properties": {"op": {"enum": ["KEEP", "DROP"]}, "reason": {"type": "string", "maxLength": 12}}}}
+    schema = {
+        "type": "array",
+        "minItems": 2,
+        "maxItems": 2,
+        "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["op", "reason"],
+            "properties": {"op": {"enum": ["KEEP", "DROP"]}, "reason": {"type": "string", "maxLength": 12}},
+        },
+    }
     out = tiny_backend.generate(PROMPTS[:4], Sampling(max_tokens=60, json_schema=schema))
     for c in out:  # a random model still writes schema-valid JSON when constrained
         value = json.loads(c.text)
@@ -369,12 +426,20 @@ def test_transformers_json_schema_outputs_parse(tiny_backend):
 
 # --- a real OpenAI-compatible server: `transformers serve` on the tiny model -----------------------
 
+
 @pytest.mark.slow
 def test_openai_backend_against_transformers_serve(served, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
     url = served.ensure()
-    cfg = LLMConfig(backend="openai", model=served.model, base_url=url, concurrency=4, cache_dir=str(tmp_path),
-                    max_retries=1, retry_wait=0.05)
+    cfg = LLMConfig(
+        backend="openai",
+        model=served.model,
+        base_url=url,
+        concurrency=4,
+        cache_dir=str(tmp_path),
+        max_retries=1,
+        retry_wait=0.05,
+    )
     client = make_client(cfg)
     prompts = ["one", "two", [{"role": "user", "content": "three"}], "four"]
     with caplog.at_level(logging.DEBUG):
@@ -395,8 +460,9 @@ def test_openai_backend_against_transformers_serve(served, tmp_path, monkeypatch
 @pytest.mark.slow
 def test_server_killed_mid_run_gives_error_completions(served):
     url = served.ensure()
-    cfg = LLMConfig(backend="openai", model=served.model, base_url=url, concurrency=1, max_retries=1,
-                    retry_wait=0.05, timeout=30)
+    cfg = LLMConfig(
+        backend="openai", model=served.model, base_url=url, concurrency=1, max_retries=1, retry_wait=0.05, timeout=30
+    )
     client = make_client(cfg)
 
     def kill_after_first_answer():
@@ -455,8 +521,9 @@ def test_transformers_constrained_trace_then_array_has_the_exact_count(tiny_back
     pytest.importorskip("outlines", reason="constrained decoding needs outlines==1.3.3")
     from lazymem.construct import decision_schema, parse_decisions, strip_think
 
-    out = tiny_backend.generate(PROMPTS[:2],
-                                Sampling(max_tokens=1500, json_schema=decision_schema(2, 8, 4, think=True)))
+    out = tiny_backend.generate(
+        PROMPTS[:2], Sampling(max_tokens=1500, json_schema=decision_schema(2, 8, 4, think=True))
+    )
     for c in out:
         assert c.text.startswith("<think>\n") and c.text.count("\n</think>\n") == 1, c.text
         trace = c.text.split("</think>")[0].splitlines()[1:]
@@ -496,8 +563,9 @@ def test_auto_backend_picks_llamacpp_only_for_gguf_models_where_it_is_installed(
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: object() if name == "llama_cpp" else real(name, *a)
+    )
     assert LLMConfig(backend="auto").backend == "llamacpp"
     assert LLMConfig.from_dict({"backend": "auto", "model": "/models/x.gguf"}).backend == "llamacpp"
     assert LLMConfig(backend="auto", model="Qwen/Qwen3-4B").backend == "transformers"

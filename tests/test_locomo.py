@@ -1,4 +1,5 @@
 """Tests for lazymem.data.locomo: counts on the real file, evidence repairs, bad input."""
+
 from __future__ import annotations
 
 import doctest
@@ -62,8 +63,12 @@ def test_paper_subset(path):
 
 def test_evidence_hand_checked(full):
     q = full.question("conv-26:q0")
-    assert (q.text, q.answer, q.type, q.category) == ("When did Caroline go to the LGBTQ support group?",
-                                                      "7 May 2023", "temporal", 2)
+    assert (q.text, q.answer, q.type, q.category) == (
+        "When did Caroline go to the LGBTQ support group?",
+        "7 May 2023",
+        "temporal",
+        2,
+    )
     h = full.history(q)
     assert q.evidence == (2,)
     assert h[2].id == "D1:3" and h[2].role == "Caroline" and h[2].session_id == "session_1" and h[2].turn == 2
@@ -95,10 +100,16 @@ def test_repairs_and_drops_are_recorded(full):
         ("sample conv-43 (index 4)", "qa[18].evidence[4]", "repaired: 'D:11:26' -> ['D11:26']"),
         ("sample conv-47 (index 6)", "qa[38].evidence[0]", "dropped"),
         ("sample conv-49 (index 8)", "qa[31].evidence[0]", "repaired: 'D9:1 D4:4 D4:6' -> ['D9:1', 'D4:4', 'D4:6']"),
-        ("sample conv-49 (index 8)", "qa[38].evidence[0]",
-         "repaired: 'D22:1 D22:2 D9:10 D9:11' -> ['D22:1', 'D22:2', 'D9:10', 'D9:11']"),
-        ("sample conv-49 (index 8)", "qa[46].evidence[0]",
-         "repaired: 'D21:18 D21:22 D11:15 D11:19' -> ['D21:18', 'D21:22', 'D11:15', 'D11:19']"),
+        (
+            "sample conv-49 (index 8)",
+            "qa[38].evidence[0]",
+            "repaired: 'D22:1 D22:2 D9:10 D9:11' -> ['D22:1', 'D22:2', 'D9:10', 'D9:11']",
+        ),
+        (
+            "sample conv-49 (index 8)",
+            "qa[46].evidence[0]",
+            "repaired: 'D21:18 D21:22 D11:15 D11:19' -> ['D21:18', 'D21:22', 'D11:15', 'D11:19']",
+        ),
         ("sample conv-50 (index 9)", "qa[69].evidence[0]", "repaired: 'D30:05' -> ['D30:5']"),
     }
     orphans = [i for i in full.issues if i.field == "conversation"]
@@ -138,8 +149,10 @@ def test_answers_and_captions(full, path):
     assert (both.answer, both.adversarial_answer) == ("No", "Yes")
     photo = full.histories["conv-26"][4]
     assert photo.id == "D1:5"
-    assert photo.text == ("The transgender stories were so inspiring! I was so happy and thankful for all the "
-                          "support. [shares a photo of a dog walking past a wall with a painting of a woman]")
+    assert photo.text == (
+        "The transgender stories were so inspiring! I was so happy and thankful for all the "
+        "support. [shares a photo of a dog walking past a wall with a painting of a woman]"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain = load_locomo(path, subset="paper", captions=False)
@@ -159,28 +172,42 @@ def test_subset_and_category_arguments(path):
 
 # --- bad input ------------------------------------------------------------------------------
 
+
 def _sample():
-    return {"sample_id": "conv-1", "conversation": {
-        "speaker_a": "Ann", "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I got a puppy."},
-                      {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!"}],
-        "session_2_date_time": "2:00 pm on 9 May, 2023",
-        "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is the puppy?"}]},
-        "qa": [{"question": "What did Ann get?", "answer": "a puppy", "evidence": ["D1:1"], "category": 4}]}
+    return {
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I got a puppy."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!"},
+            ],
+            "session_2_date_time": "2:00 pm on 9 May, 2023",
+            "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is the puppy?"}],
+        },
+        "qa": [{"question": "What did Ann get?", "answer": "a puppy", "evidence": ["D1:1"], "category": 4}],
+    }
 
 
-@pytest.mark.parametrize("mutate, field, problem", [
-    (lambda s: s.pop("conversation"), "field conversation", "missing"),
-    (lambda s: s["conversation"].pop("session_2_date_time"), "field conversation.session_2_date_time", "missing"),
-    (lambda s: s["conversation"]["session_1"][1].pop("text"), "field conversation.session_1[1].text", "missing"),
-    (lambda s: s["conversation"]["session_1"][0].update(dia_id="D1:2"), "field conversation.session_1[1].dia_id",
-     "duplicate"),
-    (lambda s: s["qa"][0].update(category="4"), "field qa[0].category", "found '4'"),
-    (lambda s: s["qa"][0].pop("answer"), "field qa[0].answer", "missing"),
-    (lambda s: s["qa"][0].update(evidence="D1:1"), "field qa[0].evidence", "expected a list"),
-    (lambda s: s["qa"][0].update(category=5), "field qa[0].adversarial_answer", "category 5"),
-])
+@pytest.mark.parametrize(
+    "mutate, field, problem",
+    [
+        (lambda s: s.pop("conversation"), "field conversation", "missing"),
+        (lambda s: s["conversation"].pop("session_2_date_time"), "field conversation.session_2_date_time", "missing"),
+        (lambda s: s["conversation"]["session_1"][1].pop("text"), "field conversation.session_1[1].text", "missing"),
+        (
+            lambda s: s["conversation"]["session_1"][0].update(dia_id="D1:2"),
+            "field conversation.session_1[1].dia_id",
+            "duplicate",
+        ),
+        (lambda s: s["qa"][0].update(category="4"), "field qa[0].category", "found '4'"),
+        (lambda s: s["qa"][0].pop("answer"), "field qa[0].answer", "missing"),
+        (lambda s: s["qa"][0].update(evidence="D1:1"), "field qa[0].evidence", "expected a list"),
+        (lambda s: s["qa"][0].update(category=5), "field qa[0].adversarial_answer", "category 5"),
+    ],
+)
 def test_bad_samples_name_file_record_and_field(tmp_path, mutate, field, problem):
     bad = _sample()
     mutate(bad)
@@ -213,8 +240,12 @@ def test_small_file_round_trip(tmp_path):
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 40), st.integers(1, 60), st.integers(0, 2), st.booleans()), min_size=1,
-                max_size=4), st.sampled_from(["; ", " ", ",", ";"]))
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 40), st.integers(1, 60), st.integers(0, 2), st.booleans()), min_size=1, max_size=4
+    ),
+    st.sampled_from(["; ", " ", ",", ";"]),
+)
 def test_repair_evidence_id_normalises_format_quirks(ids, sep):
     raw = sep.join(f"D{':' if colon else ''}{s}:{str(t).zfill(len(str(t)) + zeros)}" for s, t, zeros, colon in ids)
     assert repair_evidence_id(raw) == [f"D{s}:{t}" for s, t, _, _ in ids]

@@ -1,4 +1,5 @@
 """Tests for lazymem.data.longmemeval: the shared samples, bad input, shared haystacks."""
+
 from __future__ import annotations
 
 import copy
@@ -34,28 +35,42 @@ def fragment(shared_data):
 
 def _record(qid="q1", sessions=None, **over):
     """A small valid official record; `over` replaces fields."""
-    sessions = sessions if sessions is not None else [
-        [{"role": "user", "content": "I adopted a cat named Miso.", "has_answer": True},
-         {"role": "assistant", "content": "Lovely name!"}],
-        [{"role": "user", "content": "What's the weather?"}, {"role": "assistant", "content": "Sunny."}],
-    ]
-    rec = {"question_id": qid, "question_type": "single-session-user", "question": "What is my cat called?",
-           "answer": "Miso", "question_date": "2023/06/01 (Thu) 10:00",
-           "haystack_session_ids": [f"s{k}" for k in range(len(sessions))],
-           "haystack_dates": ["2023/05/20 (Sat) 02:21"] * len(sessions),
-           "haystack_sessions": sessions, "answer_session_ids": ["s0"]}
+    sessions = (
+        sessions
+        if sessions is not None
+        else [
+            [
+                {"role": "user", "content": "I adopted a cat named Miso.", "has_answer": True},
+                {"role": "assistant", "content": "Lovely name!"},
+            ],
+            [{"role": "user", "content": "What's the weather?"}, {"role": "assistant", "content": "Sunny."}],
+        ]
+    )
+    rec = {
+        "question_id": qid,
+        "question_type": "single-session-user",
+        "question": "What is my cat called?",
+        "answer": "Miso",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": [f"s{k}" for k in range(len(sessions))],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21"] * len(sessions),
+        "haystack_sessions": sessions,
+        "answer_session_ids": ["s0"],
+    }
     rec.update(over)
     return rec
 
 
 def _expected_evidence(raw: dict, answer_sids) -> list[int]:
     """Independent reference: flatten the raw sessions and pick has_answer turns in the answer sessions."""
-    flat = [(sid, turn) for sid, session in zip(raw["haystack_session_ids"], raw["haystack_sessions"])
-            for turn in session]
+    flat = [
+        (sid, turn) for sid, session in zip(raw["haystack_session_ids"], raw["haystack_sessions"]) for turn in session
+    ]
     return [pos for pos, (sid, turn) in enumerate(flat) if turn.get("has_answer") and sid in answer_sids]
 
 
 # --- the shared samples --------------------------------------------------------------------
+
 
 def test_oracle_sample_counts_and_hand_checked_evidence(oracle, shared_data):
     path = shared_data / "longmemeval" / "oracle_sample_2q.json"
@@ -147,6 +162,7 @@ def test_reformatted_sample_is_rejected(shared_data):
 
 # --- bad input ------------------------------------------------------------------------------
 
+
 def _write(tmp_path, records, name="bad.json"):
     path = tmp_path / name
     path.write_text(json.dumps(records))
@@ -163,28 +179,63 @@ def test_truncated_json_names_file_and_position(tmp_path, shared_data):
     assert "cut.json" in msg and "not valid JSON" in msg and "line" in msg and "column" in msg
 
 
-@pytest.mark.parametrize("mutate, record, field, problem", [
-    (lambda r: r.pop("haystack_dates"), "record 1 (question_id 'q1')", "field haystack_dates", "missing"),
-    (lambda r: r["haystack_sessions"][1][1].update(content=7), "record 1 (question_id 'q1')",
-     "field haystack_sessions[1][1].content", "expected a string, found a number"),
-    (lambda r: r["haystack_sessions"][0][1].pop("role"), "record 1 (question_id 'q1')",
-     "field haystack_sessions[0][1].role", "missing"),
-    (lambda r: r["haystack_sessions"][0][0].update(role="system"), "record 1 (question_id 'q1')",
-     "field haystack_sessions[0][0].role", "'system'"),
-    (lambda r: r["haystack_sessions"][0][0].update(has_answer="yes"), "record 1 (question_id 'q1')",
-     "field haystack_sessions[0][0].has_answer", "true/false"),
-    (lambda r: r.update(answer_session_ids=["s9"]), "record 1 (question_id 'q1')",
-     "field answer_session_ids[0]", "'s9' is not in haystack_session_ids"),
-    (lambda r: r["haystack_dates"].pop(), "record 1 (question_id 'q1')",
-     "field haystack_session_ids/haystack_dates/haystack_sessions", "lengths differ"),
-    (lambda r: r.update(question_type="single-hop"), "record 1 (question_id 'q1')",
-     "field question_type", "unknown question_type"),
-    (lambda r: r.update(question_id="q0"), "record 1 (question_id 'q0')", "field question_id", "duplicate"),
-    (lambda r: r.update(haystack_sessions="none"), "record 1 (question_id 'q1')",
-     "field haystack_sessions", "expected a list"),
-    (lambda r: r.update(answer=None), "record 1 (question_id 'q1')", "field answer", "string or number"),
-    (lambda r: r.pop("question_id"), "record 1", "field question_id", "missing"),
-])
+@pytest.mark.parametrize(
+    "mutate, record, field, problem",
+    [
+        (lambda r: r.pop("haystack_dates"), "record 1 (question_id 'q1')", "field haystack_dates", "missing"),
+        (
+            lambda r: r["haystack_sessions"][1][1].update(content=7),
+            "record 1 (question_id 'q1')",
+            "field haystack_sessions[1][1].content",
+            "expected a string, found a number",
+        ),
+        (
+            lambda r: r["haystack_sessions"][0][1].pop("role"),
+            "record 1 (question_id 'q1')",
+            "field haystack_sessions[0][1].role",
+            "missing",
+        ),
+        (
+            lambda r: r["haystack_sessions"][0][0].update(role="system"),
+            "record 1 (question_id 'q1')",
+            "field haystack_sessions[0][0].role",
+            "'system'",
+        ),
+        (
+            lambda r: r["haystack_sessions"][0][0].update(has_answer="yes"),
+            "record 1 (question_id 'q1')",
+            "field haystack_sessions[0][0].has_answer",
+            "true/false",
+        ),
+        (
+            lambda r: r.update(answer_session_ids=["s9"]),
+            "record 1 (question_id 'q1')",
+            "field answer_session_ids[0]",
+            "'s9' is not in haystack_session_ids",
+        ),
+        (
+            lambda r: r["haystack_dates"].pop(),
+            "record 1 (question_id 'q1')",
+            "field haystack_session_ids/haystack_dates/haystack_sessions",
+            "lengths differ",
+        ),
+        (
+            lambda r: r.update(question_type="single-hop"),
+            "record 1 (question_id 'q1')",
+            "field question_type",
+            "unknown question_type",
+        ),
+        (lambda r: r.update(question_id="q0"), "record 1 (question_id 'q0')", "field question_id", "duplicate"),
+        (
+            lambda r: r.update(haystack_sessions="none"),
+            "record 1 (question_id 'q1')",
+            "field haystack_sessions",
+            "expected a list",
+        ),
+        (lambda r: r.update(answer=None), "record 1 (question_id 'q1')", "field answer", "string or number"),
+        (lambda r: r.pop("question_id"), "record 1", "field question_id", "missing"),
+    ],
+)
 def test_bad_records_name_file_record_and_field(tmp_path, mutate, record, field, problem):
     bad = _record("q1")
     mutate(bad)
@@ -225,10 +276,15 @@ def test_download_oracle_cleaned():
 
 # --- shared haystacks ---------------------------------------------------------------------
 
+
 def test_identical_haystacks_share_one_history_and_merge_gold():
     first = _record("q1")
-    second = _record("q2", sessions=copy.deepcopy(first["haystack_sessions"]), question="What's the weather?",
-                     answer_session_ids=["s1"])
+    second = _record(
+        "q2",
+        sessions=copy.deepcopy(first["haystack_sessions"]),
+        question="What's the weather?",
+        answer_session_ids=["s1"],
+    )
     second["haystack_sessions"][0][0].pop("has_answer")
     second["haystack_sessions"][1][1]["has_answer"] = True  # flags differ per question, contents do not
     other = _record("q3")
@@ -244,15 +300,28 @@ def test_identical_haystacks_share_one_history_and_merge_gold():
 
 def test_same_list_object_fast_path_100k_messages():
     n_sessions, turns = 10_000, 10
-    sessions = [[{"role": ("user", "assistant")[t % 2], "content": f"session {k} turn {t} about topic {k % 97}"}
-                 for t in range(turns)] for k in range(n_sessions)]
+    sessions = [
+        [
+            {"role": ("user", "assistant")[t % 2], "content": f"session {k} turn {t} about topic {k % 97}"}
+            for t in range(turns)
+        ]
+        for k in range(n_sessions)
+    ]
     for k in range(0, n_sessions, 100):
         sessions[k][1]["has_answer"] = True
     sids = [f"s{k}" for k in range(n_sessions)]
     dates = [f"2023/05/{1 + k % 28:02d} (Sat) 02:21" for k in range(n_sessions)]
-    records = [_record(f"q{j}", sessions=sessions, haystack_session_ids=sids, haystack_dates=dates,
-                       question_type="multi-session", answer_session_ids=[f"s{j * 100}", f"s{j * 100 + 50}"])
-               for j in range(100)]
+    records = [
+        _record(
+            f"q{j}",
+            sessions=sessions,
+            haystack_session_ids=sids,
+            haystack_dates=dates,
+            question_type="multi-session",
+            answer_session_ids=[f"s{j * 100}", f"s{j * 100 + 50}"],
+        )
+        for j in range(100)
+    ]
     start = time.perf_counter()
     ds = parse_records(records, "synthetic", "synthetic")
     elapsed = time.perf_counter() - start
@@ -264,11 +333,18 @@ def test_same_list_object_fast_path_100k_messages():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.booleans(), st.text(max_size=5)), min_size=1, max_size=4),
-                min_size=1, max_size=5), st.data())
+@given(
+    st.lists(st.lists(st.tuples(st.booleans(), st.text(max_size=5)), min_size=1, max_size=4), min_size=1, max_size=5),
+    st.data(),
+)
 def test_evidence_is_flagged_turns_of_answer_sessions(shape, data):
-    sessions = [[{"role": ("user", "assistant")[t % 2], "content": text, "has_answer": flag}
-                 for t, (flag, text) in enumerate(session)] for session in shape]
+    sessions = [
+        [
+            {"role": ("user", "assistant")[t % 2], "content": text, "has_answer": flag}
+            for t, (flag, text) in enumerate(session)
+        ]
+        for session in shape
+    ]
     answer = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True))
     rec = _record("q1", sessions=sessions, answer_session_ids=[f"s{k}" for k in answer])
     ds = parse_records([rec], "mem.json", "t")

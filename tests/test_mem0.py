@@ -3,6 +3,7 @@ LLM is a scripted OpenAI-compatible server on the loopback interface; the answer
 
 The tests that run Mem0 are skipped where mem0ai is not installed (``pip install -e '.[mem0]'``).
 """
+
 from __future__ import annotations
 
 import collections
@@ -50,10 +51,17 @@ def data():
 
 
 def mem0_config(url: str, key: bool = False, **kw) -> PipelineConfig:
-    mpm = LLMConfig(backend="openai", model="scripted", base_url=url, max_retries=0, timeout=20,
-                    **({"api_key_env": "LAZYMEM_TEST_MEM0_KEY"} if key else {}))
-    return PipelineConfig(method="mem0", retrieval=RetrievalConfig(), mpm=mpm,
-                          answer=LLMConfig(backend="fake", model="answer-fake"), **kw)
+    mpm = LLMConfig(
+        backend="openai",
+        model="scripted",
+        base_url=url,
+        max_retries=0,
+        timeout=20,
+        **({"api_key_env": "LAZYMEM_TEST_MEM0_KEY"} if key else {}),
+    )
+    return PipelineConfig(
+        method="mem0", retrieval=RetrievalConfig(), mpm=mpm, answer=LLMConfig(backend="fake", model="answer-fake"), **kw
+    )
 
 
 def every_third_unparseable():
@@ -197,10 +205,19 @@ def test_chunks_stay_in_their_session_and_locomo_speakers_are_written_as_mem0_s_
     from lazymem.pipeline.mem0 import mem0_message
     from lazymem.records import History, Message
 
-    rows = [("s1", "Ann", "I got a cat."), ("s1", "Bob", ""), ("s1", "Bob", "Nice!"),
-            ("s1", "Ann", "Her name is Kiki."), ("s2", "Bob", "I moved."), ("s2", "Ann", "Where to?")]
-    h = History("conv-1", tuple(Message(i, f"m{i}", sid, i, who, text, f"date {sid}") for i, (sid, who, text)
-                                in enumerate(rows)), speakers=("Ann", "Bob"))
+    rows = [
+        ("s1", "Ann", "I got a cat."),
+        ("s1", "Bob", ""),
+        ("s1", "Bob", "Nice!"),
+        ("s1", "Ann", "Her name is Kiki."),
+        ("s2", "Bob", "I moved."),
+        ("s2", "Ann", "Where to?"),
+    ]
+    h = History(
+        "conv-1",
+        tuple(Message(i, f"m{i}", sid, i, who, text, f"date {sid}") for i, (sid, who, text) in enumerate(rows)),
+        speakers=("Ann", "Bob"),
+    )
     assert [[m.pos for m in c] for c in chunk_history(h, 2)] == [[0, 2], [3], [4, 5]]  # blanks out, never across
     assert [[m.pos for m in c] for c in chunk_history(h, 5)] == [[0, 2, 3], [4, 5]]
     assert mem0_message(h[0], "Ann") == {"role": "user", "content": "Ann: I got a cat."}
@@ -228,8 +245,13 @@ def test_config_errors_say_what_to_do(monkeypatch):
     with pytest.raises(ConfigError, match=r"mem0 needs mpm.base_url \(unset, Mem0 would call api.openai.com\)"):
         PipelineConfig(method="mem0", mpm=LLMConfig(backend="openai", model="m"))
     with pytest.raises(ConfigError, match=r"mem0.top_k=0: must be an integer >= 1"):
-        PipelineConfig.from_dict({"method": "mem0", "mem0": {"top_k": 0},
-                                  "mpm": {"backend": "openai", "model": "m", "base_url": "http://x/v1"}})
+        PipelineConfig.from_dict(
+            {
+                "method": "mem0",
+                "mem0": {"top_k": 0},
+                "mpm": {"backend": "openai", "model": "m", "base_url": "http://x/v1"},
+            }
+        )
     cfg = mem0_config("http://127.0.0.1:9/v1")
     monkeypatch.setitem(sys.modules, "mem0", None)  # as if mem0ai were not installed
     with pytest.raises(ConfigError, match=re.escape("pip install -e '.[mem0]'")):
@@ -256,8 +278,9 @@ def test_fingerprints_of_other_methods_ignore_the_mem0_fields():
     other = dataclasses.replace(rag, pipeline=dataclasses.replace(rag.pipeline, mem0=Mem0Settings(5, 4, False)))
     assert config_fingerprint(rag) == config_fingerprint(other)
     m = EvalConfig(dataset=SPEC, pipeline=mem0_config("http://127.0.0.1:8000/v1"))
-    assert config_fingerprint(m) != config_fingerprint(dataclasses.replace(
-        m, pipeline=dataclasses.replace(m.pipeline, mem0=Mem0Settings(top_k=5))))  # where they act, they count
+    assert config_fingerprint(m) != config_fingerprint(
+        dataclasses.replace(m, pipeline=dataclasses.replace(m.pipeline, mem0=Mem0Settings(top_k=5)))
+    )  # where they act, they count
 
 
 def test_eval_run_records_mem0_and_a_down_server_is_each_question_s_error(mem0, data, tmp_path, monkeypatch):
@@ -265,19 +288,30 @@ def test_eval_run_records_mem0_and_a_down_server_is_each_question_s_error(mem0, 
 
     ds, _ = data
     with ChatServer() as url:
-        evaluate(EvalConfig(dataset=SPEC, pipeline=mem0_config(url)), tmp_path / "run", progress=False,
-                     clients={"answer": FakeBackend()}, dataset=ds)
+        evaluate(
+            EvalConfig(dataset=SPEC, pipeline=mem0_config(url)),
+            tmp_path / "run",
+            progress=False,
+            clients={"answer": FakeBackend()},
+            dataset=ds,
+        )
     recs, _ = read_records(tmp_path / "run" / "records.jsonl")
     assert len(recs) == 2 and all(r["status"] == "ok" and r["method"] == "mem0" for r in recs), recs[0].get("error")
-    assert all(r["baseline"]["results"] and r["memory"] and r["gold_in_pool"] == r["baseline"]["gold_shown"]
-               for r in recs)
+    assert all(
+        r["baseline"]["results"] and r["memory"] and r["gold_in_pool"] == r["baseline"]["gold_shown"] for r in recs
+    )
     assert recs[0]["baseline"]["ingestion"]["built_now"] and not recs[1]["baseline"]["ingestion"]["built_now"]
     assert all(r["tokenizer"] in ("qwen3", "missing") for r in recs)
     assert all((r["memory_tokens"] or 0) > 0 for r in recs if r["tokenizer"] == "qwen3")
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     monkeypatch.setenv("LAZYMEM_CACHE", str(tmp_path / "cache-down"))  # no finished store to reuse
-    evaluate(EvalConfig(dataset=SPEC, pipeline=mem0_config(down)), tmp_path / "down", progress=False,
-             clients={"answer": FakeBackend()}, dataset=ds)
+    evaluate(
+        EvalConfig(dataset=SPEC, pipeline=mem0_config(down)),
+        tmp_path / "down",
+        progress=False,
+        clients={"answer": FakeBackend()},
+        dataset=ds,
+    )
     recs, _ = read_records(tmp_path / "down" / "records.jsonl")
     assert len(recs) == 2 and all(r["status"] == "error" and r["error"].startswith("mem0 add: LLMError") for r in recs)
     assert all(r["baseline"]["ingestion"]["chunks_done"] == 0 and r["answer"] == "" for r in recs)

@@ -6,6 +6,7 @@ Hand cases are worked out in the comments; the end-to-end tests run the real `la
 and `report` commands (real BM25 retrieval, the real extractive processor, LoCoMo's real stemmer) with the
 fake answer backend on a tiny synthetic dataset.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,43 +37,79 @@ REPO = Path(__file__).resolve().parents[1]
 
 # --- hand-built memories, one per method kind --------------------------------------------------------
 
-TEXTS = [("s0", "Hi there!"), ("s0", "Hello, how can I help?"),
-         ("s0", "I adopted a corgi named Biscuit last week."), ("s0", "Congratulations on Biscuit!"),
-         ("s1", "I work as a nurse in Porto."), ("s1", "That sounds demanding."),
-         ("s1", "Biscuit loves the beach."), ("s1", "Dogs often do."),
-         ("s2", "I went to a LGBTQ support group yesterday and it was so powerful."), ("s2", "Thanks, Caroline!")]
-HISTORY = History("h", tuple(Message(i, f"{s}#{i}", s, i % 4, "user" if i % 2 == 0 else "assistant", t, "2023/05/08")
-                             for i, (s, t) in enumerate(TEXTS)))
+TEXTS = [
+    ("s0", "Hi there!"),
+    ("s0", "Hello, how can I help?"),
+    ("s0", "I adopted a corgi named Biscuit last week."),
+    ("s0", "Congratulations on Biscuit!"),
+    ("s1", "I work as a nurse in Porto."),
+    ("s1", "That sounds demanding."),
+    ("s1", "Biscuit loves the beach."),
+    ("s1", "Dogs often do."),
+    ("s2", "I went to a LGBTQ support group yesterday and it was so powerful."),
+    ("s2", "Thanks, Caroline!"),
+]
+HISTORY = History(
+    "h",
+    tuple(
+        Message(i, f"{s}#{i}", s, i % 4, "user" if i % 2 == 0 else "assistant", t, "2023/05/08")
+        for i, (s, t) in enumerate(TEXTS)
+    ),
+)
 
 
 def question(evidence=(2, 6), answer="Biscuit, the beach", **kw) -> Question:
-    return Question("q", "multi-session", "What is my dog called and what does he love?", answer, "h",
-                    "2023/06/01", evidence=evidence, **kw)
+    return Question(
+        "q",
+        "multi-session",
+        "What is my dog called and what does he love?",
+        answer,
+        "h",
+        "2023/06/01",
+        evidence=evidence,
+        **kw,
+    )
 
 
 def record(method: str, memory: str | None = None, keep=(), pool=()) -> dict:
-    decisions = [{"pos": p, "op": "KEEP", "content": HISTORY[p].text} for p in keep] + \
-                [{"pos": 3, "op": "DROP", "content": ""}]
+    decisions = [{"pos": p, "op": "KEEP", "content": HISTORY[p].text} for p in keep] + [
+        {"pos": 3, "op": "DROP", "content": ""}
+    ]
     if memory is None:
         memory = text_memory([HISTORY[p] for p in sorted(set(keep) | set(pool))])
-    return RunRecord.from_json({"question_id": "q", "method": method, "status": "ok", "memory": memory,
-                                "decisions": decisions, "pool": {"positions": list(pool)} if pool else None})
+    return RunRecord.from_json(
+        {
+            "question_id": "q",
+            "method": method,
+            "status": "ok",
+            "memory": memory,
+            "decisions": decisions,
+            "pool": {"positions": list(pool)} if pool else None,
+        }
+    )
 
 
-@pytest.mark.parametrize("method,kw,positions,recall", [
-    ("lazymem", {"keep": (2,)}, {2}, 0.5),  # gold 2 kept, gold 6 not: 1 of 2
-    ("extractive", {"keep": (2, 6, 7)}, {2, 6, 7}, 1.0),
-    ("rag", {"pool": (2, 4, 5)}, {2, 4, 5}, 0.5),  # the pool's messages, gold 2 among them
-    ("oracle_turn", {}, {2, 6}, 1.0),
-    ("oracle_session", {}, set(range(8)), 1.0),  # gold in s0 and s1: all 8 of their messages
-    ("full", {}, set(range(10)), 1.0),
-])
+@pytest.mark.parametrize(
+    "method,kw,positions,recall",
+    [
+        ("lazymem", {"keep": (2,)}, {2}, 0.5),  # gold 2 kept, gold 6 not: 1 of 2
+        ("extractive", {"keep": (2, 6, 7)}, {2, 6, 7}, 1.0),
+        ("rag", {"pool": (2, 4, 5)}, {2, 4, 5}, 0.5),  # the pool's messages, gold 2 among them
+        ("oracle_turn", {}, {2, 6}, 1.0),
+        ("oracle_session", {}, set(range(8)), 1.0),  # gold in s0 and s1: all 8 of their messages
+        ("full", {}, set(range(10)), 1.0),
+    ],
+)
 def test_identity_methods_count_gold_positions_in_memory(method, kw, positions, recall):
     rec = record(method, **kw)
     assert memory_positions(rec, question(), HISTORY) == positions
     m = measure_record(rec, question(), HISTORY)
-    assert (m.evidence_match, m.n_gold, m.evidence_recall, m.n_gold_in_memory) == ("identity", 2, recall,
-                                                                                     round(recall * 2))
+    assert (m.evidence_match, m.n_gold, m.evidence_recall, m.n_gold_in_memory) == (
+        "identity",
+        2,
+        recall,
+        round(recall * 2),
+    )
 
 
 def test_a_kept_message_counts_by_identity_even_when_rewritten():
@@ -87,8 +124,13 @@ def test_empty_memory_is_zero_and_a_question_without_gold_is_none():
         assert (m.evidence_recall, m.n_gold_in_memory, m.answer_recall_in_memory) == (0.0, 0, 0.0)
     assert measure_record(record("mem0", memory=""), question(), HISTORY).evidence_match == "text"
     m = measure_record(record("rag", pool=(2,)), question(evidence=(), abstention=True), HISTORY).to_dict()
-    assert m == {"evidence_recall": None, "n_gold": 0, "n_gold_in_memory": None, "answer_recall_in_memory": None,
-                 "evidence_match": "identity"}
+    assert m == {
+        "evidence_recall": None,
+        "n_gold": 0,
+        "n_gold_in_memory": None,
+        "answer_recall_in_memory": None,
+        "evidence_match": "identity",
+    }
 
 
 # --- the text rule (mem0 facts, nanomemory's pruned reply) ------------------------------------------
@@ -119,8 +161,11 @@ def test_writing_methods_are_matched_by_text():
     facts = "[8 May 2023] Went to an LGBTQ support group\n[8 May 2023] Adopted a corgi called Biscuit last week"
     q = question(evidence=(2, 6, 8), answer="Biscuit")
     for method in ("mem0", "nanomemory", "some_future_method"):
-        m = measure_record({"question_id": "q", "method": method, "status": "ok", "memory": facts,
-                            "baseline": {"gold_shown": 3}}, q, HISTORY)
+        m = measure_record(
+            {"question_id": "q", "method": method, "status": "ok", "memory": facts, "baseline": {"gold_shown": 3}},
+            q,
+            HISTORY,
+        )
         # 2: adopted corgi biscuit last week (5 of 6 stems: "named" missing); 8: lgbtq support group (+went: 4 of 6);
         # 6 "Biscuit loves the beach": biscuit only, 1 of 3 stems
         assert (m.evidence_match, m.n_gold_in_memory, m.evidence_recall) == ("text", 2, pytest.approx(2 / 3))
@@ -151,17 +196,35 @@ def test_answer_recall_follows_locomo_normalisation():
 
 
 def ok_record(qid: str, measures: dict | None, **kw) -> dict:
-    r = {"question_id": qid, "status": "ok", "method": "rag", "question": {"type": "multi-session"},
-         "answer_f1": 0.5, "timings": {"total": 1.0}, "memory_tokens": 100, "tokenizer": "qwen3", **kw}
+    r = {
+        "question_id": qid,
+        "status": "ok",
+        "method": "rag",
+        "question": {"type": "multi-session"},
+        "answer_f1": 0.5,
+        "timings": {"total": 1.0},
+        "memory_tokens": 100,
+        "tokenizer": "qwen3",
+        **kw,
+    }
     if measures is not None:
-        r["memory_measures"] = {"evidence_recall": None, "n_gold": 0, "n_gold_in_memory": None,
-                                "answer_recall_in_memory": None, "evidence_match": "identity", **measures}
+        r["memory_measures"] = {
+            "evidence_recall": None,
+            "n_gold": 0,
+            "n_gold_in_memory": None,
+            "answer_recall_in_memory": None,
+            "evidence_match": "identity",
+            **measures,
+        }
     return r
 
 
 def test_summary_means_skip_none_and_old_records_leave_them_missing():
-    recs = [ok_record("q1", {"evidence_recall": 1.0, "answer_recall_in_memory": 0.5}),
-            ok_record("q2", {"evidence_recall": 0.0}), ok_record("q3", {"evidence_match": "text"})]
+    recs = [
+        ok_record("q1", {"evidence_recall": 1.0, "answer_recall_in_memory": 0.5}),
+        ok_record("q2", {"evidence_recall": 0.0}),
+        ok_record("q3", {"evidence_match": "text"}),
+    ]
     s = summarize(recs)["memory_measures"]
     assert s["evidence_recall"] == {"mean": 0.5, "n": 2} and s["answer_recall_in_memory"] == {"mean": 0.5, "n": 1}
     assert s["evidence_match"] == {"identity": 2, "text": 1} and s["unmeasured"] == 0
@@ -170,14 +233,25 @@ def test_summary_means_skip_none_and_old_records_leave_them_missing():
     old = summarize([ok_record("q4", None)])
     assert old["memory_measures"]["evidence_recall"]["mean"] is None  # missing, never 0
     assert "memory:" in __import__("lazymem.eval.scoring", fromlist=["x"]).summary_text(
-        dict(summarize(recs), dataset="d"))
+        dict(summarize(recs), dataset="d")
+    )
 
 
 def test_rewritten_rate_from_construction_and_missing_for_old_records():
-    cons = {"n_windows": 2, "n_valid": 2, "n_fmt": 2, "n_messages": 8, "n_kept": 3, "n_gold": 1,
-            "n_gold_kept": 1, "failures": {}}
-    new = [ok_record("q1", None, construction=dict(cons, n_rewritten=1, n_keep_decisions=4)),
-           ok_record("q2", None, construction=dict(cons, n_rewritten=2, n_keep_decisions=4))]
+    cons = {
+        "n_windows": 2,
+        "n_valid": 2,
+        "n_fmt": 2,
+        "n_messages": 8,
+        "n_kept": 3,
+        "n_gold": 1,
+        "n_gold_kept": 1,
+        "failures": {},
+    }
+    new = [
+        ok_record("q1", None, construction=dict(cons, n_rewritten=1, n_keep_decisions=4)),
+        ok_record("q2", None, construction=dict(cons, n_rewritten=2, n_keep_decisions=4)),
+    ]
     c = summarize(new)["construction"]
     assert (c["n_rewritten"], c["rewritten_rate"]) == (3, 3 / 8)
     c = summarize(new + [ok_record("q3", None, construction=cons)])["construction"]
@@ -186,12 +260,15 @@ def test_rewritten_rate_from_construction_and_missing_for_old_records():
     assert rewritten_rate([ConstructionRecord.from_json(dict(cons, n_rewritten=3))]) == (3, 1.0)
 
 
-@pytest.mark.parametrize("measures,field", [
-    ({"evidence_recall": "0.5"}, "memory_measures.evidence_recall"),
-    ({"answer_recall_in_memory": 1.5}, "memory_measures.answer_recall_in_memory"),
-    ({"n_gold": -1}, "memory_measures.n_gold"),
-    ({"evidence_match": "fuzzy"}, "memory_measures.evidence_match"),
-])
+@pytest.mark.parametrize(
+    "measures,field",
+    [
+        ({"evidence_recall": "0.5"}, "memory_measures.evidence_recall"),
+        ({"answer_recall_in_memory": 1.5}, "memory_measures.answer_recall_in_memory"),
+        ({"n_gold": -1}, "memory_measures.n_gold"),
+        ({"evidence_match": "fuzzy"}, "memory_measures.evidence_match"),
+    ],
+)
 def test_check_records_names_a_bad_measure(measures, field):
     with pytest.raises(LoadError, match=rf"record 2 \(question_id 'q2'\), field {field}"):
         check_records([ok_record("q1", {}), ok_record("q2", measures)], "run/records.jsonl")
@@ -217,14 +294,27 @@ def test_report_paired_bootstrap_interval_for_evidence_recall(tmp_path):
     from lazymem.eval.report import build_report, report_markdown
     from lazymem.notebooks.compare import report_figure
 
-    cons = {"n_windows": 1, "n_valid": 1, "n_fmt": 1, "n_messages": 4, "n_kept": 2, "n_gold": 1,
-            "n_gold_kept": 1, "failures": {}, "n_rewritten": 1, "n_keep_decisions": 2}
+    cons = {
+        "n_windows": 1,
+        "n_valid": 1,
+        "n_fmt": 1,
+        "n_messages": 4,
+        "n_kept": 2,
+        "n_gold": 1,
+        "n_gold_kept": 1,
+        "failures": {},
+        "n_rewritten": 1,
+        "n_keep_decisions": 2,
+    }
     # ours: 1, .5, 0, 1 (+ q5 without gold, q6 only here); reference: .5, .5, 0, 0 -> deltas .5, 0, 0, 1
-    ours = [ok_record(f"q{i}", {"evidence_recall": v, "answer_recall_in_memory": a}, construction=cons)
-            for i, v, a in ((1, 1.0, 1.0), (2, 0.5, 1.0), (3, 0.0, 0.0), (4, 1.0, 1.0), (5, None, None),
-                            (6, 1.0, 1.0))]
-    ref = [ok_record(f"q{i}", {"evidence_recall": v, "answer_recall_in_memory": 1.0})
-           for i, v in ((1, 0.5), (2, 0.5), (3, 0.0), (4, 0.0), (5, None))]
+    ours = [
+        ok_record(f"q{i}", {"evidence_recall": v, "answer_recall_in_memory": a}, construction=cons)
+        for i, v, a in ((1, 1.0, 1.0), (2, 0.5, 1.0), (3, 0.0, 0.0), (4, 1.0, 1.0), (5, None, None), (6, 1.0, 1.0))
+    ]
+    ref = [
+        ok_record(f"q{i}", {"evidence_recall": v, "answer_recall_in_memory": 1.0})
+        for i, v in ((1, 0.5), (2, 0.5), (3, 0.0), (4, 0.0), (5, None))
+    ]
     old = [ok_record(f"q{i}", None) for i in range(1, 5)]  # a run made before the measures existed
     runs = [write_run(tmp_path / n, r) for n, r in (("ref", ref), ("ours", ours), ("old", old))]
     rep = build_report(runs, n_resamples=2000)
@@ -240,8 +330,10 @@ def test_report_paired_bootstrap_interval_for_evidence_recall(tmp_path):
     old_pair = next(p for p in rep["pairs"] if p["system"] == "old")["evidence_recall"]
     assert old_pair["n"] == 0 and old_pair["delta"] is None
     md = report_markdown(rep)
-    assert ("| gold-keep recall | evidence recall | answer in memory | memory tokens | Gate Fmt. | rewritten "
-            "| strict gate |") in md
+    assert (
+        "| gold-keep recall | evidence recall | answer in memory | memory tokens | Gate Fmt. | rewritten "
+        "| strict gate |"
+    ) in md
     assert "| ref | 5 | 0 | - | 0.500 | 0.500 | - | 0.250 | 1.000 | 100.0 | - | - | - |" in md
     assert "| ours | 6 | 0 | - | 0.500 | 0.500 | 1.000 | 0.700 | 0.800 | 100.0 | 1.000 | 0.500 | 1.000 |" in md
     assert f"| 0.375 [{pair['low']:.3f}, {pair['high']:.3f}] (4) |" in md
@@ -264,8 +356,7 @@ def test_eval_records_and_summarises_measures_and_eval_table_and_report_show_the
     base = tmp_path / "base.yaml"
     base.write_text(yaml.safe_dump({"dataset": SYNTH, "limit": 4, "judge": "none", "pipeline": PIPELINE}))
     for method in ("rag", "extractive"):
-        assert cli_main(["eval", str(base), "--out", str(tmp_path / method), "--method", method,
-                         "--no-progress"]) == 0
+        assert cli_main(["eval", str(base), "--out", str(tmp_path / method), "--method", method, "--no-progress"]) == 0
     capsys.readouterr()
     for method in ("rag", "extractive"):
         recs = [json.loads(x) for x in (tmp_path / method / "records.jsonl").read_text().splitlines()]
@@ -286,9 +377,23 @@ def test_eval_records_and_summarises_measures_and_eval_table_and_report_show_the
         summary = json.loads((tmp_path / method / "summary.json").read_text())["memory_measures"]
         assert summary["evidence_recall"]["n"] == 4 and summary["evidence_match"] == {"identity": 4}
         assert summary["evidence_recall"]["mean"] == pytest.approx(
-            sum(r["memory_measures"]["evidence_recall"] for r in recs) / 4)
-    assert cli_main(["report", str(tmp_path / "rag"), str(tmp_path / "extractive"), "--out", str(tmp_path / "rep"),
-                     "--resamples", "200", "--no-png"]) == 0
+            sum(r["memory_measures"]["evidence_recall"] for r in recs) / 4
+        )
+    assert (
+        cli_main(
+            [
+                "report",
+                str(tmp_path / "rag"),
+                str(tmp_path / "extractive"),
+                "--out",
+                str(tmp_path / "rep"),
+                "--resamples",
+                "200",
+                "--no-png",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "evidence recall delta [95% CI] (n)" in out
     assert "| evidence recall | answer in memory | memory tokens |" in out
@@ -298,10 +403,17 @@ def test_eval_records_and_summarises_measures_and_eval_table_and_report_show_the
     assert "evidence recall (gold messages in memory) vs memory tokens" in pareto
 
     table = tmp_path / "table.yaml"
-    table.write_text(yaml.safe_dump({"base": str(base), "sets": {"syn": {"limit": 3}},
-                                     "rows": {"rag": {"pipeline.method": "rag"},
-                                              "extractive": {"pipeline.method": "extractive"}},
-                                     "reference": "rag", "output_dir": str(tmp_path / "t")}))
+    table.write_text(
+        yaml.safe_dump(
+            {
+                "base": str(base),
+                "sets": {"syn": {"limit": 3}},
+                "rows": {"rag": {"pipeline.method": "rag"}, "extractive": {"pipeline.method": "extractive"}},
+                "reference": "rag",
+                "output_dir": str(tmp_path / "t"),
+            }
+        )
+    )
     assert cli_main(["eval-table", "--config", str(table), "--no-progress"]) == 0
     t = json.loads((tmp_path / "t" / "table.json").read_text())["syn"]
     assert t["extractive"]["evidence_recall"] is not None and t["rag"]["answer_recall_in_memory"] is not None

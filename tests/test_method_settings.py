@@ -4,6 +4,7 @@ The toy ``first_k`` (the history's first k messages as the memory) is read from 
 for one test at a time, run end to end through ``lazymem.eval.evaluate`` on the synthetic data set
 with the fake backend, and every committed result stays fresh beside it.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,9 @@ def test_its_settings_change_its_own_fingerprint_and_no_other_methods(tmp_path, 
     server = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}  # every method accepts it
 
     def fps(method: str, **pipeline) -> tuple[str, ...]:
-        return config_fingerprints(EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {
-            "method": method, "mpm": server, **pipeline}}))
+        return config_fingerprints(
+            EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": method, "mpm": server, **pipeline}})
+        )
 
     before = {name: fps(name) for name in method_names()}
     register_first_k(tmp_path, monkeypatch)
@@ -81,8 +83,9 @@ def test_its_settings_change_its_own_fingerprint_and_no_other_methods(tmp_path, 
     assert fps("first_k", first_k={"k": 3}) != fps("first_k", first_k={"k": 4})  # where it acts, it counts
     hashed = fingerprint_payload(EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": "first_k"}}))
     assert set(hashed["pipeline"]) & set(settings_classes()) == {"first_k"}
-    assert fingerprint_payload(EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": "first_k"}}),
-                               2)["pipeline"]["first_k"] == {"k": 5}  # the older shapes hash it too, for its runs
+    assert fingerprint_payload(EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": "first_k"}}), 2)[
+        "pipeline"
+    ]["first_k"] == {"k": 5}  # the older shapes hash it too, for its runs
 
 
 def committed_cell_states(overrides: tuple[str, ...] = ()) -> dict[str, list[str]]:
@@ -113,8 +116,10 @@ def committed_cell_states(overrides: tuple[str, ...] = ()) -> dict[str, list[str
     return states
 
 
-@pytest.mark.skipif(not (REPO.parent / "shared" / "data" / "locomo" / "locomo10.json").exists(),
-                    reason="the committed tables' LoCoMo data is not in ../shared/data on this machine")
+@pytest.mark.skipif(
+    not (REPO.parent / "shared" / "data" / "locomo" / "locomo10.json").exists(),
+    reason="the committed tables' LoCoMo data is not in ../shared/data on this machine",
+)
 def test_every_committed_result_stays_fresh_beside_a_new_method(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     before = committed_cell_states()
@@ -151,7 +156,8 @@ def test_it_runs_end_to_end_on_the_synthetic_set(first_k, tmp_path):
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["config"]["pipeline"]["first_k"] == {"k": 3} and manifest["models"]["mpm"] is None
     assert cell_changes(tmp_path / "run", config, ds) == []  # a rerun reads it back
-    other = EvalConfig.from_dict({**recipe, "dataset": SYNTH, "limit": 3,
-                                  "pipeline": {**recipe["pipeline"], "first_k": {"k": 4}}})
+    other = EvalConfig.from_dict(
+        {**recipe, "dataset": SYNTH, "limit": 3, "pipeline": {**recipe["pipeline"], "first_k": {"k": 4}}}
+    )
     assert config_fingerprint(other) != config_fingerprint(config)
     assert cell_changes(tmp_path / "run", other, ds)[0].startswith("config_sha256")

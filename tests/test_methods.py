@@ -4,6 +4,7 @@ Most tests below run once per registered method (``method_names()``), so a new m
 here, not failures; tests/test_method_settings.py adds the toy method of docs/ARCHITECTURE.md and
 runs it end to end.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,8 +71,9 @@ def test_its_settings_enter_its_own_runs_fingerprint_only(name):
     hashed = fingerprint_payload(config_for(name))["pipeline"]
     assert set(hashed) & set(settings_classes()) == ({name} if cls.settings_class else set())
     if cls.settings_class is not None:  # another method's runs leave its section out
-        assert all(name not in fingerprint_payload(config_for(other))["pipeline"]
-                   for other in method_names() if other != name)
+        assert all(
+            name not in fingerprint_payload(config_for(other))["pipeline"] for other in method_names() if other != name
+        )
 
 
 @pytest.mark.parametrize("name", method_names())
@@ -103,8 +105,9 @@ def test_it_answers_a_question_through_the_pipeline(name):
         return "Biscuit loves the beach." if isinstance(prompt, str) else keep_matching()(prompt, sampling)
 
     c = PipelineConfig.from_dict({"method": name, "mpm": FAKE, "answer": FAKE, "window": {"w": 1, "L": 4, "s": 3}})
-    pipe = LazyMemPipeline(c, clients={"mpm": FakeBackend(mpm), "answer": FakeBackend(["an answer"])},
-                           retriever=TinyRetriever([2, 10]))
+    pipe = LazyMemPipeline(
+        c, clients={"mpm": FakeBackend(mpm), "answer": FakeBackend(["an answer"])}, retriever=TinyRetriever([2, 10])
+    )
     r = pipe.answer(make_history(), Q)
     assert r.ok and r.method == name and r.answer == "an answer" and r.memory
     assert r.answer_prompt == pipe.method.answer_prompt and (r.pool is not None) == cls.retrieves
@@ -113,21 +116,34 @@ def test_it_answers_a_question_through_the_pipeline(name):
 
 # what callers ask the shipped methods (a method added later needs no line here)
 SHIPPED = {  # name: (retrieves, constructs, writes_text, uses_mpm, processing_stage, in_paper)
-    "lazymem": (True, True, False, True, True, False), "extractive": (True, True, False, False, True, False),
-    "rag": (True, False, False, False, False, False), "oracle_turn": (False, False, False, False, False, True),
-    "oracle_session": (False, False, False, False, False, True), "nanomemory": (False, False, True, True, True, True),
-    "mem0": (False, False, True, True, True, True), "full": (False, False, False, False, False, False),
+    "lazymem": (True, True, False, True, True, False),
+    "extractive": (True, True, False, False, True, False),
+    "rag": (True, False, False, False, False, False),
+    "oracle_turn": (False, False, False, False, False, True),
+    "oracle_session": (False, False, False, False, False, True),
+    "nanomemory": (False, False, True, True, True, True),
+    "mem0": (False, False, True, True, True, True),
+    "full": (False, False, False, False, False, False),
 }
 
 
 def test_what_callers_ask_matches_what_each_shipped_method_does():
     for name, want in SHIPPED.items():
         cls = method_class(name)
-        assert (cls.retrieves, cls.constructs, cls.writes_text, cls.uses_mpm, cls.processing_stage,
-                cls.in_paper) == want, name
+        assert (
+            cls.retrieves,
+            cls.constructs,
+            cls.writes_text,
+            cls.uses_mpm,
+            cls.processing_stage,
+            cls.in_paper,
+        ) == want, name
     assert {n: c.__name__ for n, c in settings_classes().items() if n in SHIPPED} == {
-        "lazymem": "LazyMemSettings", "extractive": "ExtractiveConfig", "nanomemory": "NanoMemorySettings",
-        "mem0": "Mem0Settings"}
+        "lazymem": "LazyMemSettings",
+        "extractive": "ExtractiveConfig",
+        "nanomemory": "NanoMemorySettings",
+        "mem0": "Mem0Settings",
+    }
     with pytest.raises(ConfigError, match="unknown method 'nope'; methods are"):
         method_class("nope")
     with pytest.raises(ConfigError, match="PipelineConfig.method='nope': must be one of"):
@@ -144,11 +160,19 @@ def test_old_flat_method_settings_still_load_and_keep_their_fingerprint():
     flat_mem0 = EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": "rag", "mem0_chunk": 3}})
     assert flat_mem0.pipeline.mem0.chunk == 3
     with pytest.raises(ConfigError, match="nanomemory_top_k and nanomemory.top_k both set"):
-        EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"method": "rag", "nanomemory_top_k": 4,
-                                                             "nanomemory": {"top_k": 5}}})
+        EvalConfig.from_dict(
+            {"dataset": SYNTH, "pipeline": {"method": "rag", "nanomemory_top_k": 4, "nanomemory": {"top_k": 5}}}
+        )
     # LazyMem's decoding, PipelineConfig fields before it was the lazymem section
-    old = {"structured": True, "structured_trace": True, "grounded": True, "keep_prior": 8.0,
-           "trace_independent": True, "schema_max_content": 100, "schema_max_reason": 0}
+    old = {
+        "structured": True,
+        "structured_trace": True,
+        "grounded": True,
+        "keep_prior": 8.0,
+        "trace_independent": True,
+        "schema_max_content": 100,
+        "schema_max_reason": 0,
+    }
     a = EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"mpm": FAKE, **old}})
     b = EvalConfig.from_dict({"dataset": SYNTH, "pipeline": {"mpm": FAKE, "lazymem": old}})
     assert a == b and a.pipeline.lazymem.keep_prior == 8.0 and config_fingerprint(a) == config_fingerprint(b)

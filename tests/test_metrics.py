@@ -1,4 +1,5 @@
 """Retrieval metrics against LongMemEval's official code, and All@k coverage (paper Table 2)."""
+
 from __future__ import annotations
 
 import json
@@ -27,12 +28,13 @@ from lazymem.retrieve import WindowConfig, build_windows
 # --- independent reference: LongMemEval src/retrieval/eval_utils.py (MIT, Di Wu) -------
 # Verbatim except np.asfarray (removed in NumPy 2) -> np.asarray(..., dtype=float).
 
+
 def ref_dcg(relevances, k):
     """Discounted Cumulative Gain at k."""
     relevances = np.asarray(relevances, dtype=float)[:k]
     if relevances.size:
         return relevances[0] + np.sum(relevances[1:] / np.log2(np.arange(2, relevances.size + 1)))
-    return 0.
+    return 0.0
 
 
 def ref_ndcg(rankings, correct_docs, corpus_ids, k=10):
@@ -43,7 +45,7 @@ def ref_ndcg(rankings, correct_docs, corpus_ids, k=10):
     ideal_dcg = ref_dcg(ideal_relevance, k)
     actual_dcg = ref_dcg(sorted_relevances, k)
     if ideal_dcg == 0:
-        return 0.
+        return 0.0
     return actual_dcg / ideal_dcg
 
 
@@ -56,6 +58,7 @@ def ref_evaluate_retrieval(rankings, correct_docs, corpus_ids, k=10):
 
 
 # --- hand-worked retrieval metrics ------------------------------------------------------
+
 
 def test_hand_computed_values():
     ranked, gold = [3, 1, 2], {1, 2}
@@ -89,8 +92,9 @@ def test_ideal_ranking_caps_at_k():
 
 def test_retrieval_metrics_keys_follow_the_official_script():
     m = retrieval_metrics(list(range(60)), {0, 40})
-    assert list(m) == [f"{name}@{k}" for k in (1, 3, 5, 10, 30, 50)
-                       for name in ("recall_any", "recall_all", "ndcg_any")]
+    assert list(m) == [
+        f"{name}@{k}" for k in (1, 3, 5, 10, 30, 50) for name in ("recall_any", "recall_all", "ndcg_any")
+    ]
     assert m["recall_any@1"] == 1.0 and m["recall_all@30"] == 0.0 and m["recall_all@50"] == 1.0
 
 
@@ -125,6 +129,7 @@ def test_matches_official_code_on_random_rankings(n, rng, n_gold, data):
 
 
 # --- All@k -------------------------------------------------------------------------------
+
 
 def test_all_covered_hand_cases():
     pool = [40, 10, 70, 3]
@@ -210,6 +215,7 @@ def test_all_covered_agrees_with_the_built_windows(case, w, k, cross):
 
 # --- coverage_table ------------------------------------------------------------------------
 
+
 def _dataset():
     # h1: sessions a (0-9) and b (10-19); h2: one session of 30.
     def hist(hid, sessions):
@@ -248,8 +254,12 @@ def test_coverage_table_hand_computed():
     assert t["recall"]["recall_all@2"] == pytest.approx(1 / 3)  # q2
     # window stats over all 5 questions at w=2 (top-2 pools):
     # q1 [9, 15] -> [7, 11], [13, 17]; q2 [5, 20]; q3 [22, 1]; q4 [7]; q5 [3]: P=2,2,2,1,1; q3 clips at 0
-    assert t["window_stats"]["2"] == {"P": 1.6, "M": 1.6, "processed": pytest.approx(7.8),
-                                      "covered": pytest.approx(7.8)}
+    assert t["window_stats"]["2"] == {
+        "P": 1.6,
+        "M": 1.6,
+        "processed": pytest.approx(7.8),
+        "covered": pytest.approx(7.8),
+    }
 
 
 def test_coverage_table_within_sessions():

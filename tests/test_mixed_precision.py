@@ -1,6 +1,7 @@
 """The paper's recipes train float32 master weights with bf16 compute: at the paper's learning rates every
 weight moves. Loading a full fine-tune's weights in bfloat16 (what the recipes once said) loses the updates:
 AdamW then updates the bf16 weights themselves and rounds most steps of 5e-6 or 1e-6 away."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,8 +24,13 @@ def _jsonl(path, rows):
 
 
 def _rows(n=8):
-    return [{"prompt": [{"role": "user", "content": f"window {i}"}],
-             "completion": [{"role": "assistant", "content": f"[{{\"op\": \"DROP\"}}] {i}"}]} for i in range(n)]
+    return [
+        {
+            "prompt": [{"role": "user", "content": f"window {i}"}],
+            "completion": [{"role": "assistant", "content": f'[{{"op": "DROP"}}] {i}'}],
+        }
+        for i in range(n)
+    ]
 
 
 def _snapshot(model) -> dict:
@@ -55,8 +61,15 @@ def test_the_sft_paper_recipe_moves_every_weight(tiny_model, tmp_path):
     recipe = SFTRecipe.from_yaml(SFT_PAPER)
     assert recipe.learning_rate == 5e-6
     before = _snapshot(load_policy(tiny_model, dtype=recipe.dtype))  # what run_sft trains
-    small = dataclasses.replace(recipe, base=tiny_model, data=_jsonl(tmp_path / "sft.jsonl", _rows()),
-                                output_dir=str(tmp_path / "out"), max_steps=2, save_steps=2, max_length=64)
+    small = dataclasses.replace(
+        recipe,
+        base=tiny_model,
+        data=_jsonl(tmp_path / "sft.jsonl", _rows()),
+        output_dir=str(tmp_path / "out"),
+        max_steps=2,
+        save_steps=2,
+        max_length=64,
+    )
     result = run_sft(small)  # step 1's learning rate is 0 (warmup); step 2 trains at 5e-6
     assert result["global_step"] == 2
     unchanged = _unchanged(before, load_policy(result["final"], dtype="float32"))
@@ -75,19 +88,32 @@ def test_the_grpo_paper_recipe_moves_every_weight(tiny_model, tmp_path):
 
     recipe = GRPORecipe.from_yaml(GRPO_PAPER)
     assert recipe.learning_rate == 1e-6
-    small = dataclasses.replace(recipe, base=tiny_model, output_dir=str(tmp_path / "out"), max_steps=2,
-                                per_device_train_batch_size=recipe.num_generations, gradient_accumulation_steps=1,
-                                steps_per_generation=None, max_completion_length=8, use_vllm=False,
-                                eval_every_rollout_batches=1, save_every_rollout_batches=1)
+    small = dataclasses.replace(
+        recipe,
+        base=tiny_model,
+        output_dir=str(tmp_path / "out"),
+        max_steps=2,
+        per_device_train_batch_size=recipe.num_generations,
+        gradient_accumulation_steps=1,
+        steps_per_generation=None,
+        max_completion_length=8,
+        use_vllm=False,
+        eval_every_rollout_batches=1,
+        save_every_rollout_batches=1,
+    )
     model = load_policy(tiny_model, dtype=small.dtype)
     before = _snapshot(model)
 
     def distinct_characters(completions, **kw):
         return [float(len(set(completion_text(c)))) for c in completions]
 
-    trainer = GRPOTrainer(model=model, reward_funcs=[distinct_characters], args=GRPOConfig(**grpo_config_kwargs(small)),
-                          train_dataset=Dataset.from_list([{"prompt": r["prompt"]} for r in _rows(4)]),
-                          processing_class=load_tokenizer(tiny_model))
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[distinct_characters],
+        args=GRPOConfig(**grpo_config_kwargs(small)),
+        train_dataset=Dataset.from_list([{"prompt": r["prompt"]} for r in _rows(4)]),
+        processing_class=load_tokenizer(tiny_model),
+    )
     trainer.train()
     assert trainer.state.global_step == 2
     unchanged = _unchanged(before, trainer.model)
@@ -129,10 +155,21 @@ def test_lora_on_a_bf16_base_trains_float32_adapter_weights(tiny_model, tmp_path
             seen.update({n: p.dtype for n, p in model.named_parameters()})
             seen["trainable"] = {n for n, p in model.named_parameters() if p.requires_grad}
 
-    recipe = SFTRecipe(base=tiny_model, data=_jsonl(tmp_path / "sft.jsonl", _rows(4)), output_dir=str(tmp_path / "o"),
-                       lora=LoraSettings(r=4, alpha=8), dtype="bfloat16", bf16=True, learning_rate=1e-3,
-                       warmup_ratio=0.0, max_steps=1, per_device_train_batch_size=2, gradient_accumulation_steps=1,
-                       save_steps=1, max_length=64)
+    recipe = SFTRecipe(
+        base=tiny_model,
+        data=_jsonl(tmp_path / "sft.jsonl", _rows(4)),
+        output_dir=str(tmp_path / "o"),
+        lora=LoraSettings(r=4, alpha=8),
+        dtype="bfloat16",
+        bf16=True,
+        learning_rate=1e-3,
+        warmup_ratio=0.0,
+        max_steps=1,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=1,
+        save_steps=1,
+        max_length=64,
+    )
     result = run_sft(recipe, callbacks=[Dtypes()])
     trainable = seen.pop("trainable")
     assert trainable and all("lora_" in n for n in trainable)

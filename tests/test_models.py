@@ -1,4 +1,5 @@
 """Local models (lazymem.llm.models): the shipped SmolLM2 conversion and the tiny test model."""
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,9 @@ def test_outdated_conversion_is_redone(monkeypatch, tmp_path):
     dest.mkdir()
     (dest / models._DONE).write_text(json.dumps({"format": models._FORMAT - 1}))
     monkeypatch.setattr(models, "smollm2_gguf", lambda: tmp_path / "x.gguf")
-    monkeypatch.setattr(models, "_convert_gguf",
-                        lambda g, out: (out / models._DONE).write_text(json.dumps({"format": models._FORMAT})))
+    monkeypatch.setattr(
+        models, "_convert_gguf", lambda g, out: (out / models._DONE).write_text(json.dumps({"format": models._FORMAT}))
+    )
     assert json.loads((smollm2_dir(tmp_path) / models._DONE).read_text())["format"] == models._FORMAT
 
 

@@ -5,6 +5,7 @@ the top session cut to its best-matching turns, one over-long turn cut at its en
 template alone exceeds; then the pipeline's record (what was kept and cut) and the windows the
 config derives from the mpm model.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,9 +32,11 @@ def build(shown) -> str:
     return "Q: where? " + " | ".join(" ".join(s["turn_texts"]) for s in shown)  # 2 words + the turns
 
 
-SESSIONS = [session("a", ["a1 a1", "a2"], [0.9, 0.1]),  # 3 words
-            session("b", ["b1 b1 b1"], [0.8]),          # 3 words (+1 for the separator)
-            session("c", ["c1 c1 c1 c1"], [0.7])]       # 4 words (+1)
+SESSIONS = [
+    session("a", ["a1 a1", "a2"], [0.9, 0.1]),  # 3 words
+    session("b", ["b1 b1 b1"], [0.8]),  # 3 words (+1 for the separator)
+    session("c", ["c1 c1 c1 c1"], [0.7]),
+]  # 4 words (+1)
 
 
 def test_everything_fits_nothing_is_cut():
@@ -46,9 +49,17 @@ def test_everything_fits_nothing_is_cut():
 def test_lower_ranked_sessions_are_left_out_whole():
     prompt, shown, fit = fit_sessions(build, SESSIONS, words, 9)  # a + b = 9 words; + c = 14
     assert [s["session_id"] for s in shown] == ["a", "b"] and prompt == build(SESSIONS[:2])
-    assert fit == {"budget": 9, "prompt_tokens_full": 14, "prompt_tokens": 9, "tokens_cut": 5,
-                   "sessions_ranked": 3, "sessions_kept": 2, "sessions_dropped": ["c"], "turns_cut": 0,
-                   "chars_cut": 0}
+    assert fit == {
+        "budget": 9,
+        "prompt_tokens_full": 14,
+        "prompt_tokens": 9,
+        "tokens_cut": 5,
+        "sessions_ranked": 3,
+        "sessions_kept": 2,
+        "sessions_dropped": ["c"],
+        "turns_cut": 0,
+        "chars_cut": 0,
+    }
     # rank order is kept: a smaller lower-ranked session never jumps a larger one that did not fit
     big_first = [session("x", ["x " * 20], [0.9]), session("y", ["y"], [0.5])]
     _, shown, fit = fit_sessions(build, big_first, words, 10)
@@ -92,18 +103,23 @@ def test_the_setting_counts_in_nanomemory_runs_only():
     from lazymem.eval import EvalConfig, config_fingerprint
 
     def fp(method: str, **nano) -> str:
-        return config_fingerprint(EvalConfig.from_dict({"dataset": "synthetic:messages=50,seed=0",
-                                                        "pipeline": {"method": method, "nanomemory": nano}}))
+        return config_fingerprint(
+            EvalConfig.from_dict(
+                {"dataset": "synthetic:messages=50,seed=0", "pipeline": {"method": method, "nanomemory": nano}}
+            )
+        )
 
     assert fp("rag") == fp("rag", context=4096, top_k=3)  # other methods' fingerprints stay as they were
     assert fp("nanomemory") != fp("nanomemory", context=4096)
     assert PipelineConfig(method="nanomemory").legacy_dict()["nanomemory_context"] is None
     assert PipelineConfig.from_dict({"method": "nanomemory", "nanomemory_context": 4096}).nanomemory.context == 4096
-    assert PipelineConfig.from_dict({"method": "nanomemory", "nanomemory": {"context": 4096}}).nanomemory.context \
-        == 4096
+    assert (
+        PipelineConfig.from_dict({"method": "nanomemory", "nanomemory": {"context": 4096}}).nanomemory.context == 4096
+    )
 
 
 # --- the pipeline: three sessions, a window that holds two ------------------------------------------
+
 
 class WordEncoder:
     """A bag-of-words 'encoder' over a tiny vocabulary (unit rows; no model load)."""
@@ -118,28 +134,46 @@ class WordEncoder:
 
 
 def history() -> History:
-    texts = ["Biscuit loves the beach.", "Dogs often do.",                  # s0: both query words
-             "I work in Porto.", "Nice.", "Biscuit is a corgi.", "Cute.",   # s1: one
-             "I moved to Lisbon.", "Great city."]                           # s2: none
+    texts = [
+        "Biscuit loves the beach.",
+        "Dogs often do.",  # s0: both query words
+        "I work in Porto.",
+        "Nice.",
+        "Biscuit is a corgi.",
+        "Cute.",  # s1: one
+        "I moved to Lisbon.",
+        "Great city.",
+    ]  # s2: none
     sid = ["s0", "s0", "s1", "s1", "s1", "s1", "s2", "s2"]
-    return History("h", tuple(Message(i, f"m{i}", sid[i], i, "user" if i % 2 == 0 else "assistant", t,
-                                      f"2023/05/1{sid[i][1]}") for i, t in enumerate(texts)))
+    return History(
+        "h",
+        tuple(
+            Message(i, f"m{i}", sid[i], i, "user" if i % 2 == 0 else "assistant", t, f"2023/05/1{sid[i][1]}")
+            for i, t in enumerate(texts)
+        ),
+    )
 
 
 def test_the_pipeline_prompt_fits_and_the_record_says_what_was_cut(monkeypatch):
     monkeypatch.setattr(baselines, "prompt_counter", lambda mpm: words)  # no tokenizer load in a unit test
-    q = Question("q", "single-hop", "Does Biscuit like the beach?", "yes", "h", query_time="2023/06/01",
-                 evidence=(0, 6))
+    q = Question(
+        "q", "single-hop", "Does Biscuit like the beach?", "yes", "h", query_time="2023/06/01", evidence=(0, 6)
+    )
     full = NanoMemory(type("R", (), {"encoder": WordEncoder()})(), 3)
     n_full = words(full.prompt(q, full.rank_sessions(history(), q.text)))
     one_less = words(full.prompt(q, full.rank_sessions(history(), q.text)[:2]))
     mpm = FakeBackend(["Biscuit loves the beach."])
-    c = PipelineConfig(method="nanomemory", nanomemory=NanoMemorySettings(top_k=3, context=one_less + 32),
-                       retrieval=RetrievalConfig(), mpm=LLMConfig(backend="fake", model="mpm-fake"),
-                       answer=LLMConfig(backend="fake", model="answer-fake"),
-                       mpm_sampling=Sampling(temperature=0.0, max_tokens=32))
-    p = LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["yes"])},
-                        retriever=type("R", (), {"encoder": WordEncoder()})())
+    c = PipelineConfig(
+        method="nanomemory",
+        nanomemory=NanoMemorySettings(top_k=3, context=one_less + 32),
+        retrieval=RetrievalConfig(),
+        mpm=LLMConfig(backend="fake", model="mpm-fake"),
+        answer=LLMConfig(backend="fake", model="answer-fake"),
+        mpm_sampling=Sampling(temperature=0.0, max_tokens=32),
+    )
+    p = LazyMemPipeline(
+        c, clients={"mpm": mpm, "answer": FakeBackend(["yes"])}, retriever=type("R", (), {"encoder": WordEncoder()})()
+    )
     r = p.answer(history(), q)
     assert r.ok and r.memory == "Biscuit loves the beach."
     fit = r.baseline["fit"]
@@ -153,10 +187,16 @@ def test_the_pipeline_prompt_fits_and_the_record_says_what_was_cut(monkeypatch):
 
 def test_without_a_known_window_the_prompt_is_sent_whole():
     q = Question("q", "single-hop", "Does Biscuit like the beach?", "yes", "h", evidence=(0,))
-    c = PipelineConfig(method="nanomemory", nanomemory=NanoMemorySettings(top_k=3), retrieval=RetrievalConfig(),
-                       mpm=LLMConfig(backend="fake", model="mpm-fake"), answer=LLMConfig(backend="fake", model="a"))
+    c = PipelineConfig(
+        method="nanomemory",
+        nanomemory=NanoMemorySettings(top_k=3),
+        retrieval=RetrievalConfig(),
+        mpm=LLMConfig(backend="fake", model="mpm-fake"),
+        answer=LLMConfig(backend="fake", model="a"),
+    )
     mpm = FakeBackend(["x"])
-    r = LazyMemPipeline(c, clients={"mpm": mpm, "answer": FakeBackend(["yes"])},
-                        retriever=type("R", (), {"encoder": WordEncoder()})()).answer(history(), q)
+    r = LazyMemPipeline(
+        c, clients={"mpm": mpm, "answer": FakeBackend(["yes"])}, retriever=type("R", (), {"encoder": WordEncoder()})()
+    ).answer(history(), q)
     assert r.ok and r.baseline["fit"] is None and len(r.baseline["sessions"]) == 3
     assert "I moved to Lisbon." in mpm.calls[0][0]

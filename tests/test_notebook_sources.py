@@ -3,6 +3,7 @@
 No notebook runs here (tests/test_notebooks_runner.py executes a tiny one through the builder;
 nbval runs the real ones).
 """
+
 import importlib.util
 import shutil
 import subprocess
@@ -39,7 +40,8 @@ def test_notebook_cells_equal_its_source(name):
     committed = nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
     built = nbbuild.read_source(SRC_DIR / f"{name}.py")
     assert cells(committed) == cells(built), (
-        f"notebooks/{name}.ipynb differs from notebooks/src/{name}.py: run `lazymem notebooks build {name}`")
+        f"notebooks/{name}.ipynb differs from notebooks/src/{name}.py: run `lazymem notebooks build {name}`"
+    )
     assert committed.metadata == built.metadata
     raw = jupytext.reads((SRC_DIR / f"{name}.py").read_text(encoding="utf-8"), fmt="py:percent")
     assert [c.source for c in raw.cells] == [c.source for c in committed.cells]
@@ -71,6 +73,7 @@ def test_sources_pass_ruff():
 
 # --- the builder, without executing ---------------------------------------------------------------
 
+
 def fake_checkout(tmp_path: Path, sources: dict[str, str]) -> Path:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "lazymem"\n')
     (tmp_path / "notebooks" / "src").mkdir(parents=True)
@@ -79,7 +82,7 @@ def fake_checkout(tmp_path: Path, sources: dict[str, str]) -> Path:
     return tmp_path
 
 
-SOURCE = '''# %% [markdown]
+SOURCE = """# %% [markdown]
 # # 01 · Tiny
 
 # %% tags=["parameters"]
@@ -88,7 +91,7 @@ w = 2  # radius
 # %%
 # NBVAL_CHECK_OUTPUT
 print({"w": w})
-'''
+"""
 
 
 def test_build_without_executing_writes_the_sources_cells(tmp_path):
@@ -100,16 +103,19 @@ def test_build_without_executing_writes_the_sources_cells(tmp_path):
     assert path == root / "notebooks" / "01_tiny.ipynb" and logged == ["wrote notebooks/01_tiny.ipynb (not executed)"]
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
-    assert cells(notebook) == [("01-00", "markdown", "# 01 · Tiny", []),
-                               ("01-01", "code", "w = 2  # radius", ["parameters"]),
-                               ("01-02", "code", '# NBVAL_CHECK_OUTPUT\nprint({"w": w})', [])]
+    assert cells(notebook) == [
+        ("01-00", "markdown", "# 01 · Tiny", []),
+        ("01-01", "code", "w = 2  # radius", ["parameters"]),
+        ("01-02", "code", '# NBVAL_CHECK_OUTPUT\nprint({"w": w})', []),
+    ]
     assert notebook.metadata.kernelspec.name == "python3" and notebook.cells[2].outputs == []
     assert len(nbbuild.build(None, execute=False, root=root, log=None)) == 2
 
 
 def test_build_names_and_sources_fail_clearly(tmp_path):
-    root = fake_checkout(tmp_path, {"01_a": "# %%\nx = 1\n", "01_b": "# %%\nx = 2\n",
-                                    "03_raw": "# %% [raw]\nraw text\n"})
+    root = fake_checkout(
+        tmp_path, {"01_a": "# %%\nx = 1\n", "01_b": "# %%\nx = 2\n", "03_raw": "# %% [raw]\nraw text\n"}
+    )
     with pytest.raises(ConfigError, match="'01' is ambiguous.*known: 01_a, 01_b, 03_raw"):
         nbbuild.resolve_names(["01"], root)
     with pytest.raises(ConfigError, match="'07' matches no source"):

@@ -1,4 +1,5 @@
 """lazymem.notebooks: grid expansion, run ids, the papermill batch runner, explorer data, the notebooks."""
+
 import json
 from pathlib import Path
 
@@ -17,11 +18,15 @@ def write_notebook(path: Path) -> Path:
     """A throwaway notebook: parameters, an optional failure, a secret echoed, metrics written."""
     cells = [
         new_markdown_cell("# tiny"),
-        new_code_cell('w = 0  # radius\nfail = False  # raise in the next cell\napi_key = ""  # a secret\n'
-                      'metrics_path = ""  # where metrics go'),
+        new_code_cell(
+            'w = 0  # radius\nfail = False  # raise in the next cell\napi_key = ""  # a secret\n'
+            'metrics_path = ""  # where metrics go'
+        ),
         new_code_cell("if fail:\n    raise ValueError('boom')\nprint('key is', api_key)"),
-        new_code_cell("import json, pathlib\nif metrics_path:\n"
-                      "    pathlib.Path(metrics_path).write_text(json.dumps({'w': w, 'sq': w * w}))"),
+        new_code_cell(
+            "import json, pathlib\nif metrics_path:\n"
+            "    pathlib.Path(metrics_path).write_text(json.dumps({'w': w, 'sq': w * w}))"
+        ),
     ]
     cells[1].metadata["tags"] = ["parameters"]
     notebook = new_notebook(cells=cells)
@@ -37,11 +42,16 @@ def tiny(tmp_path):
 
 # --- pure parts -----------------------------------------------------------------------------------
 
+
 def test_expand_grid_cartesian_in_key_order_with_overrides():
     spec = {"base": {"n": 50, "w": 9}, "grid": {"w": [0, 1], "sparse": ["bm25s", "rank_bm25"]}}
     points = nb.expand_grid(spec, {"n": 10})
-    assert points == [{"n": 10, "w": 0, "sparse": "bm25s"}, {"n": 10, "w": 0, "sparse": "rank_bm25"},
-                      {"n": 10, "w": 1, "sparse": "bm25s"}, {"n": 10, "w": 1, "sparse": "rank_bm25"}]
+    assert points == [
+        {"n": 10, "w": 0, "sparse": "bm25s"},
+        {"n": 10, "w": 0, "sparse": "rank_bm25"},
+        {"n": 10, "w": 1, "sparse": "bm25s"},
+        {"n": 10, "w": 1, "sparse": "rank_bm25"},
+    ]
     assert nb.expand_grid(None) == [{}]
     assert nb.expand_grid({"grid": {"w": 3}}) == [{"w": 3}]  # a scalar is a one-value list
     with pytest.raises(ConfigError, match="no values"):
@@ -106,8 +116,12 @@ def test_parse_param_and_redact():
     with pytest.raises(ConfigError, match="NAME=VALUE"):
         nb.parse_param("w")
     assert nb.redact({"OPENAI_API_KEY": "sk", "hf_token": "t", "db_password": "p", "client_secret": "s", "w": 1}) == {
-        "OPENAI_API_KEY": "<redacted>", "hf_token": "<redacted>", "db_password": "<redacted>",
-        "client_secret": "<redacted>", "w": 1}
+        "OPENAI_API_KEY": "<redacted>",
+        "hf_token": "<redacted>",
+        "db_password": "<redacted>",
+        "client_secret": "<redacted>",
+        "w": 1,
+    }
 
 
 def test_resolve_notebook_names_prefixes_and_errors(tiny):
@@ -144,6 +158,7 @@ def test_metrics_table_and_record_metrics(tmp_path):
 
 
 # --- the runner (executes notebooks) --------------------------------------------------------------
+
 
 @pytest.mark.notebooks
 @pytest.mark.slow
@@ -209,12 +224,15 @@ def test_changed_notebook_is_rerun(tiny, tmp_path):
 
 
 def test_results_table():
-    rows = [nb.RunResult("w=0-ab", {}, "ok", "d", duration_s=1.25),
-            nb.RunResult("w=1-cd", {}, "failed", "d", error="ValueError: boom", duration_s=0.5)]
+    rows = [
+        nb.RunResult("w=0-ab", {}, "ok", "d", duration_s=1.25),
+        nb.RunResult("w=1-cd", {}, "failed", "d", error="ValueError: boom", duration_s=0.5),
+    ]
     assert nb.results_table(rows).splitlines() == ["ok       w=0-ab  1.2 s", "failed   w=1-cd  0.5 s  ValueError: boom"]
 
 
 # --- the explorer's data ----------------------------------------------------------------------------
+
 
 def test_explore_question_extractive_and_run_records(tmp_path):
     from lazymem.data import load_dataset
@@ -325,11 +343,22 @@ def test_ablation_point_runs_the_eval_and_counts_all_at_k_from_its_records(tmp_p
     expected = sum(set(r["question"]["evidence"]) <= set(r["pool"]["positions"]) for r in with_gold) / len(with_gold)
     assert row["All@k"] == expected and 0 < expected < 1  # RAG has no windows: its pool is what it saw
     assert (row["questions"], row["errors"]) == (len(records), 0) and row["gate_fmt"] is None
-    assert set(row) == {"score", "metric", "All@k", "gate_fmt", "strict_gate", "gold_keep_recall", "memory_tokens",
-                        "questions", "errors"}
+    assert set(row) == {
+        "score",
+        "metric",
+        "All@k",
+        "gate_fmt",
+        "strict_gate",
+        "gold_keep_recall",
+        "memory_tokens",
+        "questions",
+        "errors",
+    }
     assert ablation_point(tmp_path / "w=0", cfg) == row  # resumed: nothing recomputed, the same row
 
+
 # --- the committed notebooks ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["01_data", "02_retrieval_windows", "03_window_explorer"])
 def test_committed_notebooks_follow_the_template(name):
@@ -358,13 +387,25 @@ def test_notebook_04_limit_0_runs_every_question_through_papermill(tmp_path):
     from lazymem.data import load_dataset
 
     n_questions = len(load_dataset(spec).questions)
-    (r,) = nb.run_grid("04_evaluate", params={
-        "dataset": spec, "limit": 0, "methods": ["rag", "oracle_turn"], "backend": "fake", "n": 10,
-        "out_root": str(tmp_path / "eval"), "figures_dir": str(tmp_path / "fig"), "png": False,
-    }, out_root=tmp_path / "runs", progress=False)
+    (r,) = nb.run_grid(
+        "04_evaluate",
+        params={
+            "dataset": spec,
+            "limit": 0,
+            "methods": ["rag", "oracle_turn"],
+            "backend": "fake",
+            "n": 10,
+            "out_root": str(tmp_path / "eval"),
+            "figures_dir": str(tmp_path / "fig"),
+            "png": False,
+        },
+        out_root=tmp_path / "runs",
+        progress=False,
+    )
     assert r.status == "ok", r.error
-    assert r.metrics == {m: {"questions_ok": n_questions, "errors": 0, "gate_fmt": None}
-                         for m in ("rag", "oracle_turn")}
+    assert r.metrics == {
+        m: {"questions_ok": n_questions, "errors": 0, "gate_fmt": None} for m in ("rag", "oracle_turn")
+    }
     for m in ("rag", "oracle_turn"):
         summary = json.loads((tmp_path / "eval" / m / "summary.json").read_text())
         assert summary["counts"]["selected"] == n_questions > 2  # 0 = all, not the default 2

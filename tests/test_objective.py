@@ -9,6 +9,7 @@ fixed rewards (a reward function that reads a dataset column).
 Tolerance: losses and gradients in float64 agree to TOL (rtol 1e-10; only the summation order
 differs); advantages, which TRL computes in float32, to ADV_TOL (rtol 1e-5).
 """
+
 from __future__ import annotations
 
 import doctest
@@ -42,6 +43,7 @@ def test_doctests():
 
 
 # --- hand-worked: one group of two rollouts ----------------------------------------------------
+
 
 def _two_rollouts():
     """A = +1: tokens with rho = 0.6/0.4 = 1.5 and 1; A = -1: one token with rho = 0.5, ref/pi = 2."""
@@ -98,6 +100,7 @@ def test_dual_clip_floors_negative_advantages_only():
 # --- TRL's own loss on the same tensors --------------------------------------------------------
 # Everything below imports TRL and builds a trainer on the tiny Qwen3 (~15-30 s once): slow.
 
+
 def _rows(rewards):
     """Generation-batch rows as TRL's sampler yields them: each prompt's G copies adjacent."""
     return [{"prompt": f"prompt {i // G}", "r": float(r)} for i, r in enumerate(rewards)]
@@ -111,9 +114,11 @@ def reward_column(completions, r, **kwargs):
 def fixed_rollouts(prompts, trainer):
     """Completions of lengths 1..12 ending in EOS, prompts of 2-4 tokens."""
     eos = trainer.processing_class.eos_token_id
-    return {"prompt_ids": [[10 + j for j in range(2 + i % 3)] for i in range(len(prompts))],
-            "completion_ids": [[100 + j for j in range((5 * i) % T)] + [eos] for i in range(len(prompts))],
-            "logprobs": None}
+    return {
+        "prompt_ids": [[10 + j for j in range(2 + i % 3)] for i in range(len(prompts))],
+        "completion_ids": [[100 + j for j in range((5 * i) % T)] + [eos] for i in range(len(prompts))],
+        "logprobs": None,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -121,13 +126,25 @@ def trainer(tiny_model, tmp_path_factory):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("grpo")), report_to="none", use_cpu=True,
-                      save_strategy="no", num_generations=G, per_device_train_batch_size=3 * G,
-                      max_completion_length=T, **TRL_PAPER_SETTINGS)
+    args = GRPOConfig(
+        output_dir=str(tmp_path_factory.mktemp("grpo")),
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        num_generations=G,
+        per_device_train_batch_size=3 * G,
+        max_completion_length=T,
+        **TRL_PAPER_SETTINGS,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # rollout_func is marked experimental
-        t = GRPOTrainer(model=tiny_model, reward_funcs=reward_column, args=args, rollout_func=fixed_rollouts,
-                        train_dataset=Dataset.from_dict({"prompt": ["prompt 0"], "r": [0.0]}))
+        t = GRPOTrainer(
+            model=tiny_model,
+            reward_funcs=reward_column,
+            args=args,
+            rollout_func=fixed_rollouts,
+            train_dataset=Dataset.from_dict({"prompt": ["prompt 0"], "r": [0.0]}),
+        )
     t.model.train()  # the train-mode branches (gradient accumulation) of _compute_loss
     t.current_gradient_accumulation_steps = 1  # set by Trainer's training loop, which is not run
     return t
@@ -135,6 +152,7 @@ def trainer(tiny_model, tmp_path_factory):
 
 def trl_loss(trainer, inputs, logp):
     """TRL's unmodified ``_compute_loss`` on ``inputs``, the policy's per-token log-probs being ``logp``."""
+
     def forward(model, input_ids, attention_mask, logits_to_keep, **kwargs):
         assert logits_to_keep == logp.shape[1]
         return logp, torch.zeros_like(logp), None
@@ -155,16 +173,30 @@ def random_batch(groups, seed, lengths=None, spread=0.3):
     logp = old + log_rho
     ref = logp + 0.3 * torch.randn(b, T, generator=g, dtype=F64)
     adv = group_advantages(torch.rand(b, generator=g, dtype=F64), G, delta=TRL_ADV_DELTA)
-    inputs = {"prompt_ids": torch.full((b, 3), 10), "prompt_mask": torch.ones(b, 3, dtype=torch.long),
-              "completion_ids": torch.full((b, T), 100), "completion_mask": mask, "advantages": adv,
-              "old_per_token_logps": old, "ref_per_token_logps": ref.detach(),
-              "num_items_in_batch": mask.sum()}  # what _generate_and_score_completions sends, one process
+    inputs = {
+        "prompt_ids": torch.full((b, 3), 10),
+        "prompt_mask": torch.ones(b, 3, dtype=torch.long),
+        "completion_ids": torch.full((b, T), 100),
+        "completion_mask": mask,
+        "advantages": adv,
+        "old_per_token_logps": old,
+        "ref_per_token_logps": ref.detach(),
+        "num_items_in_batch": mask.sum(),
+    }  # what _generate_and_score_completions sends, one process
     return inputs, logp.requires_grad_()
 
 
 def _ours(inputs, logp, **kw):
-    return grpo_loss(logp, inputs["old_per_token_logps"], inputs["ref_per_token_logps"], inputs["advantages"],
-                     inputs["completion_mask"], eps=0.2, beta=0.001, **kw)
+    return grpo_loss(
+        logp,
+        inputs["old_per_token_logps"],
+        inputs["ref_per_token_logps"],
+        inputs["advantages"],
+        inputs["completion_mask"],
+        eps=0.2,
+        beta=0.001,
+        **kw,
+    )
 
 
 def _grad(loss, logp):
@@ -175,8 +207,10 @@ def _covers_all_cases(inputs, logp):
     m = inputs["completion_mask"].bool()
     rho = (logp - inputs["old_per_token_logps"]).exp()[m]
     sign = (inputs["advantages"][:, None] > 0).expand_as(m)[m]
-    return all(((rho > 1.2) & s).any() and ((rho < 0.8) & s).any() and ((rho > 0.8) & (rho < 1.2) & s).any()
-               for s in (sign, ~sign))
+    return all(
+        ((rho > 1.2) & s).any() and ((rho < 0.8) & s).any() and ((rho > 0.8) & (rho < 1.2) & s).any()
+        for s in (sign, ~sign)
+    )
 
 
 @pytest.mark.slow
@@ -190,9 +224,16 @@ def test_trl_settings_are_read_as_the_paper_means(trainer):
 @pytest.mark.slow
 def test_hand_worked_case_in_trl(trainer):
     logp, old, ref, adv, mask = _two_rollouts()
-    inputs = {"prompt_ids": torch.full((2, 3), 10), "prompt_mask": torch.ones(2, 3, dtype=torch.long),
-              "completion_ids": torch.full((2, 2), 100), "completion_mask": mask, "advantages": adv,
-              "old_per_token_logps": old, "ref_per_token_logps": ref, "num_items_in_batch": mask.sum()}
+    inputs = {
+        "prompt_ids": torch.full((2, 3), 10),
+        "prompt_mask": torch.ones(2, 3, dtype=torch.long),
+        "completion_ids": torch.full((2, 2), 100),
+        "completion_mask": mask,
+        "advantages": adv,
+        "old_per_token_logps": old,
+        "ref_per_token_logps": ref,
+        "num_items_in_batch": mask.sum(),
+    }
     assert trl_loss(trainer, inputs, logp).item() == pytest.approx(-(1.4 - 0.001 * (1 - math.log(2))) / 3, rel=1e-12)
 
 
@@ -223,8 +264,9 @@ def test_several_groups_trl_pools_their_tokens(trainer):
 def test_several_groups_with_equal_token_totals_trl_loss_is_the_papers(trainer):
     lengths = torch.tensor([1, 12, 3, 9, 5, 7, 2, 11])  # every group: the same lengths, reordered
     g = torch.Generator().manual_seed(4)
-    inputs, logp = random_batch(groups=3, seed=4, lengths=torch.cat([lengths[torch.randperm(G, generator=g)]
-                                                                      for _ in range(3)]))
+    inputs, logp = random_batch(
+        groups=3, seed=4, lengths=torch.cat([lengths[torch.randperm(G, generator=g)] for _ in range(3)])
+    )
     theirs = trl_loss(trainer, inputs, logp)
     torch.testing.assert_close(_ours(inputs, logp, group_size=G), theirs, **TOL)
 
@@ -232,8 +274,10 @@ def test_several_groups_with_equal_token_totals_trl_loss_is_the_papers(trainer):
 @pytest.mark.slow
 def test_dapo_normaliser_spans_the_generation_batch(trainer, monkeypatch):
     inputs, logp = random_batch(groups=2, seed=5)
-    halves = [{k: (v if k == "num_items_in_batch" else v[s]) for k, v in inputs.items()}
-              for s in (slice(0, G), slice(G, 2 * G))]  # num_items_in_batch stays the whole batch's
+    halves = [
+        {k: (v if k == "num_items_in_batch" else v[s]) for k, v in inputs.items()}
+        for s in (slice(0, G), slice(G, 2 * G))
+    ]  # num_items_in_batch stays the whole batch's
     # Two accumulation steps, one optimizer step: the step's loss is the pooled token mean
     monkeypatch.setattr(trainer, "current_gradient_accumulation_steps", 2)
     monkeypatch.setattr(trainer.args, "steps_per_generation", 2)
@@ -245,8 +289,7 @@ def test_dapo_normaliser_spans_the_generation_batch(trainer, monkeypatch):
     n = inputs["num_items_in_batch"].item()
     for h, s in zip(halves, (slice(0, G), slice(G, 2 * G))):
         own = h["completion_mask"].sum().item()
-        torch.testing.assert_close(trl_loss(trainer, h, logp[s]),
-                                   _ours(h, logp[s]) * own / (n / 2), **TOL)
+        torch.testing.assert_close(trl_loss(trainer, h, logp[s]), _ours(h, logp[s]) * own / (n / 2), **TOL)
 
 
 @pytest.mark.slow
@@ -276,30 +319,36 @@ def test_trl_delta_is_verls_dual_clip(trainer, monkeypatch):
 
 # --- TRL's advantages from rewards --------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_group_advantages_are_trls(trainer):
     g = torch.Generator().manual_seed(8)
-    rewards = torch.cat([torch.rand(G, generator=g),  # a spread of composite rewards
-                         (torch.rand(G, generator=g) > 0.5).float(),  # valid / invalid
-                         torch.full((G,), 1.0),  # no signal: all advantages 0
-                         torch.full((G,), 0.7)])  # no signal, but float32 mean(0.7) != 0.7
+    rewards = torch.cat(
+        [
+            torch.rand(G, generator=g),  # a spread of composite rewards
+            (torch.rand(G, generator=g) > 0.5).float(),  # valid / invalid
+            torch.full((G,), 1.0),  # no signal: all advantages 0
+            torch.full((G,), 0.7),
+        ]
+    )  # no signal, but float32 mean(0.7) != 0.7
+
     def forward(model, input_ids, attention_mask, logits_to_keep, **kwargs):  # only the ref log-probs
         return torch.zeros(len(input_ids), logits_to_keep), None, None
 
     with patch.object(trainer, "_get_per_token_logps_and_entropies", forward):
         out = trainer._generate_and_score_completions(_rows(rewards.tolist()))
     torch.testing.assert_close(out["advantages"], group_advantages(rewards, G, delta=TRL_ADV_DELTA), **ADV_TOL)
-    assert (out["advantages"][2 * G:3 * G] == 0).all()
+    assert (out["advantages"][2 * G : 3 * G] == 0).all()
     # an equal-reward group gets a rounding error over (std + delta): 6e-4 in TRL, 0.06 with VERL's delta
-    assert 1e-4 < out["advantages"][3 * G:].abs().min() <= out["advantages"][3 * G:].abs().max() < 1e-3
-    assert group_advantages(rewards[3 * G:], G).abs().min() > 0.01
+    assert 1e-4 < out["advantages"][3 * G :].abs().min() <= out["advantages"][3 * G :].abs().max() < 1e-3
+    assert group_advantages(rewards[3 * G :], G).abs().min() > 0.01
     assert out["num_items_in_batch"].item() == out["completion_mask"].sum().item()  # the dapo normaliser
     lengths = [len(c) for c in fixed_rollouts(rewards, trainer)["completion_ids"]]
     assert out["completion_mask"].sum(1).tolist() == lengths
     # VERL's delta (1e-6, the paper's run) changes them by (s + 1e-6) / (s + 1e-4): here under 0.1%
-    verl = group_advantages(rewards[:2 * G], G)
-    torch.testing.assert_close(out["advantages"][:2 * G], verl, rtol=1e-3, atol=0)
-    assert not torch.allclose(out["advantages"][:2 * G], verl, **ADV_TOL)
+    verl = group_advantages(rewards[: 2 * G], G)
+    torch.testing.assert_close(out["advantages"][: 2 * G], verl, rtol=1e-3, atol=0)
+    assert not torch.allclose(out["advantages"][: 2 * G], verl, **ADV_TOL)
     # both take the sample std: the population std would scale them by sqrt(G / (G - 1))
     population = group_advantages(rewards[:G], G, delta=0.0) * math.sqrt(G / (G - 1))
     assert not torch.allclose(out["advantages"][:G], population, rtol=1e-2)

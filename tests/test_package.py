@@ -1,4 +1,5 @@
 """Package-level promises: a light import, a working CLI entry point, and the import picture of the house."""
+
 import ast
 import json
 import subprocess
@@ -10,18 +11,31 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "pandas", "FlagEmbedd
 
 
 def test_import_loads_no_heavy_library():
-    code = ("import sys, pkgutil, importlib, lazymem\n"
-            "mods = [m.name for m in pkgutil.walk_packages(lazymem.__path__, 'lazymem.')]\n"
-            "for m in mods: importlib.import_module(m)\n"
-            f"print([h for h in {HEAVY!r} if h in sys.modules])")
+    code = (
+        "import sys, pkgutil, importlib, lazymem\n"
+        "mods = [m.name for m in pkgutil.walk_packages(lazymem.__path__, 'lazymem.')]\n"
+        "for m in mods: importlib.import_module(m)\n"
+        f"print([h for h in {HEAVY!r} if h in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", f"importing lazymem modules pulled in {out.strip()}"
 
 
 def test_cli_entry_point_runs():
-    out = subprocess.run([sys.executable, "-m", "lazymem.cli", "data", "summary",
-                          "synthetic:messages=80,seed=3,histories=1,questions=6", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lazymem.cli",
+            "data",
+            "summary",
+            "synthetic:messages=80,seed=3,histories=1,questions=6",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     s = json.loads(out)
     assert s["questions"] == 6 and 60 <= s["messages"] <= 100
 
@@ -29,8 +43,9 @@ def test_cli_entry_point_runs():
 def test_cli_error_is_clear_and_nonzero(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text('[{"question_id": "a", "question_type": "multi-session", "quest')
-    r = subprocess.run([sys.executable, "-m", "lazymem.cli", "data", "summary", str(bad)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "lazymem.cli", "data", "summary", str(bad)], capture_output=True, text=True
+    )
     assert r.returncode == 2
     assert "broken.json" in r.stderr and "Traceback" not in r.stderr
 
@@ -38,8 +53,25 @@ def test_cli_error_is_clear_and_nonzero(tmp_path):
 # --- the house: which part may import which (docs/ARCHITECTURE.md) -------------------------------
 
 PKG = Path(__file__).resolve().parents[1] / "lazymem"
-GROUND = {"__init__", "answers", "errors", "fields", "records", "prompts", "paths", "text", "secrets", "stats",
-          "runtime", "runinfo", "files", "yamlio", "sweep", "jobs", "jobs_status"}
+GROUND = {
+    "__init__",
+    "answers",
+    "errors",
+    "fields",
+    "records",
+    "prompts",
+    "paths",
+    "text",
+    "secrets",
+    "stats",
+    "runtime",
+    "runinfo",
+    "files",
+    "yamlio",
+    "sweep",
+    "jobs",
+    "jobs_status",
+}
 _STAGES = {"ground", "data", "retrieve", "llm", "construct"}
 # part -> parts it may import (besides itself). Imports only go down; siblings never import each other.
 ALLOWED = {
@@ -82,8 +114,9 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             # "from pkg import submodule" imports the submodule; "from pkg import name" the package
-            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
-                     for a in node.names]
+            names = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names
+            ]
         for n in names:
             if n.startswith("lazymem"):
                 while n not in modules and "." in n:
@@ -118,7 +151,7 @@ def test_no_import_cycles():
         stack.append(n)
         for m in sorted(graph.get(n, ())):
             if state.get(m) == "open":
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(m):] + [m]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(m) :] + [m]))
             if m not in state:
                 visit(m)
         stack.pop()
@@ -138,8 +171,9 @@ def test_module_size_is_a_note_not_a_rule():
     long = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in _modules().items()}
     over = {n: k for n, k in sorted(long.items()) if k > 400 and n not in templates}
     if over:
-        warnings.warn(f"modules over 400 lines (a note: split where a module holds two jobs): {over}",
-                      UserWarning, stacklevel=1)
+        warnings.warn(
+            f"modules over 400 lines (a note: split where a module holds two jobs): {over}", UserWarning, stacklevel=1
+        )
     assert templates <= set(long), f"set aside as templates but not modules: {templates - set(long)}"
 
 
@@ -154,11 +188,14 @@ def test_tests_read_only_files_git_keeps():
     root = Path(__file__).resolve().parents[1]
     if not (root / ".git").exists() or shutil.which("git") is None:
         pytest.skip("not a git checkout")
-    pattern = re.compile(r"[\"']((?:docs|models|configs|figures|papermill_runs|runs|notebooks|lazymem/assets)/"
-                         r"[\w./@-]+\.\w+)[\"']")
+    pattern = re.compile(
+        r"[\"']((?:docs|models|configs|figures|papermill_runs|runs|notebooks|lazymem/assets)/"
+        r"[\w./@-]+\.\w+)[\"']"
+    )
     named = {m.group(1) for p in (root / "tests").glob("*.py") for m in pattern.finditer(p.read_text("utf-8"))}
     named = sorted(n for n in named if "*" not in n)  # globs aside
     assert named, "the pattern finds no repository paths in the tests"
-    ignored = subprocess.run(["git", "check-ignore", "--no-index", *named], cwd=root, capture_output=True,
-                             text=True).stdout.split()
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", *named], cwd=root, capture_output=True, text=True
+    ).stdout.split()
     assert not ignored, f"tests read files that .gitignore keeps out of a fresh clone: {ignored}"

@@ -1,4 +1,5 @@
 """configs/paper_*.yaml: parsed by the real loader and resolved to the paper's settings (Section 4)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,7 +18,12 @@ def test_paper_config_resolves_to_the_papers_settings(name, judge):
     assert p.method == "lazymem" and cfg.judge == judge and cfg.seed == 0
     r = p.retrieval  # hybrid retrieval: Qwen3-Embedding-8B + Okapi BM25 (rank_bm25), RRF, BGE-Reranker-v2-M3, n = 50
     assert (r.n, r.sparse, r.dense_model, r.reranker, r.rrf_k) == (
-        50, "rank_bm25", "Qwen/Qwen3-Embedding-8B", "BAAI/bge-reranker-v2-m3", 60)
+        50,
+        "rank_bm25",
+        "Qwen/Qwen3-Embedding-8B",
+        "BAAI/bge-reranker-v2-m3",
+        60,
+    )
     assert (p.window.w, p.window.L, p.window.s) == (2, 8, 7)
     assert p.mpm.backend == "openai" and p.mpm.model == "Qwen/Qwen3-4B"
     assert p.answer.backend == "openai" and p.answer.model == "Qwen/Qwen3-32B"

@@ -1,5 +1,6 @@
 """Oracle Session on LoCoMo is the project's extension (the paper's Table 1 cell is empty): every
 report, table and Pareto label of such a run says "(ours, not in the paper)"; nothing else is marked."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,13 +17,27 @@ STAGES = ("retrieval", "processing", "answer", "total")
 
 def _summary(method: str, dataset: str = "locomo10-paper") -> dict:
     lat = {k: {"mean": 1.0, "median": 1.0, "p90": 1.0, "p95": 1.0, "n": 1} for k in STAGES}
-    return {"method": method, "dataset": dataset, "counts": {"recorded": 1, "ok": 1, "error": 0},
-            "memory_tokens": {"mean": 100.0}, "latency_s": lat}
+    return {
+        "method": method,
+        "dataset": dataset,
+        "counts": {"recorded": 1, "ok": 1, "error": 0},
+        "memory_tokens": {"mean": 100.0},
+        "latency_s": lat,
+    }
 
 
 def _run(name: str, method: str, dataset: str = LOCOMO) -> dict:
-    latest = {"q1": RunRecord.from_json({"question_id": "q1", "method": method, "status": "ok",
-                                         "question": {"type": "single-hop"}, "locomo_f1": 0.5})}
+    latest = {
+        "q1": RunRecord.from_json(
+            {
+                "question_id": "q1",
+                "method": method,
+                "status": "ok",
+                "question": {"type": "single-hop"},
+                "locomo_f1": 0.5,
+            }
+        )
+    }
     return {"name": name, "summary": _summary(method), "latest": latest, "dataset": dataset}
 
 
@@ -42,11 +57,12 @@ def test_no_other_method_is_marked(method):
 def test_report_tables_and_pareto_show_the_mark():
     from lazymem.viz.pareto import pareto_figure, point_name
 
-    rows = [system_row(_run("oracle_session", "oracle_session"), "locomo_f1"),
-            system_row(_run("rag_top50", "rag"), "locomo_f1"),
-            system_row(_run("oracle_session_lme", "oracle_session", "longmemeval_s_cleaned"), "locomo_f1")]
-    assert [r["label"] for r in rows] == ["oracle_session (ours, not in the paper)", "rag_top50",
-                                          "oracle_session_lme"]
+    rows = [
+        system_row(_run("oracle_session", "oracle_session"), "locomo_f1"),
+        system_row(_run("rag_top50", "rag"), "locomo_f1"),
+        system_row(_run("oracle_session_lme", "oracle_session", "longmemeval_s_cleaned"), "locomo_f1"),
+    ]
+    assert [r["label"] for r in rows] == ["oracle_session (ours, not in the paper)", "rag_top50", "oracle_session_lme"]
     md = report_markdown({"metric": "locomo_f1", "reference": "rag_top50", "rows": rows, "pairs": []})
     assert md.count("| oracle_session (ours, not in the paper) |") == 2  # systems and latency tables
     assert "| rag_top50 |" in md and "oracle_session_lme (ours" not in md
@@ -54,8 +70,12 @@ def test_report_tables_and_pareto_show_the_mark():
     fig = pareto_figure(rows, "score")
     shown = {t for trace in fig.data if trace.text is not None for t in trace.text}
     assert "oracle_session (ours, not in the paper)" in shown and "rag_top50" in shown
-    table = {"locomo_paper": {"oracle_session": table_row(_summary("oracle_session")),
-                              "rag_top50": table_row(_summary("rag"))}}
+    table = {
+        "locomo_paper": {
+            "oracle_session": table_row(_summary("oracle_session")),
+            "rag_top50": table_row(_summary("rag")),
+        }
+    }
     md = table_markdown(table)
     assert "| oracle_session (ours, not in the paper) |" in md and "| rag_top50 |" in md
 

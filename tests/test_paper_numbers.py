@@ -1,4 +1,5 @@
 """lazymem.eval.paper transcribes the paper's tables: re-read them from its LaTeX source."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ def _rows(label: str) -> list[list[str]]:
     if not SEED.exists():
         pytest.skip(f"the paper's source is not at {SEED} (../shared/seed)")
     tex = SEED.read_text()
-    body = tex[tex.index(f"\\label{{{label}}}"):]
+    body = tex[tex.index(f"\\label{{{label}}}") :]
     body = body[: body.index("\\end{tabular}")].replace("\n", " ")
     body = re.sub(r"\\makecell\[l\]\{([^}]*)\}", lambda m: m.group(1).replace("\\\\", " "), body)
     rows = []

@@ -1,4 +1,5 @@
 """Memory perturbation study on a hand-made history with a scripted answerer."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,18 @@ from lazymem.eval.perturb import CONDITIONS, perturbation_markdown, perturbation
 from lazymem.llm import FakeBackend, Sampling
 from lazymem.records import History, Message, Question
 
-TEXTS = ["I adopted Biscuit.", "Nice.", "Biscuit loves the beach.", "Cool.", "I live in Porto.", "Ok.", "Rain today.",
-         "Sure.", "I like tea.", "Fine."]
+TEXTS = [
+    "I adopted Biscuit.",
+    "Nice.",
+    "Biscuit loves the beach.",
+    "Cool.",
+    "I live in Porto.",
+    "Ok.",
+    "Rain today.",
+    "Sure.",
+    "I like tea.",
+    "Fine.",
+]
 
 
 def history() -> History:
@@ -36,9 +47,15 @@ def test_study_recovers_a_known_sensitivity():
         return "beach" if "I adopted Biscuit." in memory and "loves the beach" in memory else "no idea"
 
     fake = FakeBackend(answerer)
-    study = perturbation_study([(h, q, list(range(10))) for q in qs], fake, Sampling(max_tokens=8),
-                               lambda q, a: float(a == q.answer), draws=2, count_tokens=lambda m: len(m.split()),
-                               n_resamples=500)
+    study = perturbation_study(
+        [(h, q, list(range(10))) for q in qs],
+        fake,
+        Sampling(max_tokens=8),
+        lambda q, a: float(a == q.answer),
+        draws=2,
+        count_tokens=lambda m: len(m.split()),
+        n_resamples=500,
+    )
     rows = {r["condition"]: r for r in study["rows"]}
     assert list(rows) == list(CONDITIONS) and rows["full_gold"]["accuracy"] == 1.0
     assert rows["drop_one_gold"]["accuracy"] == 0.0 and rows["drop_one_gold"]["delta"] == -1.0

@@ -1,4 +1,5 @@
 """The query path (lazymem.pipeline.query) with scripted fakes: no real model, no encoder."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,25 +24,49 @@ from lazymem.retrieve import Hit, Pool, RetrievalConfig, WindowConfig, build_win
 # --- a hand-made history and helpers ---------------------------------------------------------------
 
 TEXTS = [
-    "Hi there!", "Hello, how can I help?",
-    "I adopted a corgi named Biscuit last week.", "Congratulations on Biscuit!",
-    "I work as a nurse in Porto.", "That sounds demanding.",
-    "", "Anything else?",  # position 6 is blank: neither shown nor decided
-    "My sister lives in Lyon.", "Lyon is lovely.",
-    "Biscuit loves the beach.", "Dogs often do.",
-    "I moved from Porto to Lisbon in May.", "Lisbon is a great city.",
+    "Hi there!",
+    "Hello, how can I help?",
+    "I adopted a corgi named Biscuit last week.",
+    "Congratulations on Biscuit!",
+    "I work as a nurse in Porto.",
+    "That sounds demanding.",
+    "",
+    "Anything else?",  # position 6 is blank: neither shown nor decided
+    "My sister lives in Lyon.",
+    "Lyon is lovely.",
+    "Biscuit loves the beach.",
+    "Dogs often do.",
+    "I moved from Porto to Lisbon in May.",
+    "Lisbon is a great city.",
 ]
 
 
 def make_history() -> History:
-    msgs = tuple(Message(i, f"s{i // 4}#{i % 4}", f"s{i // 4}", i % 4, "user" if i % 2 == 0 else "assistant",
-                         t, f"2023/05/{10 + i // 4:02d}", gold_for=("q1",) if i in (2, 10) else ())
-                 for i, t in enumerate(TEXTS))
+    msgs = tuple(
+        Message(
+            i,
+            f"s{i // 4}#{i % 4}",
+            f"s{i // 4}",
+            i % 4,
+            "user" if i % 2 == 0 else "assistant",
+            t,
+            f"2023/05/{10 + i // 4:02d}",
+            gold_for=("q1",) if i in (2, 10) else (),
+        )
+        for i, t in enumerate(TEXTS)
+    )
     return History("h", msgs)
 
 
-Q = Question("q1", "multi-session", "What is my dog's name and what does he love?", "Biscuit; the beach", "h",
-             query_time="2023/06/01", evidence=(2, 10))
+Q = Question(
+    "q1",
+    "multi-session",
+    "What is my dog's name and what does he love?",
+    "Biscuit; the beach",
+    "h",
+    query_time="2023/06/01",
+    evidence=(2, 10),
+)
 
 
 class FixedRetriever:
@@ -71,13 +96,20 @@ def window_texts(prompt) -> list[str]:
 def keep_matching(words=("Biscuit",), bad_if=None):
     """A scripted MPM: KEEP messages containing any of `words` (content upper-cased), DROP the rest;
     an output that fails the gate for windows containing `bad_if`."""
+
     def mpm(prompt, sampling):
         texts = window_texts(prompt)
         if bad_if is not None and any(bad_if in t for t in texts):
             return "Sure! Here is the array: []"
-        return json.dumps([{"op": "KEEP", "compressed_content": t.upper(), "reason": "match"}
-                           if any(w in t for w in words) else {"op": "DROP", "compressed_content": "", "reason": ""}
-                           for t in texts])
+        return json.dumps(
+            [
+                {"op": "KEEP", "compressed_content": t.upper(), "reason": "match"}
+                if any(w in t for w in words)
+                else {"op": "DROP", "compressed_content": "", "reason": ""}
+                for t in texts
+            ]
+        )
+
     return mpm
 
 
@@ -94,8 +126,11 @@ class CountingFake(FakeBackend):
 
 
 def config(**kw) -> PipelineConfig:
-    base = dict(retrieval=RetrievalConfig(dense_model=None), mpm=LLMConfig(backend="fake", model="mpm-fake"),
-                answer=LLMConfig(backend="fake", model="answer-fake"))
+    base = dict(
+        retrieval=RetrievalConfig(dense_model=None),
+        mpm=LLMConfig(backend="fake", model="mpm-fake"),
+        answer=LLMConfig(backend="fake", model="answer-fake"),
+    )
     base.update(kw)
     return PipelineConfig.from_dict(base)  # a method's settings as its section or flat, as a recipe writes them
 
@@ -104,10 +139,17 @@ def config(**kw) -> PipelineConfig:
 
 
 def test_config_from_dict_builds_sections_and_names_bad_fields():
-    c = PipelineConfig.from_dict({
-        "method": "lazymem", "structured": True, "retrieval": {"n": 20, "dense_model": None},
-        "window": {"w": 1, "L": 4, "s": 3}, "mpm": {"backend": "fake", "model": "m"},
-        "mpm_sampling": {"max_tokens": 100, "stop": ["\n\n"]}, "judge": {"backend": "fake", "model": "j"}})
+    c = PipelineConfig.from_dict(
+        {
+            "method": "lazymem",
+            "structured": True,
+            "retrieval": {"n": 20, "dense_model": None},
+            "window": {"w": 1, "L": 4, "s": 3},
+            "mpm": {"backend": "fake", "model": "m"},
+            "mpm_sampling": {"max_tokens": 100, "stop": ["\n\n"]},
+            "judge": {"backend": "fake", "model": "j"},
+        }
+    )
     assert c.retrieval.n == 20 and c.window.L == 4 and c.mpm.model == "m" and c.judge.model == "j"
     assert c.mpm_sampling.max_tokens == 100 and c.mpm_sampling.stop == ("\n\n",)
     assert c.answer_sampling.max_tokens == 1024 and PipelineConfig().mpm_sampling.max_tokens == 3072
@@ -139,9 +181,11 @@ def test_yaml_round_trip(tmp_path):
 
 
 def test_importing_creates_nothing_heavy():
-    code = ("import sys, lazymem.pipeline.query, lazymem.eval.runner; "
-            "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'pandas', 'openai', 'nltk') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, lazymem.pipeline.query, lazymem.eval.runner; "
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'pandas', 'openai', 'nltk') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -154,8 +198,9 @@ def test_lazymem_end_to_end_one_generate_call_gate_merge_assemble():
     mpm = CountingFake(keep_matching(bad_if="Lyon"))
     answer = CountingFake(["<think>the memory says Biscuit</think>\nBiscuit, and he loves the beach."])
     retriever = FixedRetriever([10, 2, 12])
-    p = LazyMemPipeline(config(window=WindowConfig(w=1, L=8, s=7)), clients={"mpm": mpm, "answer": answer},
-                        retriever=retriever)
+    p = LazyMemPipeline(
+        config(window=WindowConfig(w=1, L=8, s=7)), clients={"mpm": mpm, "answer": answer}, retriever=retriever
+    )
     r = p.answer(h, Q)
     assert r.ok and r.status == "ok" and r.error is None
     # windows: hits 2 -> [1, 3]; 10 and 12 (distance 2 = 2w) merge -> [9, 13]
@@ -164,8 +209,10 @@ def test_lazymem_end_to_end_one_generate_call_gate_merge_assemble():
     assert mpm.invocations == [2], "all windows in one generate call"
     assert [w.verdict.ok for w in r.windows] == [True, False]  # window 2 shows "Lyon is lovely."
     assert r.windows[1].verdict.reason == "extra_text" and r.windows[1].raw.startswith("Sure!")
-    assert r.memory == ("[2023/05/10] user: I ADOPTED A CORGI NAMED BISCUIT LAST WEEK.\n"
-                        "[2023/05/10] assistant: CONGRATULATIONS ON BISCUIT!")
+    assert r.memory == (
+        "[2023/05/10] user: I ADOPTED A CORGI NAMED BISCUIT LAST WEEK.\n"
+        "[2023/05/10] assistant: CONGRATULATIONS ON BISCUIT!"
+    )
     assert [(d.pos, d.op) for d in r.decisions] == [(1, "DROP"), (2, "KEEP"), (3, "KEEP")]
     s = r.stats
     assert (s.n_windows, s.n_valid, s.n_fmt, s.n_gold, s.n_gold_kept) == (2, 1, 1, 2, 1)
@@ -189,8 +236,11 @@ def test_lazymem_end_to_end_one_generate_call_gate_merge_assemble():
 def test_blank_messages_are_not_decided_and_default_mpm_sampling_is_used():
     h = make_history()
     mpm = CountingFake(keep_matching())
-    p = LazyMemPipeline(config(window=WindowConfig(w=1)), clients={"mpm": mpm, "answer": FakeBackend(["x"])},
-                        retriever=FixedRetriever([6]))
+    p = LazyMemPipeline(
+        config(window=WindowConfig(w=1)),
+        clients={"mpm": mpm, "answer": FakeBackend(["x"])},
+        retriever=FixedRetriever([6]),
+    )
     r = p.answer(h, Q)
     assert r.windows[0].window.positions == (5, 6, 7) and r.windows[0].decision_positions == (5, 7)
     assert window_size(mpm.calls[0][0]) == 2 and r.windows[0].verdict.ok
@@ -200,9 +250,11 @@ def test_blank_messages_are_not_decided_and_default_mpm_sampling_is_used():
 def test_structured_decoding_sends_each_window_its_schema():
     h = make_history()
     mpm = CountingFake(keep_matching())
-    p = LazyMemPipeline(config(structured=True, schema_max_content=64, schema_max_reason=8,
-                               window=WindowConfig(w=1, L=8, s=7)),
-                        clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=FixedRetriever([2, 10, 12, 6]))
+    p = LazyMemPipeline(
+        config(structured=True, schema_max_content=64, schema_max_reason=8, window=WindowConfig(w=1, L=8, s=7)),
+        clients={"mpm": mpm, "answer": FakeBackend(["x"])},
+        retriever=FixedRetriever([2, 10, 12, 6]),
+    )
     r = p.answer(h, Q)
     sizes = [len(w.decision_positions) for w in r.windows]
     assert sizes == [3, 2, 5]  # [1,3], [5,7] (6 blank), [9,13]
@@ -213,9 +265,11 @@ def test_structured_decoding_sends_each_window_its_schema():
     assert all(w.verdict.ok for w in r.windows)
     # same-size windows share one call
     mpm2 = CountingFake(keep_matching())
-    LazyMemPipeline(config(structured=True, window=WindowConfig(w=1)),
-                    clients={"mpm": mpm2, "answer": FakeBackend(["x"])},
-                    retriever=FixedRetriever([2, 10])).answer(h, Q)
+    LazyMemPipeline(
+        config(structured=True, window=WindowConfig(w=1)),
+        clients={"mpm": mpm2, "answer": FakeBackend(["x"])},
+        retriever=FixedRetriever([2, 10]),
+    ).answer(h, Q)
     assert mpm2.invocations == [2]
 
 
@@ -223,8 +277,9 @@ def test_a_failed_mpm_call_is_an_error_not_a_gate_failure_and_skips_the_answer()
     h = make_history()
     answer = CountingFake(["never"])
     mpm = FakeBackend(lambda prompt, s: ConnectionError("server gone") if "Lyon" in str(prompt) else "[]")
-    p = LazyMemPipeline(config(window=WindowConfig(w=1)), clients={"mpm": mpm, "answer": answer},
-                        retriever=FixedRetriever([2, 9]))
+    p = LazyMemPipeline(
+        config(window=WindowConfig(w=1)), clients={"mpm": mpm, "answer": answer}, retriever=FixedRetriever([2, 9])
+    )
     r = p.answer(h, Q)
     assert r.status == "error" and r.error == "mpm: ConnectionError: server gone"
     assert r.stats is None and answer.invocations == [] and r.answer == "" and r.answer_output is None
@@ -235,18 +290,22 @@ def test_a_failed_mpm_call_is_an_error_not_a_gate_failure_and_skips_the_answer()
 
 def test_a_failed_answer_call_is_an_error():
     h = make_history()
-    p = LazyMemPipeline(config(method="rag"), clients={"answer": FakeBackend([TimeoutError("slow")])},
-                        retriever=FixedRetriever([2]))
+    p = LazyMemPipeline(
+        config(method="rag"), clients={"answer": FakeBackend([TimeoutError("slow")])}, retriever=FixedRetriever([2])
+    )
     r = p.answer(h, Q)
     assert r.status == "error" and r.error == "answer: TimeoutError: slow" and r.memory
 
 
-@pytest.mark.parametrize("method, expected_positions, retrieves", [
-    ("rag", [2, 10, 12], True),
-    ("oracle_turn", [2, 10], False),
-    ("oracle_session", [0, 1, 2, 3, 8, 9, 10, 11], False),  # the whole sessions s0 and s2 that hold the gold
-    ("full", [i for i, t in enumerate(TEXTS)], False),
-])
+@pytest.mark.parametrize(
+    "method, expected_positions, retrieves",
+    [
+        ("rag", [2, 10, 12], True),
+        ("oracle_turn", [2, 10], False),
+        ("oracle_session", [0, 1, 2, 3, 8, 9, 10, 11], False),  # the whole sessions s0 and s2 that hold the gold
+        ("full", [i for i, t in enumerate(TEXTS)], False),
+    ],
+)
 def test_text_memory_baselines(method, expected_positions, retrieves):
     h = make_history()
     answer = CountingFake(["a"])
@@ -263,8 +322,11 @@ def test_text_memory_baselines(method, expected_positions, retrieves):
 
 def test_extractive_needs_no_model_and_passes_the_gate():
     h = make_history()
-    p = LazyMemPipeline(config(method="extractive", mpm=LLMConfig(backend="transformers", model="/nonexistent")),
-                        clients={"answer": FakeBackend(["Biscuit"])}, retriever=FixedRetriever([2, 10]))
+    p = LazyMemPipeline(
+        config(method="extractive", mpm=LLMConfig(backend="transformers", model="/nonexistent")),
+        clients={"answer": FakeBackend(["Biscuit"])},
+        retriever=FixedRetriever([2, 10]),
+    )
     r = p.answer(h, Q)
     assert r.ok and all(w.verdict.ok and w.output is None for w in r.windows)
     assert "Biscuit" in r.memory and r.answer_prompt == "answer_compressed"
@@ -275,8 +337,11 @@ def test_bridges_overlap_shows_shared_messages_as_bridges():
     h = make_history()
     mpm = CountingFake(keep_matching())
     wc = WindowConfig(w=2, L=4, s=3)
-    p = LazyMemPipeline(config(window=wc, bridges="overlap"), clients={"mpm": mpm, "answer": FakeBackend(["x"])},
-                        retriever=FixedRetriever([9]))
+    p = LazyMemPipeline(
+        config(window=wc, bridges="overlap"),
+        clients={"mpm": mpm, "answer": FakeBackend(["x"])},
+        retriever=FixedRetriever([9]),
+    )
     r = p.answer(h, Q)
     assert [w.window.positions for w in r.windows] == [(7, 8, 9, 10), (10, 11)]
     assert [(w.n_prev_bridge, w.n_next_bridge) for w in r.windows] == [(0, 1), (1, 0)]
@@ -320,9 +385,11 @@ def test_question_must_belong_to_the_history():
 
 def test_concurrent_answers_equal_sequential_ones():
     h = make_history()
-    p = LazyMemPipeline(config(),
-                        clients={"mpm": FakeBackend(keep_matching()), "answer": FakeBackend(lambda pr, s: "ok")},
-                        retriever=FixedRetriever([2, 10, 12]))
+    p = LazyMemPipeline(
+        config(),
+        clients={"mpm": FakeBackend(keep_matching()), "answer": FakeBackend(lambda pr, s: "ok")},
+        retriever=FixedRetriever([2, 10, 12]),
+    )
     seq = p.answer(h, Q).to_dict()
     out = []
     threads = [threading.Thread(target=lambda: out.append(p.answer(h, Q).to_dict())) for _ in range(4)]
@@ -340,8 +407,10 @@ def test_concurrent_answers_equal_sequential_ones():
 
 def test_real_bm25_retrieval_runs_without_an_encoder():
     h = make_history()
-    p = LazyMemPipeline(config(retrieval=RetrievalConfig(dense_model=None, n=3)),
-                        clients={"mpm": FakeBackend(keep_matching()), "answer": FakeBackend(lambda pr, s: "x")})
+    p = LazyMemPipeline(
+        config(retrieval=RetrievalConfig(dense_model=None, n=3)),
+        clients={"mpm": FakeBackend(keep_matching()), "answer": FakeBackend(lambda pr, s: "x")},
+    )
     r = p.answer(h, dataclasses.replace(Q, text="Where does Biscuit go, the beach?"))
     assert r.ok and r.pool.stages == ("bm25", "rrf") and r.pool.positions[0] == 10
     assert "index" in r.timings and r.timings["retrieval"] >= 0  # first query built the BM25 index
@@ -357,12 +426,18 @@ def test_mpm_think_trace_is_stripped_before_the_gate_and_recorded():
     h = make_history()
     inner = keep_matching()
     mpm = FakeBackend(lambda p, s: "<think>which messages matter?</think>\n" + inner(p, s))
-    r = LazyMemPipeline(config(window=WindowConfig(w=1)), clients={"mpm": mpm, "answer": FakeBackend(["x"])},
-                        retriever=FixedRetriever([2])).answer(h, Q)
+    r = LazyMemPipeline(
+        config(window=WindowConfig(w=1)),
+        clients={"mpm": mpm, "answer": FakeBackend(["x"])},
+        retriever=FixedRetriever([2]),
+    ).answer(h, Q)
     w = r.windows[0]
     assert w.verdict.ok and w.think == "<think>which messages matter?</think>" and w.raw.startswith("\n[")
-    r = LazyMemPipeline(config(window=WindowConfig(w=1), strip_think=False),
-                        clients={"mpm": mpm, "answer": FakeBackend(["x"])}, retriever=FixedRetriever([2])).answer(h, Q)
+    r = LazyMemPipeline(
+        config(window=WindowConfig(w=1), strip_think=False),
+        clients={"mpm": mpm, "answer": FakeBackend(["x"])},
+        retriever=FixedRetriever([2]),
+    ).answer(h, Q)
     assert r.windows[0].verdict.reason == "extra_text" and r.windows[0].think is None
 
 
@@ -384,14 +459,17 @@ def test_nanomemory_ranks_sessions_by_best_turn_and_prunes_in_one_call():
     from lazymem.pipeline.baselines import session_turns
 
     h = make_history()
-    q = Question("q2", "single-session-user", "Does Biscuit like the beach?", "yes", "h", query_time="2023/06/01",
-                 evidence=(10,))
+    q = Question(
+        "q2", "single-session-user", "Does Biscuit like the beach?", "yes", "h", query_time="2023/06/01", evidence=(10,)
+    )
     retriever = type("R", (), {"encoder": WordEncoder()})()
     mpm = CountingFake(["<think>short</think>Biscuit loves the beach."])
     answer = CountingFake(["yes"])
-    p = LazyMemPipeline(config(method="nanomemory", nanomemory=NanoMemorySettings(top_k=2),
-                               retrieval=RetrievalConfig()),
-                        clients={"mpm": mpm, "answer": answer}, retriever=retriever)
+    p = LazyMemPipeline(
+        config(method="nanomemory", nanomemory=NanoMemorySettings(top_k=2), retrieval=RetrievalConfig()),
+        clients={"mpm": mpm, "answer": answer},
+        retriever=retriever,
+    )
     r = p.answer(h, q)
     assert r.ok and r.memory == "Biscuit loves the beach." and r.answer == "yes" and r.answer_prompt == "answer_text"
     assert [s["session_id"] for s in r.baseline["sessions"]] == ["s2", "s0"]  # both words, then one

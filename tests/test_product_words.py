@@ -5,6 +5,7 @@ work that made it: no "stop 49", "issue 25", "the next session resumes", "fresh 
 sessions: session_1, oracle_session, multi-session, gold sessions): the patterns below name the
 work-process uses only, so the data's vocabulary never matches.
 """
+
 import re
 import subprocess
 from pathlib import Path
@@ -76,8 +77,14 @@ def place(rel: str) -> str:
         return rel
     if rel.startswith("lazymem/assets/") or (rel.startswith("models/") and rel.endswith("README.md")):
         return "cards"
-    for prefix, name in [("docs/", "docs"), ("configs/", "configs"), ("lazymem/", "package"),
-                         ("tests/", "tests"), ("notebooks/", "notebooks"), ("models/", "models")]:
+    for prefix, name in [
+        ("docs/", "docs"),
+        ("configs/", "configs"),
+        ("lazymem/", "package"),
+        ("tests/", "tests"),
+        ("notebooks/", "notebooks"),
+        ("models/", "models"),
+    ]:
         if rel.startswith(prefix):
             return name
     return "other"
@@ -95,12 +102,31 @@ def test_tracked_text_speaks_of_the_product():
 
 
 def test_patterns_leave_the_data_vocabulary_alone():
-    data = ["session_1", "oracle_session", "gold sessions", "multi-session", "single-session-user",
-            "session summaries", "multi-hop over two sessions", "the sessions before the question",
-            "stop tokens", "a stop sequence", "GitHub issues/25"]
+    data = [
+        "session_1",
+        "oracle_session",
+        "gold sessions",
+        "multi-session",
+        "single-session-user",
+        "session summaries",
+        "multi-hop over two sessions",
+        "the sessions before the question",
+        "stop tokens",
+        "a stop sequence",
+        "GitHub issues/25",
+    ]
     assert [s for s in data if RX.search(s)] == []
-    work = ["stop 49", "Stops 46-48", "the stop-43 decoding", "issue 25's floor", "the next session resumes",
-            "fresh clone of 3aa15aa", "one session after another", "this stop", "over 2 sessions"]
+    work = [
+        "stop 49",
+        "Stops 46-48",
+        "the stop-43 decoding",
+        "issue 25's floor",
+        "the next session resumes",
+        "fresh clone of 3aa15aa",
+        "one session after another",
+        "this stop",
+        "over 2 sessions",
+    ]
     assert [s for s in work if not RX.search(s)] == []
 
 
@@ -110,8 +136,18 @@ if __name__ == "__main__":  # per-place counts: python tests/test_product_words.
 
     found = all_hits()
     counts = collections.Counter(place(f) for f, _, _ in found)
-    for name in ["README.md", "CHANGELOG.md", "docs", "configs", "package", "cards", "models", "tests",
-                 "notebooks", "other"]:
+    for name in [
+        "README.md",
+        "CHANGELOG.md",
+        "docs",
+        "configs",
+        "package",
+        "cards",
+        "models",
+        "tests",
+        "notebooks",
+        "other",
+    ]:
         print(f"{name:14s}{counts[name]:5d}")
     print(f"{'total':14s}{len(found):5d}")
     if "--list" in sys.argv:

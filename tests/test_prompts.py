@@ -1,4 +1,5 @@
 """Prompt templates: verbatim against the paper, rendering, window formatting, hashes."""
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,15 @@ def test_placeholders():
         if name.startswith("longmemeval_judge"):
             assert PROMPTS[name].placeholders == ("question", "answer", "response")
     assert set(PROMPTS["reward_judge"].placeholders) == {
-        "query_time", "query", "gold_answer", "referenced_reasoning_chain", "role",
-        "source_message_content", "timestamp", "compressed_memory"}
+        "query_time",
+        "query",
+        "gold_answer",
+        "referenced_reasoning_chain",
+        "role",
+        "source_message_content",
+        "timestamp",
+        "compressed_memory",
+    }
 
 
 def test_render_fills_placeholders_and_keeps_json_braces():
@@ -124,8 +132,9 @@ def test_longmemeval_prompts_equal_official_format():
     for name, official in officials.items():
         assert PROMPTS[name].render(question="Q?", answer="A", response="R") == official.format("Q?", "A", "R")
     # Spot checks of the official text, including its quirks (space before the blank line).
-    assert "answer no. \n\nQuestion: Q?\n\nCorrect Answer: A\n\nModel Response: R\n\n" \
-        in PROMPTS["longmemeval_judge"].render(question="Q?", answer="A", response="R")
+    assert "answer no. \n\nQuestion: Q?\n\nCorrect Answer: A\n\nModel Response: R\n\n" in PROMPTS[
+        "longmemeval_judge"
+    ].render(question="Q?", answer="A", response="R")
     assert "\n\nRubric: {answer}\n\n" in PROMPTS["longmemeval_judge_preference"].template
     assert "\n\nExplanation: {answer}\n\n" in PROMPTS["longmemeval_judge_abstention"].template
     assert "predicting 19 days when the answer is 18" in PROMPTS["longmemeval_judge_temporal"].template
@@ -163,15 +172,25 @@ def test_messages_and_system_guard():
 
 def test_reward_judge_renders_valid_json_in_the_listing_layout():
     src = msg(3, 'I said "hi"\nand left {early}.', role="user")
-    kwargs = dict(query_time="2023/06/01", query='Who said "hi"?', gold_answer="me",
-                  reasoning_chain="step 1; step 2", compressed_memory="Said hi, left early.")
+    kwargs = dict(
+        query_time="2023/06/01",
+        query='Who said "hi"?',
+        gold_answer="me",
+        reasoning_chain="step 1; step 2",
+        compressed_memory="Said hi, left early.",
+    )
     text = reward_judge_prompt(sources=[src], **kwargs)
     obj = json.loads(text)
     assert obj["source_messages"] == [{"role": "user", "content": src.text, "timestamp": src.timestamp}]
     assert obj["query"] == 'Who said "hi"?'
     assert obj["constructed_memory"] == "Said hi, left early."
-    assert obj["required_output"] == {"faithfulness": 0, "utility": 0, "unsupported_claims": [],
-                                      "useful_evidence": [], "reason": "Brief reason in English"}
+    assert obj["required_output"] == {
+        "faithfulness": 0,
+        "utility": 0,
+        "unsupported_claims": [],
+        "useful_evidence": [],
+        "reason": "Brief reason in English",
+    }
     # Byte-identical to a 2-space json.dumps of the same object: the listing's own layout.
     assert text == json.dumps(obj, ensure_ascii=False, indent=2)
     two = json.loads(reward_judge_prompt(sources=[src, msg(4, "ok", role="assistant")], **kwargs))

@@ -1,6 +1,7 @@
 """The README is a front door that stays true: its Python quickstart runs, every relative link in
 README.md, CHANGELOG.md and docs/ resolves, it stays short, and its headline results table is the
 committed run summaries, number for number."""
+
 import json
 import os
 import re
@@ -9,8 +10,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ["README.md", "CHANGELOG.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
-        "docs/results/README.md"]
+DOCS = [
+    "README.md",
+    "CHANGELOG.md",
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
+    "docs/results/README.md",
+]
 
 
 def _slugs(md: Path) -> set[str]:
@@ -52,21 +57,35 @@ HEADLINE = {
     ("LoCoMo, 36 questions (n=10, w=1, L=4)", "RAG Top50"): "main_table/locomo_paper/rag_top50",
     ("LoCoMo, 36 questions (n=10, w=1, L=4)", "extractive"): "main_table/locomo_paper/extractive",
     ("LoCoMo, 36 questions (n=10, w=1, L=4)", "LazyMem-135M v1"): "main_table/locomo_paper/lazymem_135m_v1",
-    ("LoCoMo, 36 questions (n=10, w=1, L=4)", "LazyMem-135M v2 + writer"):
-        "main_table/locomo_paper/lazymem_135m_v2_v6_content",
+    (
+        "LoCoMo, 36 questions (n=10, w=1, L=4)",
+        "LazyMem-135M v2 + writer",
+    ): "main_table/locomo_paper/lazymem_135m_v2_v6_content",
     ("LoCoMo, 36 questions (the paper's n=10, w=2, L=8, s=7)", "extractive"): "paper_shape/locomo_paper/extractive",
-    ("LoCoMo, 36 questions (the paper's n=10, w=2, L=8, s=7)", "LazyMem-135M v1"):
-        "paper_shape/locomo_paper/lazymem_135m_v1",
-    ("LoCoMo, 36 questions (the paper's n=10, w=2, L=8, s=7)", "LazyMem-135M v2 + writer"):
-        "paper_shape/locomo_paper/lazymem_135m_v2_v6_content",
-    ("LongMemEval_S real haystacks, 2 questions (n=10, w=1, L=4)", "extractive"):
-        "longmemeval_s_real/main_shape/extractive",
-    ("LongMemEval_S real haystacks, 2 questions (n=10, w=1, L=4)", "LazyMem-135M v2 + writer"):
-        "longmemeval_s_real/main_shape/lazymem_135m_v2_v6_content",
-    ("LongMemEval_S real haystacks, 2 questions (n=10, w=2, L=8, s=7)", "extractive"):
-        "longmemeval_s_real/paper_shape/extractive",
-    ("LongMemEval_S real haystacks, 2 questions (n=10, w=2, L=8, s=7)", "LazyMem-135M v2 + writer"):
-        "longmemeval_s_real/paper_shape/lazymem_135m_v2_v6_content",
+    (
+        "LoCoMo, 36 questions (the paper's n=10, w=2, L=8, s=7)",
+        "LazyMem-135M v1",
+    ): "paper_shape/locomo_paper/lazymem_135m_v1",
+    (
+        "LoCoMo, 36 questions (the paper's n=10, w=2, L=8, s=7)",
+        "LazyMem-135M v2 + writer",
+    ): "paper_shape/locomo_paper/lazymem_135m_v2_v6_content",
+    (
+        "LongMemEval_S real haystacks, 2 questions (n=10, w=1, L=4)",
+        "extractive",
+    ): "longmemeval_s_real/main_shape/extractive",
+    (
+        "LongMemEval_S real haystacks, 2 questions (n=10, w=1, L=4)",
+        "LazyMem-135M v2 + writer",
+    ): "longmemeval_s_real/main_shape/lazymem_135m_v2_v6_content",
+    (
+        "LongMemEval_S real haystacks, 2 questions (n=10, w=2, L=8, s=7)",
+        "extractive",
+    ): "longmemeval_s_real/paper_shape/extractive",
+    (
+        "LongMemEval_S real haystacks, 2 questions (n=10, w=2, L=8, s=7)",
+        "LazyMem-135M v2 + writer",
+    ): "longmemeval_s_real/paper_shape/lazymem_135m_v2_v6_content",
 }
 
 
@@ -93,8 +112,12 @@ def _expected(summary: dict) -> list[str]:
         keep = f"{c['n_gold_kept']} of {c['n_gold']}"
     else:
         keep = f"{c['gold_keep_recall']:.3f}"
-    return [f"{summary['memory_measures']['evidence_recall']['mean']:.3f}", keep,
-            f"{round(summary['memory_tokens']['mean']):,}", f"{summary['latency_s']['processing']['mean']:.1f}"]
+    return [
+        f"{summary['memory_measures']['evidence_recall']['mean']:.3f}",
+        keep,
+        f"{round(summary['memory_tokens']['mean']):,}",
+        f"{summary['latency_s']['processing']['mean']:.1f}",
+    ]
 
 
 def test_readme_headline_table_is_the_committed_summaries():

@@ -4,6 +4,7 @@ referenced reasoning chain it receives, and the SFT teacher's reasoning kept in 
 Every server here is a real OpenAI-compatible HTTP server on loopback (tests/servers.py
 ``ChatServer`` running ``thinking_model``, a scripted Qwen3-like thinker: one word = one token).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,14 @@ KEPT = KeptMessage("Moved to Lisbon (May 2023).", (SRC,), "Where do I live?", "2
 
 def judge_config(url: str, **kw) -> LLMConfig:
     """The paper's judge settings against ``url`` (thinking on, 180 s, 3 retries)."""
-    return LLMConfig(backend="openai", base_url=url, model="Qwen/Qwen3-32B",
-                     chat_template_kwargs={"enable_thinking": True}, max_retries=0, **kw)
+    return LLMConfig(
+        backend="openai",
+        base_url=url,
+        model="Qwen/Qwen3-32B",
+        chat_template_kwargs={"enable_thinking": True},
+        max_retries=0,
+        **kw,
+    )
 
 
 def read_jsonl(path) -> list[dict]:
@@ -105,9 +112,12 @@ def test_thinking_budget_settings_are_checked_and_enter_the_cache_identity_only_
     base = dict(backend="openai", base_url="http://127.0.0.1:1/v1", model="m")
     assert "thinking_budget" not in LLMConfig(**base).identity()  # old caches keep hitting
     assert LLMConfig(**base, thinking_budget=512).identity()["thinking_budget"] == [512, "two_phase"]
-    for bad, match in [(dict(thinking_budget=0), "thinking_budget"), (dict(thinking_budget=True), "thinking_budget"),
-                       (dict(thinking_budget_mode="budget"), "thinking_budget_mode"),
-                       (dict(backend="transformers", base_url=None, thinking_budget=8), "backend 'openai' only")]:
+    for bad, match in [
+        (dict(thinking_budget=0), "thinking_budget"),
+        (dict(thinking_budget=True), "thinking_budget"),
+        (dict(thinking_budget_mode="budget"), "thinking_budget_mode"),
+        (dict(backend="transformers", base_url=None, thinking_budget=8), "backend 'openai' only"),
+    ]:
         with pytest.raises(ConfigError, match=match):
             LLMConfig(**{**base, **bad})
     with pytest.raises(ConfigError, match="leaves none of Sampling.max_tokens"):
@@ -139,8 +149,16 @@ def test_the_client_keeps_a_servers_reasoning_field_through_the_cache(parser, tm
 def test_completions_without_reasoning_store_as_before_and_old_entries_load():
     c = Completion("[]", 3, 1, 0.5, model="m", finish_reason="stop")
     assert "reasoning" not in c.to_dict() and Completion.from_dict(c.to_dict()) == c
-    old = {"text": "[]", "prompt_tokens": 3, "completion_tokens": 1, "latency_s": 0.5, "cached": False, "error": None,
-           "model": "m", "finish_reason": "stop"}  # a cache entry written before the field existed
+    old = {
+        "text": "[]",
+        "prompt_tokens": 3,
+        "completion_tokens": 1,
+        "latency_s": 0.5,
+        "cached": False,
+        "error": None,
+        "model": "m",
+        "finish_reason": "stop",
+    }  # a cache entry written before the field existed
     assert Completion.from_dict(old).reasoning is None
     r = Completion("[]", 3, 1, 0.5, reasoning="why")
     assert Completion.from_dict(r.to_dict()) == r
@@ -150,18 +168,30 @@ def _teacher_script(cfg) -> dict[str, str]:
     """Each window's gold target, by the window's user message (what the scripted teacher answers)."""
     datasets, _ = load_sources(cfg)
     selected, _ = select_questions(datasets, cfg)
-    return {p.prompt.messages[-1]["content"]: gold_target(p.prompt, p.history)
-            for pairs in query_window_pairs(datasets, selected, cfg) for p in pairs}
+    return {
+        p.prompt.messages[-1]["content"]: gold_target(p.prompt, p.history)
+        for pairs in query_window_pairs(datasets, selected, cfg)
+        for p in pairs
+    }
 
 
 @pytest.mark.parametrize("keep", [True, False])
 def test_sft_targets_keep_the_teachers_reasoning_before_the_array(tmp_path, keep):
-    teacher = thinking_model(lambda body: script[body["messages"][-1]["content"]], think_tokens=12,
-                             parser="reasoning_content")  # DeepSeek's API: the trace beside the content
+    teacher = thinking_model(
+        lambda body: script[body["messages"][-1]["content"]], think_tokens=12, parser="reasoning_content"
+    )  # DeepSeek's API: the trace beside the content
     with ChatServer(teacher) as url:
-        cfg = SFTDataConfig(datasets=(SYNTH,), retrieval=RETRIEVAL, window=WindowConfig(), questions=None,
-                            teacher=LLMConfig(backend="openai", base_url=url, model="deepseek-reasoner"),
-                            teacher_reasoning=keep, balance=False, output_dir=str(tmp_path / "sft"), progress=False)
+        cfg = SFTDataConfig(
+            datasets=(SYNTH,),
+            retrieval=RETRIEVAL,
+            window=WindowConfig(),
+            questions=None,
+            teacher=LLMConfig(backend="openai", base_url=url, model="deepseek-reasoner"),
+            teacher_reasoning=keep,
+            balance=False,
+            output_dir=str(tmp_path / "sft"),
+            progress=False,
+        )
         script = _teacher_script(cfg)
         card = build_sft_data(cfg)
     rows = read_jsonl(tmp_path / "sft" / "sft.jsonl")
@@ -181,8 +211,15 @@ def test_sft_targets_keep_the_teachers_reasoning_before_the_array(tmp_path, keep
 
 
 def test_rl_rows_carry_the_teachers_reasoning_chain_and_the_card_counts_empty_ones(tmp_path, caplog):
-    sft = SFTDataConfig(datasets=(SYNTH,), retrieval=RETRIEVAL, teacher="gold-trace", questions=None, balance=False,
-                        output_dir=str(tmp_path / "sft"), progress=False)
+    sft = SFTDataConfig(
+        datasets=(SYNTH,),
+        retrieval=RETRIEVAL,
+        teacher="gold-trace",
+        questions=None,
+        balance=False,
+        output_dir=str(tmp_path / "sft"),
+        progress=False,
+    )
     build_sft_data(sft)
     ann = read_jsonl(tmp_path / "sft" / "annotations.jsonl")
     best = {}
@@ -194,8 +231,9 @@ def test_rl_rows_carry_the_teachers_reasoning_chain_and_the_card_counts_empty_on
     assert best
 
     common = dict(datasets=(SYNTH,), retrieval=RETRIEVAL, size=None, progress=False)
-    card = build_rl_prompts(RLDataConfig(**common, reasoning_chains=str(tmp_path / "sft"),
-                                         output_dir=str(tmp_path / "rl")))
+    card = build_rl_prompts(
+        RLDataConfig(**common, reasoning_chains=str(tmp_path / "sft"), output_dir=str(tmp_path / "rl"))
+    )
     rows = read_jsonl(tmp_path / "rl" / "rl_prompts.jsonl")
     for r in rows:
         assert r["reasoning_chain"] == best.get(r["question_id"], (None, ""))[1]
@@ -212,8 +250,9 @@ def test_rl_rows_carry_the_teachers_reasoning_chain_and_the_card_counts_empty_on
     assert bare["reasoning_chains"]["rows_empty"] == bare["size"] and bare["reasoning_chains"]["empty_share"] == 1.0
     assert "no referenced reasoning chain" in caplog.text
     with pytest.raises(LoadError, match="annotations.jsonl"):
-        build_rl_prompts(RLDataConfig(**common, reasoning_chains=str(tmp_path / "nowhere"),
-                                      output_dir=str(tmp_path / "rl_bad")))
+        build_rl_prompts(
+            RLDataConfig(**common, reasoning_chains=str(tmp_path / "nowhere"), output_dir=str(tmp_path / "rl_bad"))
+        )
 
     # the chain reaches the judge: a rollout that keeps the gold message is judged with it
     row = next(r for r in rows if r["has_gold"] and r["reasoning_chain"])
@@ -226,11 +265,24 @@ def test_rl_rows_carry_the_teachers_reasoning_chain_and_the_card_counts_empty_on
     from lazymem.llm.fake import FakeBackend
 
     reward = LazyMemReward(lam=0.5, judge=QualityJudge(FakeBackend(judge_reply)))
-    keep = [{"op": "KEEP" if g else "DROP", "compressed_content": s["content"] if g else "", "reason": ""}
-            for g, s in zip(row["gold_labels"], row["sources"])]
-    columns = {k: [row[k]] for k in ("decision_positions", "gold_labels", "query", "query_time", "gold_answer",
-                                     "reasoning_chain", "sources")}
-    (score,) = reward(prompts=[row["prompt"]], completions=[[{"role": "assistant", "content": json.dumps(keep)}]],
-                      **columns)
+    keep = [
+        {"op": "KEEP" if g else "DROP", "compressed_content": s["content"] if g else "", "reason": ""}
+        for g, s in zip(row["gold_labels"], row["sources"])
+    ]
+    columns = {
+        k: [row[k]]
+        for k in (
+            "decision_positions",
+            "gold_labels",
+            "query",
+            "query_time",
+            "gold_answer",
+            "reasoning_chain",
+            "sources",
+        )
+    }
+    (score,) = reward(
+        prompts=[row["prompt"]], completions=[[{"role": "assistant", "content": json.dumps(keep)}]], **columns
+    )
     assert score is not None and seen
     assert all(s["referenced_reasoning_chain"] == row["reasoning_chain"] for s in seen)

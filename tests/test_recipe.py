@@ -1,6 +1,7 @@
 """LazyMem-135M's recipes (lazymem.notebooks.recipe): every step's config exists and parses with its overrides,
 the steps that share one config file differ only in what their overrides say, and configs/recipes/ holds no
 file that no step runs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +36,11 @@ def test_steps_that_share_a_file_differ_only_in_overrides_and_write_their_own_ou
     # each keep-prior step chooses on its own model's development probes (never the LoCoMo ones) and reports
     # on its LoCoMo probe
     for prior in (s for s in STEPS if s.kind == "keep-prior"):
-        own = [apply_overrides(read_mapping(ROOT / s.config), s.sets) for s in probes
-               if Path(s.config).parent == Path(prior.config).parent]
+        own = [
+            apply_overrides(read_mapping(ROOT / s.config), s.sets)
+            for s in probes
+            if Path(s.config).parent == Path(prior.config).parent
+        ]
         choice, pairs = read_mapping(ROOT / prior.config), {p["output"]: p["pairs"] for p in own}
         assert set(choice["select"]) | set(choice["report"]) == set(pairs)
         assert not any("locomo_dev" in pairs[p] for p in choice["select"])
@@ -91,7 +95,16 @@ def test_release_from_outputs_that_link_to_the_shipped_files_copies_nothing(tmp_
     final.mkdir(parents=True)
     for f in ("adapter_config.json", "adapter_model.safetensors"):
         os.symlink(os.path.relpath(asset / f, final), final / f)
-    card = ship(ReleaseConfig(adapter=str(final), sft_data=str(tmp_path / "none.json"), sft_run=str(tmp_path / "sft"),
-                              window_table=None, pipeline_table=None, dest=str(asset), measure_load=False))
+    card = ship(
+        ReleaseConfig(
+            adapter=str(final),
+            sft_data=str(tmp_path / "none.json"),
+            sft_run=str(tmp_path / "sft"),
+            window_table=None,
+            pipeline_table=None,
+            dest=str(asset),
+            measure_load=False,
+        )
+    )
     assert card["adapter_bytes"] == 64 and card["stage"] == "sft" and (asset / "README.md").is_file()
     assert (final / "adapter_model.safetensors").is_symlink() and not (asset / "adapter_model.safetensors").is_symlink()

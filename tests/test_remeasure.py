@@ -1,4 +1,5 @@
 """lazymem.eval.remeasure: measures added to a finished run equal the runner's own, once, safely."""
+
 from __future__ import annotations
 
 import json

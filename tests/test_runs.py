@@ -4,6 +4,7 @@ Every model is a scripted FakeBackend and the datasets are tiny synthetic ones, 
 runs in seconds (three short subprocesses: the CLI refused by a held lock, a slow run that is
 SIGKILLed while holding the lock, and the CLI racing it).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,15 +47,22 @@ def run(out, dataset: str = SYNTH, answer="an answer", **kw) -> tuple[dict, Fake
 
 
 def env() -> dict:
-    return dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-                PYTHONPATH=str(REPO))
+    return dict(
+        os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(REPO)
+    )
 
 
 def cli(tmp_path, out, *extra) -> subprocess.CompletedProcess:
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump({"dataset": SYNTH, "limit": 3, "pipeline": PIPELINE}))
-    return subprocess.run([sys.executable, "-m", "lazymem.cli", "eval", str(recipe), "--out", str(out),
-                           "--no-progress", *extra], cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "lazymem.cli", "eval", str(recipe), "--out", str(out), "--no-progress", *extra],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
@@ -108,8 +116,13 @@ def test_a_sigkilled_lock_holder_does_not_block_the_next_run(tmp_path):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     raw = {"dataset": SYNTH, "limit": 3, "pipeline": PIPELINE}
-    proc = subprocess.Popen([sys.executable, str(driver), str(out), "30", json.dumps(raw)], cwd=REPO, env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), str(out), "30", json.dumps(raw)],
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.time() + 60
         while not (out / "manifest.json").exists():  # written with the lock held, before the first answer
@@ -200,8 +213,7 @@ def test_changed_prompts_or_config_are_refused_naming_what_changed(tmp_path, mon
         evaluate(config(seed=7), out, progress=False, clients={"answer": FakeBackend(lambda p, s: "a")})
     assert snapshot(out) == before
     # overwrite=True (the old flag) is force_new now: nothing is deleted
-    s = evaluate(config(seed=7), out, progress=False, clients={"answer": FakeBackend(lambda p, s: "a")},
-                 overwrite=True)
+    s = evaluate(config(seed=7), out, progress=False, clients={"answer": FakeBackend(lambda p, s: "a")}, overwrite=True)
     assert s["counts"]["recorded"] == 3
     prev = [p for p in out.iterdir() if p.name.startswith("previous-")]
     assert len(prev) == 1 and (prev[0] / "records.jsonl").read_bytes() == before["records.jsonl"]

@@ -1,4 +1,5 @@
 """Training data (lazymem.train.sft_data, rl_data, teacher, datacard) on small synthetic data and LoCoMo."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,8 +36,15 @@ LOCOMO_TRAIN = ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-44"
 
 
 def sft_config(tmp_path, name="sft", **kw) -> SFTDataConfig:
-    base = dict(datasets=(SYNTH,), retrieval=RETRIEVAL, window=WINDOW, teacher="gold", questions=None,
-                output_dir=str(tmp_path / name), progress=False)
+    base = dict(
+        datasets=(SYNTH,),
+        retrieval=RETRIEVAL,
+        window=WINDOW,
+        teacher="gold",
+        questions=None,
+        output_dir=str(tmp_path / name),
+        progress=False,
+    )
     return SFTDataConfig(**{**base, **kw})
 
 
@@ -66,18 +74,26 @@ def test_sft_prompts_are_byte_identical_to_inference(gold_unbalanced):
     assert card["instances"] == card["query_window_pairs"] == len(rows)  # balance off, gold teacher: nothing lost
     ds = load_dataset(SYNTH)
     mpm, answer = FakeBackend(), FakeBackend()
-    pipe = LazyMemPipeline(PipelineConfig(method="lazymem", retrieval=RETRIEVAL, window=WINDOW,
-                                          mpm=LLMConfig(backend="fake", model="fake"),
-                                          answer=LLMConfig(backend="fake", model="fake")),
-                           clients={"mpm": mpm, "answer": answer})
+    pipe = LazyMemPipeline(
+        PipelineConfig(
+            method="lazymem",
+            retrieval=RETRIEVAL,
+            window=WINDOW,
+            mpm=LLMConfig(backend="fake", model="fake"),
+            answer=LLMConfig(backend="fake", model="fake"),
+        ),
+        clients={"mpm": mpm, "answer": answer},
+    )
     checked = 0
     for qid in sorted({r["question_id"] for r in rows})[:3]:
         mpm.calls.clear()
         q = ds.question(qid)
         pipe.answer(ds.history(q), q)
         sent = [json.dumps(list(p), ensure_ascii=False) for p, _ in mpm.calls]
-        ours = [json.dumps(r["prompt"], ensure_ascii=False)
-                for r in sorted((r for r in rows if r["question_id"] == qid), key=lambda r: r["window_index"])]
+        ours = [
+            json.dumps(r["prompt"], ensure_ascii=False)
+            for r in sorted((r for r in rows if r["question_id"] == qid), key=lambda r: r["window_index"])
+        ]
         assert sent and sent == ours
         checked += len(sent)
     assert checked >= 3
@@ -119,7 +135,8 @@ def test_key_span_teacher_keeps_each_golds_answer_sentence_as_a_span_of_it(gold_
     rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
     assert "key-span" in card["teacher"] and "key span" in (Path(cfg.output_dir) / "card.md").read_text()
     assert [(r["question_id"], r["decision_positions"]) for r in rows] == [
-        (r["question_id"], r["decision_positions"]) for r in verbatim]
+        (r["question_id"], r["decision_positions"]) for r in verbatim
+    ]
     ds = load_dataset(SYNTH)
     shorter = 0
     for r in rows:
@@ -134,8 +151,9 @@ def test_key_span_teacher_keeps_each_golds_answer_sentence_as_a_span_of_it(gold_
                 assert d.content in split_sentences(text) and answer_words & content_tokens(d.content)
                 shorter += 1
             else:
-                assert len(split_sentences(text)) < 2 or not any(answer_words & content_tokens(x)
-                                                                 for x in split_sentences(text))
+                assert len(split_sentences(text)) < 2 or not any(
+                    answer_words & content_tokens(x) for x in split_sentences(text)
+                )
     assert shorter > 0
     with pytest.raises(ConfigError, match="teacher_keep"):
         sft_config(tmp_path, teacher=LLMConfig(backend="fake", model="m"), teacher_keep="key_span")
@@ -144,8 +162,7 @@ def test_key_span_teacher_keeps_each_golds_answer_sentence_as_a_span_of_it(gold_
     assert "teacher_keep" not in sft_config(tmp_path).to_dict() and cfg.to_dict()["teacher_keep"] == "key_span"
 
 
-def test_content_teacher_keeps_gold_key_spans_and_the_extractive_non_gold_cut_to_a_sentence(gold_unbalanced,
-                                                                                             tmp_path):
+def test_content_teacher_keeps_gold_key_spans_and_the_extractive_non_gold_cut_to_a_sentence(gold_unbalanced, tmp_path):
     """``teacher_keep: content`` (a content adapter's targets) on the real generator: the verbatim teacher's
     windows; every gold message KEEP (its key span), every non-gold one the real ExtractiveProcessor keeps KEEP
     too, cut to its sentence most like the query, the rest DROP; the trace's ops are the array's; the card says
@@ -161,10 +178,12 @@ def test_content_teacher_keeps_gold_key_spans_and_the_extractive_non_gold_cut_to
     cfg = sft_config(tmp_path, balance=False, teacher_keep="content", teacher="gold-trace")
     card = build_sft_data(cfg)
     rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
-    assert "content-adapter" in card["teacher"] and "never for deciding" in (
-        Path(cfg.output_dir) / "card.md").read_text()
+    assert (
+        "content-adapter" in card["teacher"] and "never for deciding" in (Path(cfg.output_dir) / "card.md").read_text()
+    )
     assert [(r["question_id"], r["decision_positions"]) for r in rows] == [
-        (r["question_id"], r["decision_positions"]) for r in verbatim]
+        (r["question_id"], r["decision_positions"]) for r in verbatim
+    ]
     ds = load_dataset(SYNTH)
     related = cut = 0
     for r in rows:
@@ -185,11 +204,14 @@ def test_content_teacher_keeps_gold_key_spans_and_the_extractive_non_gold_cut_to
                 assert d.content == query_key_span(q.text, m.text)
                 cut += d.content != m.text
     assert related > 0 and cut > 0
+
     # balanced, the windows are the gold teacher's own (balance on the gold, not on the KEEPs)
     def balanced(name, keep):
         build_sft_data(sft_config(tmp_path, name, teacher_keep=keep))
-        return [(r["question_id"], r["window_index"], r["decision_positions"])
-                for r in read_jsonl(tmp_path / name / "sft.jsonl")]
+        return [
+            (r["question_id"], r["window_index"], r["decision_positions"])
+            for r in read_jsonl(tmp_path / name / "sft.jsonl")
+        ]
 
     assert balanced("b1", "key_span") == balanced("b2", "content")
 
@@ -212,11 +234,23 @@ def test_scripted_teacher_failures_are_discarded_and_counted(tmp_path):
         n = pair.prompt.n_decisions
         all_drop = json.dumps([{"op": "DROP", "compressed_content": "", "reason": "off topic"}] * n)
         script[pair.prompt.messages[-1]["content"]] = {
-            "good": good, "drop_gold": all_drop, "prose": "Here are my decisions:\n" + good,
-            "wrong_count": json.dumps(json.loads(good)[:-1]), "fail": RuntimeError("teacher server down"),
-            "bad_op": good.replace('"DROP"', '"drop"', 1)}[kind]
-        expected[{"good": "ok", "drop_gold": "dropped_gold", "prose": "extra_text", "wrong_count": "wrong_count",
-                  "fail": "failed_call", "bad_op": "bad_op"}[kind]] += 1
+            "good": good,
+            "drop_gold": all_drop,
+            "prose": "Here are my decisions:\n" + good,
+            "wrong_count": json.dumps(json.loads(good)[:-1]),
+            "fail": RuntimeError("teacher server down"),
+            "bad_op": good.replace('"DROP"', '"drop"', 1),
+        }[kind]
+        expected[
+            {
+                "good": "ok",
+                "drop_gold": "dropped_gold",
+                "prose": "extra_text",
+                "wrong_count": "wrong_count",
+                "fail": "failed_call",
+                "bad_op": "bad_op",
+            }[kind]
+        ] += 1
     assert len(script) == len(pairs)  # every window's user message is distinct
     assert all(expected[k] for k in ("ok", "dropped_gold", "extra_text", "wrong_count", "failed_call", "bad_op"))
 
@@ -232,9 +266,12 @@ def test_scripted_teacher_failures_are_discarded_and_counted(tmp_path):
     ok = expected.pop("ok")
     assert card["discards_by_reason"] == dict(expected) and card["discarded"] == sum(expected.values())
     assert card["discards_by_paper_reason"] == {
-        "drops_gold": expected["dropped_gold"], "unparsable": expected["extra_text"],
-        "wrong_count": expected["wrong_count"], "failed_call": expected["failed_call"],
-        "schema_violation": expected["bad_op"]}
+        "drops_gold": expected["dropped_gold"],
+        "unparsable": expected["extra_text"],
+        "wrong_count": expected["wrong_count"],
+        "failed_call": expected["failed_call"],
+        "schema_violation": expected["bad_op"],
+    }
     assert card["instances"] == ok and card["teacher"] == "fake:teacher"
     assert all(s == cfg.teacher_sampling for _, s in teacher.calls)
     n_questions = card["questions"]
@@ -254,8 +291,9 @@ def test_think_trace_is_kept_in_the_target_and_the_gate_judges_the_rest(tmp_path
     for k, p in enumerate(pairs):
         think = f"<think>Window {k}: which messages answer the query? Only gold ones [1].</think>\n\n"
         # every 4th trace is never closed: the gate sees the whole text and refuses it
-        script[p.prompt.messages[-1]["content"]] = (think.replace("</think>", "") if k % 4 == 3 else think) + \
-            gold_target(p.prompt, p.history)
+        script[p.prompt.messages[-1]["content"]] = (
+            think.replace("</think>", "") if k % 4 == 3 else think
+        ) + gold_target(p.prompt, p.history)
     card = build_sft_data(cfg, client=FakeBackend(script))
     rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
     n_open = sum(k % 4 == 3 for k in range(len(pairs)))
@@ -277,8 +315,11 @@ def test_numbered_trace_teacher_numbers_each_reason_as_its_trace_line(tmp_path):
         trace, _, array = target.partition("</think>\n")
         items = json.loads(array)
         numbers = [line.split(".", 1)[0] for line in trace.splitlines()[1:]]
-        assert numbers == [str(i) for i in range(1, len(items) + 1)] == [
-            it["reason"].split(":")[0].removeprefix("message ") for it in items]
+        assert (
+            numbers
+            == [str(i) for i in range(1, len(items) + 1)]
+            == [it["reason"].split(":")[0].removeprefix("message ") for it in items]
+        )
         assert [it["op"] == "KEEP" for it in items] == [bool(g) for g in r["gold_labels"]]
         assert parse_decisions(strip_think(target), r["decision_positions"]).ok
     with pytest.raises(ConfigError, match="gold-trace-numbered"):
@@ -332,8 +373,9 @@ QUIET_REPAIRS = pytest.mark.filterwarnings("ignore:.*evidence ids that point to 
 
 
 @QUIET_REPAIRS
-@pytest.mark.parametrize("kw", [dict(split="train"), dict(split=None, histories=("conv-49",)),
-                                dict(split=None, suffix="#paper")])
+@pytest.mark.parametrize(
+    "kw", [dict(split="train"), dict(split=None, histories=("conv-49",)), dict(split=None, suffix="#paper")]
+)
 def test_locomo_test_conversations_are_refused(locomo, tmp_path, kw):
     kw = dict(kw)
     spec = locomo + kw.pop("suffix", "")
@@ -341,15 +383,22 @@ def test_locomo_test_conversations_are_refused(locomo, tmp_path, kw):
     with pytest.raises(HeldOutError, match="conv-49"):
         build_sft_data(cfg)
     with pytest.raises(HeldOutError):
-        build_rl_prompts(RLDataConfig(datasets=(spec,), retrieval=RETRIEVAL, output_dir=str(tmp_path / "rl"),
-                                      progress=False, **kw))
+        build_rl_prompts(
+            RLDataConfig(datasets=(spec,), retrieval=RETRIEVAL, output_dir=str(tmp_path / "rl"), progress=False, **kw)
+        )
     assert not (tmp_path / "sft" / "sft.jsonl").exists()
 
 
 @QUIET_REPAIRS
 def test_locomo_conversations_1_to_8_gold_card(locomo, tmp_path):
-    cfg = sft_config(tmp_path, datasets=(locomo,), split=None, histories=tuple(LOCOMO_TRAIN),
-                     types=("multi-hop", "temporal", "open-domain", "single-hop"), questions=4)
+    cfg = sft_config(
+        tmp_path,
+        datasets=(locomo,),
+        split=None,
+        histories=tuple(LOCOMO_TRAIN),
+        types=("multi-hop", "temporal", "open-domain", "single-hop"),
+        questions=4,
+    )
     card = build_sft_data(cfg)
     rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
     assert card["teacher"] == GOLD_TEACHER and card["questions"] == 4
@@ -367,8 +416,14 @@ def test_locomo_conversations_1_to_8_gold_card(locomo, tmp_path):
 
 
 def test_rl_prompts_are_balanced_with_and_without_replacement(tmp_path):
-    cfg = RLDataConfig(datasets=(SYNTH,), retrieval=RETRIEVAL, window=WINDOW, size=None,
-                       output_dir=str(tmp_path / "rl"), progress=False)
+    cfg = RLDataConfig(
+        datasets=(SYNTH,),
+        retrieval=RETRIEVAL,
+        window=WINDOW,
+        size=None,
+        output_dir=str(tmp_path / "rl"),
+        progress=False,
+    )
     card = build_rl_prompts(cfg)
     rows = read_jsonl(Path(cfg.output_dir) / "rl_prompts.jsonl")
     n_other = card["pool"] - card["gold_bearing"]
@@ -384,10 +439,15 @@ def test_rl_prompts_are_balanced_with_and_without_replacement(tmp_path):
     ds = load_dataset(SYNTH)
     for r in rows[:20]:
         q, h = ds.question(r["question_id"]), ds.histories[r["history_id"]]
-        assert (r["query"], r["query_time"], r["gold_answer"], r["reasoning_chain"]) == (q.text, q.query_time,
-                                                                                          q.answer, "")
-        assert r["sources"] == [{"role": h[p].role, "content": h[p].text, "timestamp": h[p].timestamp}
-                                for p in r["decision_positions"]]
+        assert (r["query"], r["query_time"], r["gold_answer"], r["reasoning_chain"]) == (
+            q.text,
+            q.query_time,
+            q.answer,
+            "",
+        )
+        assert r["sources"] == [
+            {"role": h[p].role, "content": h[p].text, "timestamp": h[p].timestamp} for p in r["decision_positions"]
+        ]
         assert r["has_gold"] == any(r["gold_labels"]) and r["prompt"][0]["role"] == "system"
     again = build_rl_prompts(RLDataConfig(**{**cfg.__dict__, "output_dir": str(tmp_path / "rl2")}))
     assert again["files"]["rl_prompts"]["sha256"] == card["files"]["rl_prompts"]["sha256"]
@@ -412,15 +472,26 @@ def test_jsonl_loads_with_datasets(gold_unbalanced, tmp_path):
     datasets = pytest.importorskip("datasets")
     cfg, _, rows = gold_unbalanced
     sft = datasets.load_dataset("json", data_files=str(Path(cfg.output_dir) / "sft.jsonl"), split="train")
-    assert len(sft) == len(rows) and {"prompt", "completion", "question_id", "decision_positions", "gold_labels",
-                                      "n_keep", "window_positions", "question_type"} <= set(sft.column_names)
+    assert len(sft) == len(rows) and {
+        "prompt",
+        "completion",
+        "question_id",
+        "decision_positions",
+        "gold_labels",
+        "n_keep",
+        "window_positions",
+        "question_type",
+    } <= set(sft.column_names)
     assert [m["role"] for m in sft[0]["prompt"]] == ["system", "user"]
     assert sft[0]["completion"][0]["role"] == "assistant"
     rl = RLDataConfig(datasets=(SYNTH,), retrieval=RETRIEVAL, size=8, output_dir=str(tmp_path / "rl"), progress=False)
     build_rl_prompts(rl)
     ds = datasets.load_dataset("json", data_files=str(Path(rl.output_dir) / "rl_prompts.jsonl"), split="train")
-    assert len(ds) == 8 and isinstance(ds[0]["sources"], list) and set(ds[0]["sources"][0]) == {"role", "content",
-                                                                                                 "timestamp"}
+    assert (
+        len(ds) == 8
+        and isinstance(ds[0]["sources"], list)
+        and set(ds[0]["sources"][0]) == {"role", "content", "timestamp"}
+    )
 
 
 def test_config_validation_and_recipes():
@@ -430,8 +501,14 @@ def test_config_validation_and_recipes():
         SFTDataConfig.from_dict({"teacher": "gold", "teachr": "gold"})
     with pytest.raises(ConfigError, match="test split"):
         SFTDataConfig(teacher="gold", split="test")
-    c = SFTDataConfig.from_dict({"teacher": {"backend": "openai", "model": "m", "base_url": "http://x/v1"},
-                                 "teacher_sampling": {"max_tokens": 100}, "window": {"w": 1}, "datasets": "synthetic"})
+    c = SFTDataConfig.from_dict(
+        {
+            "teacher": {"backend": "openai", "model": "m", "base_url": "http://x/v1"},
+            "teacher_sampling": {"max_tokens": 100},
+            "window": {"w": 1},
+            "datasets": "synthetic",
+        }
+    )
     assert (c.teacher.model, c.teacher_sampling.max_tokens, c.window.w, c.datasets) == ("m", 100, 1, ("synthetic",))
     assert c.questions == 100 and RLDataConfig().questions is None and RLDataConfig().size == 10000
     synth = SFTDataConfig.from_yaml(str(ROOT / "configs" / "train" / "data_synthetic.yaml"))
@@ -460,11 +537,19 @@ def test_card_counts_instances_by_style_and_window_shape(tmp_path):
     """Three styles, one-message windows (w=0) beside (1, 8, 7): every row carries both, the card counts them."""
     from lazymem.train.datacard import by_style_and_shape
 
-    specs = ("synthetic:messages=60,seed=1,histories=1,questions=4,varied=1",
-             "synthetic:messages=60,seed=1,histories=1,questions=4,varied=1,long=1",
-             "synthetic-casual:conversations=1,sessions=5,seed=1,questions=5")
-    cfg = sft_config(tmp_path, datasets=specs, split=None, teacher="gold-trace-numbered",
-                     window=WindowConfig(w=0, L=4, s=3), extra_windows=(WindowConfig(w=1, L=8, s=7),))
+    specs = (
+        "synthetic:messages=60,seed=1,histories=1,questions=4,varied=1",
+        "synthetic:messages=60,seed=1,histories=1,questions=4,varied=1,long=1",
+        "synthetic-casual:conversations=1,sessions=5,seed=1,questions=5",
+    )
+    cfg = sft_config(
+        tmp_path,
+        datasets=specs,
+        split=None,
+        teacher="gold-trace-numbered",
+        window=WindowConfig(w=0, L=4, s=3),
+        extra_windows=(WindowConfig(w=1, L=8, s=7),),
+    )
     card = build_sft_data(cfg)
     rows = read_jsonl(Path(cfg.output_dir) / "sft.jsonl")
     styles = Counter(r["style"] for r in rows)

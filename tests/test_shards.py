@@ -4,6 +4,7 @@ run; folders that do not belong together, overlap, leave questions out or are un
 Real runs of the runner (``evaluate``) on a tiny synthetic dataset with the fake backend (it echoes its
 prompt; rag needs no other model), so the file runs in seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,15 +76,15 @@ def test_shard_questions_are_disjoint_complete_balanced_and_applied_last():
     first7 = select_questions(ds, EvalConfig(dataset=SPEC, limit=7))
     assert select_questions(ds, EvalConfig(dataset=SPEC, limit=7, shard="1/3")) == shard_questions(first7, 1, 3)
     strat = select_questions(ds, EvalConfig(dataset=SPEC, limit=4, stratified=True))
-    assert select_questions(ds, EvalConfig(dataset=SPEC, limit=4, stratified=True, shard="0/2")) == \
-        shard_questions(strat, 0, 2)
+    assert select_questions(ds, EvalConfig(dataset=SPEC, limit=4, stratified=True, shard="0/2")) == shard_questions(
+        strat, 0, 2
+    )
 
 
 def test_shard_is_selection_so_the_fingerprint_does_not_change():
     c = config()
     assert config_fingerprints(dataclasses.replace(c, shard="2/3")) == config_fingerprints(c)
-    assert config_fingerprints(config(pipeline={"retrieval": {"dense_model": None, "n": 4}})) != \
-        config_fingerprints(c)
+    assert config_fingerprints(config(pipeline={"retrieval": {"dense_model": None, "n": 4}})) != config_fingerprints(c)
 
 
 @pytest.mark.parametrize("bad", ["3/3", "1/0", "-1/2", "a/b", "1", "1/2/3", "", 3])
@@ -113,8 +114,9 @@ def test_three_shards_merge_into_the_unsharded_run_and_it_resumes_as_finished(tm
     assert [stable(json.loads(x)) for x in got] == [stable(json.loads(x)) for x in want]
     shard_lines = {line for d in shards for line in lines(d / "records.jsonl")}
     assert set(got) == shard_lines  # each line byte for byte as its shard wrote it
-    assert [stable(json.loads(x)) for x in lines(merged / "windows.jsonl")] == \
-        [stable(json.loads(x)) for x in lines(whole / "windows.jsonl")]
+    assert [stable(json.loads(x)) for x in lines(merged / "windows.jsonl")] == [
+        stable(json.loads(x)) for x in lines(whole / "windows.jsonl")
+    ]
     on_disk = json.loads((merged / "summary.json").read_text())
     assert on_disk == json.loads(json.dumps(s)) and s["run_dir"] == str(merged)
     assert s["latency_s"]["total"]["n"] == 10 and s.pop("run_dir") != s_whole.pop("run_dir")
@@ -163,8 +165,9 @@ def test_eval_and_merge_command_lines(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     Path("recipe.yaml").write_text(yaml.safe_dump({"dataset": SPEC, "pipeline": PIPELINE, "llm_cache": False}))
     for name in shard_names(2):
-        args = eval_arguments(argparse.ArgumentParser()).parse_args(["recipe.yaml", "--shard", name, "--limit", "5",
-                                                                     "--no-progress"])
+        args = eval_arguments(argparse.ArgumentParser()).parse_args(
+            ["recipe.yaml", "--shard", name, "--limit", "5", "--no-progress"]
+        )
         assert eval_from_args(args, command=["lazymem", "eval"]) == 0
     dirs = [Path("runs/eval/recipe-shard0of2"), Path("runs/eval/recipe-shard1of2")]  # the default folders
     assert [len(lines(d / "records.jsonl")) for d in dirs] == [3, 2]

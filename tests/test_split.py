@@ -1,4 +1,5 @@
 """The paper's stratified split (Appendix "Dataset and Split Construction")."""
+
 from fractions import Fraction
 
 import pytest

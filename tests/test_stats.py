@@ -1,4 +1,5 @@
 """Paired bootstrap intervals: known cases (identical systems, a constructed difference)."""
+
 from __future__ import annotations
 
 import random

@@ -1,4 +1,5 @@
 """Verbatim append-only store with deletion."""
+
 import json
 
 import pytest
@@ -115,8 +116,9 @@ class _FakeEncoder:
         import numpy as np
 
         self.n_texts_encoded += len(texts)
-        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8).astype(np.float32) + 1
-                for t in texts]
+        rows = [
+            np.frombuffer(hashlib.sha256(t.encode()).digest()[:8], dtype=np.uint8).astype(np.float32) + 1 for t in texts
+        ]
         m = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim)
         return m / np.linalg.norm(m, axis=1, keepdims=True) if len(m) else m
 
@@ -136,8 +138,11 @@ def _on_disk(emb_dir, text):
     h = text_hash(text).encode()
     row = _FakeEncoder().encode_docs([text])[0]
     in_hashes = any(h in set(np.load(f).tolist()) for f in emb_dir.rglob("*.hashes.npy"))
-    in_rows = any(np.isclose(np.load(f), row).all(axis=1).any()
-                  for f in emb_dir.rglob("*.npy") if not f.name.endswith(".hashes.npy") and np.load(f).size)
+    in_rows = any(
+        np.isclose(np.load(f), row).all(axis=1).any()
+        for f in emb_dir.rglob("*.npy")
+        if not f.name.endswith(".hashes.npy") and np.load(f).size
+    )
     return in_hashes or in_rows
 
 
@@ -160,8 +165,9 @@ def test_failing_subscriber_others_still_run_and_a_retry_completes_the_purge(tmp
     seen = []
     store.subscribe(flaky_purge)
     store.subscribe(seen.append)
-    with pytest.raises(DeletionIncomplete,
-                       match=r"(?s)flaky_purge.*embedding volume unavailable.*complete_pending") as e:
+    with pytest.raises(
+        DeletionIncomplete, match=r"(?s)flaky_purge.*embedding volume unavailable.*complete_pending"
+    ) as e:
         store.delete_message("u1", "u1:2")
     assert [d.message_ids for d in seen] == [("u1:2",)]  # the later subscriber still ran
     assert e.value.deletion.text_hashes == (text_hash(NURSE),)

@@ -1,4 +1,5 @@
 """lazymem.sweep: the one sweep engine, on toy cells and through its consumers (eval-table, the window table)."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,9 @@ def toy_cells(root: Path, specs: dict[str, str], only: tuple[str, ...] = ()) -> 
 
 
 def sweep(cells, run, **kw):
-    return run_cells(cells, check=toy_check, run=run, load=lambda c: (c.folder / "out.txt").read_text(),
-                     progress=None, **kw)
+    return run_cells(
+        cells, check=toy_check, run=run, load=lambda c: (c.folder / "out.txt").read_text(), progress=None, **kw
+    )
 
 
 def test_cells_run_once_then_are_reused(tmp_path):
@@ -96,7 +98,9 @@ def test_resume_hands_fresh_selected_cells_to_run_and_progress_lines_say_what_ru
     sweep(toy_cells(tmp_path, {"a": "1", "b": "2"}), run)
     out = run_cells(toy_cells(tmp_path, {"a": "1", "b": "3"}), check=toy_check, run=run, resume=True, label="t")
     assert [o.status for o in out] == ["resumed", "recomputed"] and run.calls[-2:] == [
-        (("a",), ()), (("b",), ("spec: 2 -> 3",))]
+        (("a",), ()),
+        (("b",), ("spec: 2 -> 3",)),
+    ]
     assert capsys.readouterr().out.splitlines() == ["[t] a", "[t] b (recomputed: spec: 2 -> 3)"]
     with pytest.raises(ValueError, match="progress"):
         run_cells([], check=toy_check, run=run, progress="loud")
@@ -124,8 +128,17 @@ def test_eval_table_through_the_engine_recomputes_a_changed_row_and_flags_one_le
     from lazymem.llm import FakeBackend
 
     base = tmp_path / "base.yaml"
-    base.write_text(yaml.safe_dump({"dataset": "synthetic:messages=60,seed=1,histories=1,questions=6", "limit": 2,
-                                    "judge": "none", "count_tokens": False, "pipeline": PIPELINE}))
+    base.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": "synthetic:messages=60,seed=1,histories=1,questions=6",
+                "limit": 2,
+                "judge": "none",
+                "count_tokens": False,
+                "pipeline": PIPELINE,
+            }
+        )
+    )
     out = tmp_path / "t"
 
     def table(rows, only=()):
@@ -155,23 +168,37 @@ def test_window_table_through_the_engine_sets_aside_a_cell_of_other_settings(tmp
     from lazymem.llm import FakeBackend
     from lazymem.train.window_table import WindowTableConfig, run_window_table
 
-    monkeypatch.setattr(lazymem.llm, "make_client", lambda config, responses=None: FakeBackend(
-        lambda p, s: '[{"op": "DROP", "compressed_content": "", "reason": ""}]', model=config.model))
+    monkeypatch.setattr(
+        lazymem.llm,
+        "make_client",
+        lambda config, responses=None: FakeBackend(
+            lambda p, s: '[{"op": "DROP", "compressed_content": "", "reason": ""}]', model=config.model
+        ),
+    )
     data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"prompt": [{"role": "user", "content": f"w {i}"}], "decision_positions": [i],
-                                        "gold_labels": [i == 0]}) + "\n" for i in range(3)))
+    data.write_text(
+        "".join(
+            json.dumps(
+                {"prompt": [{"role": "user", "content": f"w {i}"}], "decision_positions": [i], "gold_labels": [i == 0]}
+            )
+            + "\n"
+            for i in range(3)
+        )
+    )
     rows = {"a": {"mpm": {"backend": "fake", "model": "a"}}, "b": {"mpm": {"backend": "fake", "model": "b"}}}
     out = tmp_path / "t"
     first = run_window_table(WindowTableConfig(sets={"s": str(data)}, rows=rows, output_dir=str(out)), progress=False)
     assert first["s"]["b"]["windows"] == 3 and first["s"]["b"]["gate_fmt"] == 1.0
     changed = dict(rows, b={"mpm": {"backend": "fake", "model": "b2"}})
-    left_out = run_window_table(WindowTableConfig(sets={"s": str(data)}, rows=changed, only=("a",),
-                                                  output_dir=str(out)), progress=False)
+    left_out = run_window_table(
+        WindowTableConfig(sets={"s": str(data)}, rows=changed, only=("a",), output_dir=str(out)), progress=False
+    )
     assert left_out["s"]["a"] == first["s"]["a"] and left_out["s"]["b"] == {"stale": "mpm.model: b -> b2"}
     md = (out / "table.md").read_text()
     assert "| b | - | - |" in md and "- b stale, not shown: its results are of other settings" in md
-    redone = run_window_table(WindowTableConfig(sets={"s": str(data)}, rows=changed, output_dir=str(out)),
-                              progress=False)
+    redone = run_window_table(
+        WindowTableConfig(sets={"s": str(data)}, rows=changed, output_dir=str(out)), progress=False
+    )
     assert redone["s"]["b"]["model"] == "b2" and redone["s"]["b"]["recomputed"] == "mpm.model: b -> b2"
     (prev,) = [p for p in (out / "s" / "b").iterdir() if p.name.startswith(PREVIOUS_PREFIX)]
     assert json.loads((prev / "summary.json").read_text())["model"] == "b" and (prev / "windows.jsonl").is_file()
@@ -185,8 +212,15 @@ def test_window_table_as_local_jobs_gives_the_inline_table(tmp_path):
     from lazymem.train.window_table import WindowTableConfig, run_window_table
 
     data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"prompt": [{"role": "user", "content": f"w {i}"}], "decision_positions": [i],
-                                        "gold_labels": [i == 0]}) + "\n" for i in range(3)))
+    data.write_text(
+        "".join(
+            json.dumps(
+                {"prompt": [{"role": "user", "content": f"w {i}"}], "decision_positions": [i], "gold_labels": [i == 0]}
+            )
+            + "\n"
+            for i in range(3)
+        )
+    )
     rows = {"a": {"mpm": {"backend": "fake", "model": "a"}}, "b": {"mpm": {"backend": "fake", "model": "b"}}}
 
     def table(kind):

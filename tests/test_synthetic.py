@@ -1,4 +1,5 @@
 """The synthetic generator: official LongMemEval schema, planted evidence, determinism, loader round trip."""
+
 from __future__ import annotations
 
 import doctest
@@ -34,8 +35,17 @@ from lazymem.records import LONGMEMEVAL_TYPES
 PROPS = settings(max_examples=25, deadline=None)
 SIZES = st.integers(50, 2000)
 SEEDS = st.integers(0, 10**6)
-KEYS = {"question_id", "question_type", "question", "answer", "question_date", "haystack_session_ids",
-        "haystack_dates", "haystack_sessions", "answer_session_ids"}
+KEYS = {
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+    "answer_session_ids",
+}
 NOT_ENOUGH = "The information provided is not enough."
 
 
@@ -44,8 +54,12 @@ def _time(stamp: str) -> datetime:
 
 
 def _flagged(rec: dict) -> set[tuple[str, int]]:
-    return {(sid, t) for sid, session in zip(rec["haystack_session_ids"], rec["haystack_sessions"])
-            for t, turn in enumerate(session) if turn["has_answer"]}
+    return {
+        (sid, t)
+        for sid, session in zip(rec["haystack_session_ids"], rec["haystack_sessions"])
+        for t, turn in enumerate(session)
+        if turn["has_answer"]
+    }
 
 
 def _number(text: str) -> int:
@@ -54,8 +68,10 @@ def _number(text: str) -> int:
 
 def test_doctests():
     # synthetic is a package: run the doctests of its __init__ and of every module in it.
-    modules = [synthetic] + [importlib.import_module(f"{synthetic.__name__}.{info.name}")
-                             for info in pkgutil.iter_modules(synthetic.__path__)]
+    modules = [synthetic] + [
+        importlib.import_module(f"{synthetic.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(synthetic.__path__)
+    ]
     results = [doctest.testmod(m) for m in modules]
     assert sum(r.failed for r in results) == 0 and sum(r.attempted for r in results) > 0
 
@@ -66,9 +82,14 @@ def test_hand_worked_small_history():
     assert records[-1]["question_id"] == "syn5-h0-q11_abs" and records[-1]["answer"].startswith(NOT_ENOUGH)
     assert sum(len(s) for s in records[0]["haystack_sessions"]) == 120
     # Slots cycle through the six official types in a fixed order.
-    assert [r["question_type"] for r in records[:6]] == ["single-session-user", "single-session-assistant",
-                                                         "single-session-preference", "multi-session",
-                                                         "temporal-reasoning", "knowledge-update"]
+    assert [r["question_type"] for r in records[:6]] == [
+        "single-session-user",
+        "single-session-assistant",
+        "single-session-preference",
+        "multi-session",
+        "temporal-reasoning",
+        "knowledge-update",
+    ]
 
 
 @PROPS
@@ -231,10 +252,20 @@ def test_canonical_bytes_match_json_dumps():
 
 
 def test_independent_of_hash_seed_and_of_other_histories():
-    code = ("from lazymem.data.synthetic import generate_records, records_sha256\n"
-            "print(records_sha256(generate_records(400, 9)))")
-    shas = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": h}).stdout for h in ("0", "1", "12345")}
+    code = (
+        "from lazymem.data.synthetic import generate_records, records_sha256\n"
+        "print(records_sha256(generate_records(400, 9)))"
+    )
+    shas = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": h},
+        ).stdout
+        for h in ("0", "1", "12345")
+    }
     assert len(shas) == 1
     one = json.dumps(generate_records(400, 9, n_histories=1))
     two = generate_records(400, 9, n_histories=2)
@@ -245,8 +276,9 @@ def test_synthetic_dataset_name_and_sha(tmp_path):
     ds = synthetic_dataset(n_messages=200, seed=4, n_histories=2, questions_per_history=6)
     spec = "synthetic:messages=200,seed=4,histories=2,questions=6"
     assert ds.name == spec == ds.source == spec_string(200, 4, 2, 6)
-    assert ds.sha256 == write_synthetic(tmp_path / "x.json", n_messages=200, seed=4, n_histories=2,
-                                        questions_per_history=6)
+    assert ds.sha256 == write_synthetic(
+        tmp_path / "x.json", n_messages=200, seed=4, n_histories=2, questions_per_history=6
+    )
     assert ds.n_messages == 400 and len(ds.questions) == 12
     assert ds.question("syn4-h1-q0").history_id != ds.question("syn4-h0-q0").history_id
 
@@ -255,7 +287,12 @@ def test_parse_spec():
     defaults = {"n_messages": 400, "seed": 0, "n_histories": 1, "questions_per_history": 12, "varied": 0}
     assert parse_spec("synthetic") == parse_spec("synthetic:") == defaults
     assert parse_spec("synthetic:messages=1k,seed=3,histories=2,questions=8") == {
-        "n_messages": 1000, "seed": 3, "n_histories": 2, "questions_per_history": 8, "varied": 0}
+        "n_messages": 1000,
+        "seed": 3,
+        "n_histories": 2,
+        "questions_per_history": 8,
+        "varied": 0,
+    }
     assert parse_spec("synthetic: messages = 100k ")["n_messages"] == 100_000
     assert parse_spec("synthetic:messages=1.5k")["n_messages"] == 1500
     assert parse_spec("synthetic:messages=1M")["n_messages"] == 1_000_000
@@ -288,27 +325,33 @@ def test_varied_keeps_evidence_answers_and_the_plain_data_set():
     assert hard > 0 and opened > 0
 
 
-@pytest.mark.parametrize("spec, needle", [
-    ("synthetic:size=3", "'size'"),
-    ("synthetic:messages=lots", "messages='lots'"),
-    ("synthetic:seed=1.2345k", "seed='1.2345k'"),
-    ("synthetic:messages", "'messages'"),
-    ("synthetic:seed=1,seed=2", "'seed' given twice"),
-    ("synth:messages=5", "'synthetic'"),
-])
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("synthetic:size=3", "'size'"),
+        ("synthetic:messages=lots", "messages='lots'"),
+        ("synthetic:seed=1.2345k", "seed='1.2345k'"),
+        ("synthetic:messages", "'messages'"),
+        ("synthetic:seed=1,seed=2", "'seed' given twice"),
+        ("synth:messages=5", "'synthetic'"),
+    ],
+)
 def test_parse_spec_errors_name_the_key(spec, needle):
     with pytest.raises(ValueError, match=re.escape(needle)):
         parse_spec(spec)
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    ({"n_messages": 20}, "n_messages=20 is too small"),
-    ({"n_messages": 3}, "n_messages must be an integer >= 6"),
-    ({"n_histories": 0}, "n_histories"),
-    ({"questions_per_history": 0}, "questions_per_history"),
-    ({"seed": "1"}, "seed"),
-    ({"n_messages": 5000, "questions_per_history": 400}, "too many"),
-])
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"n_messages": 20}, "n_messages=20 is too small"),
+        ({"n_messages": 3}, "n_messages must be an integer >= 6"),
+        ({"n_histories": 0}, "n_histories"),
+        ({"questions_per_history": 0}, "questions_per_history"),
+        ({"seed": "1"}, "seed"),
+        ({"n_messages": 5000, "questions_per_history": 400}, "too many"),
+    ],
+)
 def test_bad_arguments_raise_config_error(kwargs, needle):
     with pytest.raises(ConfigError, match=re.escape(needle)):
         generate_records(**kwargs)
@@ -319,8 +362,12 @@ def test_distractors_share_vocabulary_with_facts():
     records, facts = generate_with_facts(2000, seed=0, questions_per_history=12)
     rec = records[0]
     gold = {(e.session_id, e.turn) for ev in facts.values() for e in ev}
-    other = [t["content"] for sid, s in zip(rec["haystack_session_ids"], rec["haystack_sessions"])
-             for k, t in enumerate(s) if (sid, k) not in gold]
+    other = [
+        t["content"]
+        for sid, s in zip(rec["haystack_session_ids"], rec["haystack_sessions"])
+        for k, t in enumerate(s)
+        if (sid, k) not in gold
+    ]
     words = {w for ev in facts.values() for e in ev for text in e.contains for w in re.findall(r"[A-Za-z]{4,}", text)}
     shared = [w for w in sorted(words) if any(w in t for t in other)]
     assert len(shared) >= len(words) / 3, (shared, words)
@@ -334,5 +381,6 @@ def test_100k_messages():
     ds = parse_records(records, file="synthetic", name="synthetic")
     assert ds.n_messages == 100_000 and len(ds.histories) == 1
     q = ds.questions[0]
-    assert {(ds.history(q)[p].session_id, ds.history(q)[p].turn) for p in q.evidence} == \
-        {(e.session_id, e.turn) for e in facts[q.id]}
+    assert {(ds.history(q)[p].session_id, ds.history(q)[p].turn) for p in q.evidence} == {
+        (e.session_id, e.turn) for e in facts[q.id]
+    }

@@ -1,6 +1,7 @@
 """The paper's Table 1 recipes (configs/paper_table1_*.yaml) and ``eval-table --dry-run``: both parse
 into the paper's settings, and the dry run lists every cell, its models and a count (or bound) of its
 model calls without running anything, loading a model or touching the network."""
+
 from __future__ import annotations
 
 import random
@@ -18,10 +19,21 @@ from lazymem.retrieve.window import build_windows
 from lazymem.train.recipe import build_recipe, load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = {"locomo": ROOT / "configs" / "tables" / "paper_table1_locomo.yaml",
-           "longmemeval": ROOT / "configs" / "tables" / "paper_table1_longmemeval.yaml"}
-ROWS = ["oracle_turn", "rag_top20", "rag_top50", "extractive", "nanomemory", "mem0", "lazymem", "lazymem_4b",
-        "lazymem_135m"]
+CONFIGS = {
+    "locomo": ROOT / "configs" / "tables" / "paper_table1_locomo.yaml",
+    "longmemeval": ROOT / "configs" / "tables" / "paper_table1_longmemeval.yaml",
+}
+ROWS = [
+    "oracle_turn",
+    "rag_top20",
+    "rag_top50",
+    "extractive",
+    "nanomemory",
+    "mem0",
+    "lazymem",
+    "lazymem_4b",
+    "lazymem_135m",
+]
 QWEN32 = ("Qwen/Qwen3-32B", "http://127.0.0.1:8001/v1")
 
 
@@ -35,8 +47,9 @@ def table(name: str, *overrides: str) -> EvalTableConfig:
     from lazymem.eval.config import apply_overrides
     from lazymem.yamlio import read_mapping
 
-    return build_recipe(EvalTableConfig, apply_overrides(read_mapping(CONFIGS[name]), list(overrides)),
-                        str(CONFIGS[name]))
+    return build_recipe(
+        EvalTableConfig, apply_overrides(read_mapping(CONFIGS[name]), list(overrides)), str(CONFIGS[name])
+    )
 
 
 @pytest.mark.parametrize("name", ["locomo", "longmemeval"])
@@ -50,12 +63,19 @@ def test_the_table1_recipes_resolve_to_the_papers_settings(name):
         for r in t.rows:
             c = EvalConfig.from_yaml(ROOT / t.base, t.cell_overrides(s, r))
             p = c.pipeline
-            assert p.method == {"lazymem_4b": "lazymem", "lazymem_135m": "lazymem", "rag_top20": "rag",
-                                "rag_top50": "rag"}.get(r, r)
+            assert p.method == {
+                "lazymem_4b": "lazymem",
+                "lazymem_135m": "lazymem",
+                "rag_top20": "rag",
+                "rag_top50": "rag",
+            }.get(r, r)
             assert (p.window.w, p.window.L, p.window.s) == (2, 8, 7)
             assert p.retrieval.n == (20 if r == "rag_top20" else 50)
             assert (p.retrieval.dense_model, p.retrieval.reranker, p.retrieval.sparse) == (
-                "Qwen/Qwen3-Embedding-8B", "BAAI/bge-reranker-v2-m3", "rank_bm25")
+                "Qwen/Qwen3-Embedding-8B",
+                "BAAI/bge-reranker-v2-m3",
+                "rank_bm25",
+            )
             assert (p.answer.model, p.answer.base_url) == QWEN32 and (p.judge.model, p.judge.base_url) == QWEN32
             assert c.judge == name and c.seed == 0
             if r in ("nanomemory", "mem0", "lazymem"):  # memory built by Qwen3-32B, as in the paper
@@ -134,8 +154,11 @@ def test_the_dry_run_names_cells_that_only_leaves_out(offline, shared_data):
     states = {c["row"]: c["state"] for c in plan["cells"]}
     assert states["rag_top50"] == "new" and states["lazymem"] == "not run (only)"
     assert plan["totals"]["answer"] == 314
-    assert {m["model"] for m in plan["models"]} == {"Qwen/Qwen3-32B", "Qwen/Qwen3-Embedding-8B",
-                                                    "BAAI/bge-reranker-v2-m3"}  # what the cells that run need
+    assert {m["model"] for m in plan["models"]} == {
+        "Qwen/Qwen3-32B",
+        "Qwen/Qwen3-Embedding-8B",
+        "BAAI/bge-reranker-v2-m3",
+    }  # what the cells that run need
 
 
 @pytest.mark.parametrize("w,L,s", [(2, 8, 7), (1, 4, 3), (3, 4, 2), (5, 8, 7), (0, 1, 1), (2, 3, 1)])

@@ -1,6 +1,7 @@
 """eval-table and run-folder integrity: names that are folder names, no stale
 cell shown as current, a manifest without its identity never matching, and no credential given
 in any --set form or in a base_url's userinfo reaching a file of the run folder."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,9 @@ def write_data(path: Path, seed: int) -> str:
 
 def base_recipe(tmp_path: Path, dataset: str) -> Path:
     base = tmp_path / "base.yaml"
-    base.write_text(yaml.safe_dump({"dataset": dataset, "limit": 2, "judge": "none", "count_tokens": False,
-                                    "pipeline": PIPELINE}))
+    base.write_text(
+        yaml.safe_dump({"dataset": dataset, "limit": 2, "judge": "none", "count_tokens": False, "pipeline": PIPELINE})
+    )
     return base
 
 
@@ -57,8 +59,7 @@ def test_a_numeric_set_or_row_name_is_a_clear_config_error(tmp_path):
         EvalTableConfig(base="b.yaml", sets={2024: {}}, rows={"rag": {}})
 
 
-@pytest.mark.parametrize("name", ["../../x", "..", ".", "/abs/path", "a/b", "a\\b", "", " ", "nul\0x",
-                                  "table.json"])
+@pytest.mark.parametrize("name", ["../../x", "..", ".", "/abs/path", "a/b", "a\\b", "", " ", "nul\0x", "table.json"])
 def test_a_name_that_is_not_one_folder_is_refused_and_nothing_is_written_outside(tmp_path, name):
     out = tmp_path / "deep" / "table"
     base = base_recipe(tmp_path, "synthetic:messages=60,seed=1,histories=1,questions=6")
@@ -133,28 +134,49 @@ def test_a_manifest_without_an_identity_field_never_matches(tmp_path, drop):
 
 
 def test_no_credential_from_set_values_or_a_url_userinfo_reaches_the_run_folder(tmp_path):
-    flow = "FLOWsentinel0a"       # --set 'extra_body={api_key: ..., foo: 1}' (YAML flow mapping)
-    js = "JSONsentinel0b"         # --set 'extra_body={"api_key": "..."}' (JSON)
-    bare = "BAREsentinel0c"       # --set extra_body={"api_key":"..."} after the shell ate the quotes
-    seq = "SEQsentinel0d"         # --set 'extra_body={headers: [{Authorization: ...}]}' (flow sequence)
-    urlpw = "URLsentinel0e"       # a base_url's password, in the recipe
-    urlpw2 = "URLsentinel0f"      # a base_url's password, on the command line
+    flow = "FLOWsentinel0a"  # --set 'extra_body={api_key: ..., foo: 1}' (YAML flow mapping)
+    js = "JSONsentinel0b"  # --set 'extra_body={"api_key": "..."}' (JSON)
+    bare = "BAREsentinel0c"  # --set extra_body={"api_key":"..."} after the shell ate the quotes
+    seq = "SEQsentinel0d"  # --set 'extra_body={headers: [{Authorization: ...}]}' (flow sequence)
+    urlpw = "URLsentinel0e"  # a base_url's password, in the recipe
+    urlpw2 = "URLsentinel0f"  # a base_url's password, on the command line
     sentinels = [flow, js, bare, seq, urlpw, urlpw2]
     recipe = tmp_path / "recipe.yaml"
     pipeline = dict(PIPELINE, answer=dict(FAKE, base_url=f"http://user:{urlpw}@127.0.0.1:9/v1"))
-    recipe.write_text(yaml.safe_dump({"dataset": "synthetic:messages=60,seed=1,histories=1,questions=6",
-                                      "limit": 2, "count_tokens": False, "pipeline": pipeline}))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": "synthetic:messages=60,seed=1,histories=1,questions=6",
+                "limit": 2,
+                "count_tokens": False,
+                "pipeline": pipeline,
+            }
+        )
+    )
     out = tmp_path / "run"
-    argv = ["eval", str(recipe), "--out", str(out), "--no-progress",
-            "--set", f"pipeline.mpm.extra_body={{api_key: {flow}, foo: 1}}",
-            "--set", f'pipeline.answer.extra_body={{"api_key": "{js}", "top_k": 5}}',
-            "--set", f"pipeline.mpm.chat_template_kwargs={{api_key:{bare}}}",
-            "--set", f"pipeline.answer.chat_template_kwargs={{headers: [{{Authorization: {seq}}}]}}",
-            "--set", f"pipeline.mpm.base_url=http://me:{urlpw2}@127.0.0.1:9/v1"]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "lazymem.cli", *argv], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)  # a real `lazymem eval`: its sys.argv is what gets recorded
+    argv = [
+        "eval",
+        str(recipe),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--set",
+        f"pipeline.mpm.extra_body={{api_key: {flow}, foo: 1}}",
+        "--set",
+        f'pipeline.answer.extra_body={{"api_key": "{js}", "top_k": 5}}',
+        "--set",
+        f"pipeline.mpm.chat_template_kwargs={{api_key:{bare}}}",
+        "--set",
+        f"pipeline.answer.chat_template_kwargs={{headers: [{{Authorization: {seq}}}]}}",
+        "--set",
+        f"pipeline.mpm.base_url=http://me:{urlpw2}@127.0.0.1:9/v1",
+    ]
+    env = dict(
+        os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(REPO)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "lazymem.cli", *argv], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )  # a real `lazymem eval`: its sys.argv is what gets recorded
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not any(s in proc.stdout + proc.stderr for s in sentinels)
     written = files_under(tmp_path) - {recipe}  # the run folder and the caches

@@ -1,4 +1,5 @@
 """Qwen3 token counting (lazymem.llm.tokens) against ids published by Qwen and Hugging Face."""
+
 from __future__ import annotations
 
 import unicodedata
@@ -20,14 +21,90 @@ def qwen3():
 
 # transformers tests/models/qwen2/test_tokenization_qwen2.py (integration test on the
 # Qwen2.5 tokenizer, whose 151,643 byte-level BPE ranks Qwen3 shares): input text and ids.
-HF_TEXT = ("This is a test 😊\nI was born in 92000, and this is falsé.\n生活的真谛是\nHi  Hello\nHi   Hello\n\n \n  \n"
-           " Hello\n<s>\nhi<s>there\nThe following string should be properly encoded: "
-           "Hello.\nBut ird and ปี   ird   ด\n"
-           "Hey how are you doing")
-HF_IDS = [1986, 374, 264, 1273, 26525, 232, 198, 40, 572, 9223, 304, 220, 24, 17, 15, 15, 15, 11, 323, 419, 374, 31932,
-          963, 624, 105301, 88051, 116109, 20412, 198, 13048, 220, 21927, 198, 13048, 256, 21927, 271, 48426, 21927,
-          198, 44047, 397, 6023, 44047, 29, 18532, 198, 785, 2701, 914, 1265, 387, 10277, 20498, 25, 21927, 624, 3983,
-          220, 2603, 323, 220, 54684, 28319, 256, 220, 2603, 256, 220, 37033, 198, 18665, 1246, 525, 498, 3730]
+HF_TEXT = (
+    "This is a test 😊\nI was born in 92000, and this is falsé.\n生活的真谛是\nHi  Hello\nHi   Hello\n\n \n  \n"
+    " Hello\n<s>\nhi<s>there\nThe following string should be properly encoded: "
+    "Hello.\nBut ird and ปี   ird   ด\n"
+    "Hey how are you doing"
+)
+HF_IDS = [
+    1986,
+    374,
+    264,
+    1273,
+    26525,
+    232,
+    198,
+    40,
+    572,
+    9223,
+    304,
+    220,
+    24,
+    17,
+    15,
+    15,
+    15,
+    11,
+    323,
+    419,
+    374,
+    31932,
+    963,
+    624,
+    105301,
+    88051,
+    116109,
+    20412,
+    198,
+    13048,
+    220,
+    21927,
+    198,
+    13048,
+    256,
+    21927,
+    271,
+    48426,
+    21927,
+    198,
+    44047,
+    397,
+    6023,
+    44047,
+    29,
+    18532,
+    198,
+    785,
+    2701,
+    914,
+    1265,
+    387,
+    10277,
+    20498,
+    25,
+    21927,
+    624,
+    3983,
+    220,
+    2603,
+    323,
+    220,
+    54684,
+    28319,
+    256,
+    220,
+    2603,
+    256,
+    220,
+    37033,
+    198,
+    18665,
+    1246,
+    525,
+    498,
+    3730,
+]
 
 
 def test_vocabulary_matches_qwen3(qwen3):

@@ -2,6 +2,7 @@
 decided with every earlier op DROP, on the real SmolLM2 + shipped LazyMem-135M adapter through llama.cpp and
 transformers (the decision at each line is the teacher-forced drop-context one, biases added), and its wiring
 through the configs and the pipeline (fake backend)."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,12 @@ def _drop_context_logits() -> list[float]:
     from lazymem.train.probe import keep_probe
 
     model = load_policy("smollm2-offline", "lazymem-135m", trainable=False).eval()
-    rec = keep_probe([{"prompt": _prompt(), "gold_labels": [True, False, False]}], model,
-                     load_tokenizer("smollm2-offline"), context="drop")
+    rec = keep_probe(
+        [{"prompt": _prompt(), "gold_labels": [True, False, False]}],
+        model,
+        load_tokenizer("smollm2-offline"),
+        context="drop",
+    )
     return [math.log(p / (1 - p)) for p, _ in rec["scores"][0]]
 
 
@@ -32,8 +37,13 @@ def _check_backend(client, z: list[float]) -> None:
     prompt = _prompt()
 
     def ops(line_bias, independent=True):
-        s = Sampling(max_tokens=300, json_schema=decision_schema(3, None, 8, think=True),
-                     grounded=window_texts(prompt), trace_keep_bias=line_bias, trace_independent=independent)
+        s = Sampling(
+            max_tokens=300,
+            json_schema=decision_schema(3, None, 8, think=True),
+            grounded=window_texts(prompt),
+            trace_keep_bias=line_bias,
+            trace_independent=independent,
+        )
         out = client.generate([prompt], s)[0]
         assert out.ok and out.finish_reason == "stop", out
         got = [d.op for d in parse_decisions(strip_think(out.text).strip(), [0, 1, 2]).decisions]
@@ -57,14 +67,20 @@ def drop_logits():
 @pytest.mark.slow
 def test_llama_cpp_decides_each_line_with_the_earlier_ops_drop(drop_logits):
     pytest.importorskip("llama_cpp")
-    _check_backend(make_client(LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m",
-                                         num_threads=2, batch_size=1)), drop_logits)
+    _check_backend(
+        make_client(
+            LLMConfig(backend="llamacpp", model="smollm2-offline", adapter="lazymem-135m", num_threads=2, batch_size=1)
+        ),
+        drop_logits,
+    )
 
 
 @pytest.mark.slow
 def test_transformers_decides_each_line_with_the_earlier_ops_drop(drop_logits):
-    _check_backend(make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m",
-                                         num_threads=1)), drop_logits)
+    _check_backend(
+        make_client(LLMConfig(backend="transformers", model="smollm2-offline", adapter="lazymem-135m", num_threads=1)),
+        drop_logits,
+    )
 
 
 def test_independent_ops_records_each_line_once_and_set_ops_writes_them():
@@ -90,18 +106,21 @@ def test_configs_refuse_independent_decisions_without_a_followed_trace():
     with pytest.raises(ConfigError, match="trace_independent"):
         WindowEvalConfig(data="x.jsonl", trace_independent=True)
     with pytest.raises(ConfigError, match="trace_independent must be unset there"):  # one way to ask, as above
-        WindowEvalConfig(data="x.jsonl", structured=True, structured_trace=True,
-                         sampling=Sampling(trace_independent=True))
+        WindowEvalConfig(
+            data="x.jsonl", structured=True, structured_trace=True, sampling=Sampling(trace_independent=True)
+        )
     # unset, older fingerprints and cache keys stay as they were
-    assert "trace_independent" not in Sampling().as_dict() and Sampling(trace_independent=True).as_dict()[
-        "trace_independent"]
+    assert (
+        "trace_independent" not in Sampling().as_dict()
+        and Sampling(trace_independent=True).as_dict()["trace_independent"]
+    )
     assert "trace_independent" not in PipelineConfig().legacy_dict()
 
 
 def test_a_backend_refuses_independent_decisions_without_a_trace_the_array_follows():
     import importlib.util
 
-    for backend in ("transformers", "llamacpp")[:2 if importlib.util.find_spec("llama_cpp") else 1]:
+    for backend in ("transformers", "llamacpp")[: 2 if importlib.util.find_spec("llama_cpp") else 1]:
         # each refuses before it loads a model
         client = make_client(LLMConfig(backend=backend, model="smollm2-offline", num_threads=1, batch_size=1))
         with pytest.raises(ConfigError, match="trace_independent"):

@@ -1,4 +1,5 @@
 """lazymem.train trainers: a tiny real Qwen3-architecture model through TRL's real SFT and GRPO trainers."""
+
 from __future__ import annotations
 
 import json
@@ -25,16 +26,30 @@ def tiny(tmp_path_factory):
 
 
 def _sft_rows(n=8):
-    return [{"prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
-             "completion": [{"role": "assistant", "content": VALID}]} for i in range(n)]
+    return [
+        {
+            "prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
+            "completion": [{"role": "assistant", "content": VALID}],
+        }
+        for i in range(n)
+    ]
 
 
 def _rl_rows(n=8):
-    return [{"prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
-             "decision_positions": [i], "gold_labels": [i % 2 == 0], "question_id": f"q{i}", "query": "Where?",
-             "query_time": "2023/05/20", "gold_answer": "Lisbon", "reasoning_chain": "",
-             "sources": [{"role": "user", "content": f"I moved to Lisbon ({i}).", "timestamp": "2023/05/01"}]}
-            for i in range(n)]
+    return [
+        {
+            "prompt": [{"role": "system", "content": "Annotate."}, {"role": "user", "content": f"window {i}"}],
+            "decision_positions": [i],
+            "gold_labels": [i % 2 == 0],
+            "question_id": f"q{i}",
+            "query": "Where?",
+            "query_time": "2023/05/20",
+            "gold_answer": "Lisbon",
+            "reasoning_chain": "",
+            "sources": [{"role": "user", "content": f"I moved to Lisbon ({i}).", "timestamp": "2023/05/01"}],
+        }
+        for i in range(n)
+    ]
 
 
 def _jsonl(path, rows):
@@ -51,9 +66,19 @@ def sft_run(tiny, tmp_path_factory):
     d = tmp_path_factory.mktemp("sft")
     rows = _sft_rows()  # two files, one data set: the trainer reads a list of SFT JSONLs as their concatenation
     data = (_jsonl(d / "sft.jsonl", rows[:5]), _jsonl(d / "extra.jsonl", rows[5:]))
-    recipe = SFTRecipe(base=str(tiny), data=data, output_dir=str(d / "out"),
-                       lora=LoraSettings(r=4, alpha=8), learning_rate=1e-3, warmup_ratio=0.0, max_steps=1,
-                       per_device_train_batch_size=2, gradient_accumulation_steps=1, save_steps=1, max_length=256)
+    recipe = SFTRecipe(
+        base=str(tiny),
+        data=data,
+        output_dir=str(d / "out"),
+        lora=LoraSettings(r=4, alpha=8),
+        learning_rate=1e-3,
+        warmup_ratio=0.0,
+        max_steps=1,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=1,
+        save_steps=1,
+        max_length=256,
+    )
     first = run_sft(recipe)  # "interrupted" after one step: its checkpoint is what a kill leaves behind
     import dataclasses
 
@@ -102,8 +127,9 @@ def test_a_second_sft_stage_continues_an_adapter(sft_run, tiny, tmp_path):
     from lazymem.train.sft import run_sft
 
     recipe, _, first_stage = sft_run
-    stage2 = dataclasses.replace(recipe, adapter=first_stage["final"], lora=None, output_dir=str(tmp_path / "s2"),
-                                 max_steps=1)
+    stage2 = dataclasses.replace(
+        recipe, adapter=first_stage["final"], lora=None, output_dir=str(tmp_path / "s2"), max_steps=1
+    )
     done = run_sft(stage2)
     assert done["init_adapter"] == first_stage["final"] and done["adapter"] and done["global_step"] == 1
     before = load_file(f"{first_stage['final']}/adapter_model.safetensors")
@@ -120,11 +146,22 @@ def test_grpo_two_steps_curriculum_switch_and_resume(sft_run, tiny, tmp_path):
 
     from lazymem.train.grpo import GRPORecipe, run_grpo
 
-    recipe = GRPORecipe(base=str(tiny), adapter=sft_run[2]["final"], data=_jsonl(tmp_path / "rl.jsonl", _rl_rows()),
-                        output_dir=str(tmp_path / "grpo"), learning_rate=1e-3, max_steps=1,
-                        per_device_train_batch_size=4, gradient_accumulation_steps=1, num_generations=2,
-                        max_completion_length=8, save_steps=1, eval_steps=1, tau=0.5,
-                        judge=LLMConfig(backend="fake", model="judge"))
+    recipe = GRPORecipe(
+        base=str(tiny),
+        adapter=sft_run[2]["final"],
+        data=_jsonl(tmp_path / "rl.jsonl", _rl_rows()),
+        output_dir=str(tmp_path / "grpo"),
+        learning_rate=1e-3,
+        max_steps=1,
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=1,
+        num_generations=2,
+        max_completion_length=8,
+        save_steps=1,
+        eval_steps=1,
+        tau=0.5,
+        judge=LLMConfig(backend="fake", model="judge"),
+    )
     calls = []
 
     def validator(model, tokenizer):
@@ -145,11 +182,25 @@ def test_grpo_two_steps_curriculum_switch_and_resume(sft_run, tiny, tmp_path):
 def test_grpo_stays_in_phase_1_without_a_judge(tiny, tmp_path):
     from lazymem.train.grpo import GRPORecipe, run_grpo
 
-    r = run_grpo(GRPORecipe(base=str(tiny), lora=None, data=_jsonl(tmp_path / "rl.jsonl", _rl_rows(4)),
-                            output_dir=str(tmp_path / "g"), learning_rate=1e-4, max_steps=1, beta=0.0,
-                            per_device_train_batch_size=2, gradient_accumulation_steps=1, num_generations=2,
-                            max_completion_length=4, save_steps=5, eval_steps=5, tau=0.0),
-                 validator=lambda m, t: [VALID] * 4)
+    r = run_grpo(
+        GRPORecipe(
+            base=str(tiny),
+            lora=None,
+            data=_jsonl(tmp_path / "rl.jsonl", _rl_rows(4)),
+            output_dir=str(tmp_path / "g"),
+            learning_rate=1e-4,
+            max_steps=1,
+            beta=0.0,
+            per_device_train_batch_size=2,
+            gradient_accumulation_steps=1,
+            num_generations=2,
+            max_completion_length=4,
+            save_steps=5,
+            eval_steps=5,
+            tau=0.0,
+        ),
+        validator=lambda m, t: [VALID] * 4,
+    )
     assert r["curriculum"]["lam"] == 0.0 and r["curriculum"]["switched_at"] is None
 
 
@@ -202,19 +253,68 @@ def test_paper_recipes_resolve_to_the_papers_table():
 
     root = Path(__file__).resolve().parents[1] / "configs"
     sft = SFTRecipe.from_yaml(root / "train" / "sft_paper.yaml")
-    assert (sft.base, sft.lora, sft.learning_rate, sft.lr_scheduler_type, sft.warmup_ratio, sft.num_train_epochs,
-            sft.per_device_train_batch_size * sft.gradient_accumulation_steps * 2, sft.max_length, sft.bf16) == (
-        "Qwen/Qwen3-4B", None, 5e-6, "cosine", 0.03, 2, 16, 8192, True)
+    assert (
+        sft.base,
+        sft.lora,
+        sft.learning_rate,
+        sft.lr_scheduler_type,
+        sft.warmup_ratio,
+        sft.num_train_epochs,
+        sft.per_device_train_batch_size * sft.gradient_accumulation_steps * 2,
+        sft.max_length,
+        sft.bf16,
+    ) == ("Qwen/Qwen3-4B", None, 5e-6, "cosine", 0.03, 2, 16, 8192, True)
     g = GRPORecipe.from_yaml(root / "train" / "grpo_paper.yaml")
     completions_per_rollout_batch = g.per_device_train_batch_size * 2 * g.steps_per_generation
     completions_per_update = g.per_device_train_batch_size * 2 * g.gradient_accumulation_steps
     assert completions_per_rollout_batch == 32 * 8 and completions_per_update == 16 * 8  # VERL: mini-batch 16
-    assert (g.learning_rate, g.lr_scheduler_type, g.warmup_ratio, g.num_train_epochs, g.dataloader_drop_last,
-            g.num_generations, g.temperature, g.top_p, g.max_completion_length, g.beta, g.epsilon, g.loss_type,
-            g.weight_decay, g.max_grad_norm, g.bf16, g.eta, g.tau, g.lam_phase2, g.eval_every_rollout_batches,
-            g.save_every_rollout_batches,
-            g.save_total_limit, g.seed) == (1e-6, "constant", 0.0, 3, True, 8, 0.9, 0.95, 3072, 0.001, 0.2, "dapo",
-                                            0.01, 1.0, True, 0.915, 0.99, 0.5, 10, 30, 5, 42)
+    assert (
+        g.learning_rate,
+        g.lr_scheduler_type,
+        g.warmup_ratio,
+        g.num_train_epochs,
+        g.dataloader_drop_last,
+        g.num_generations,
+        g.temperature,
+        g.top_p,
+        g.max_completion_length,
+        g.beta,
+        g.epsilon,
+        g.loss_type,
+        g.weight_decay,
+        g.max_grad_norm,
+        g.bf16,
+        g.eta,
+        g.tau,
+        g.lam_phase2,
+        g.eval_every_rollout_batches,
+        g.save_every_rollout_batches,
+        g.save_total_limit,
+        g.seed,
+    ) == (
+        1e-6,
+        "constant",
+        0.0,
+        3,
+        True,
+        8,
+        0.9,
+        0.95,
+        3072,
+        0.001,
+        0.2,
+        "dapo",
+        0.01,
+        1.0,
+        True,
+        0.915,
+        0.99,
+        0.5,
+        10,
+        30,
+        5,
+        42,
+    )
     assert g.judge.model == "Qwen/Qwen3-32B"
     for cpu in ("train/sft_cpu.yaml", "train/grpo_cpu.yaml"):
         (SFTRecipe if "sft" in cpu else GRPORecipe).from_yaml(root / cpu)
@@ -247,10 +347,24 @@ def test_sft_killed_mid_run_resumes_from_its_last_checkpoint(tiny, tmp_path):
     data = _jsonl(tmp_path / "sft.jsonl", _sft_rows(16))
     out = tmp_path / "out"
     cfg = tmp_path / "sft.yaml"
-    cfg.write_text(json.dumps({  # JSON is YAML
-        "base": str(tiny), "data": data, "output_dir": str(out), "lora": {"r": 4, "alpha": 8},
-        "learning_rate": 1e-3, "warmup_ratio": 0.0, "max_steps": 8, "per_device_train_batch_size": 2,
-        "gradient_accumulation_steps": 1, "save_steps": 1, "save_total_limit": 8, "max_length": 256}))
+    cfg.write_text(
+        json.dumps(
+            {  # JSON is YAML
+                "base": str(tiny),
+                "data": data,
+                "output_dir": str(out),
+                "lora": {"r": 4, "alpha": 8},
+                "learning_rate": 1e-3,
+                "warmup_ratio": 0.0,
+                "max_steps": 8,
+                "per_device_train_batch_size": 2,
+                "gradient_accumulation_steps": 1,
+                "save_steps": 1,
+                "save_total_limit": 8,
+                "max_length": 256,
+            }
+        )
+    )
     cmd = [sys.executable, "-m", "lazymem.cli", "train", "sft", "--config", str(cfg)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -305,8 +419,9 @@ def test_keep_probe_teacher_forces_the_gold_trace(tiny):
     q = Question("q", "single-session-user", "Where do I live?", "Lisbon", "h", "2023/06/01", evidence=(0,))
     prompts = window_prompts(h, q, build_windows(h, [0, 4], gold=q.evidence))
     rows = [{"prompt": list(p.messages), "gold_labels": list(p.gold_labels)} for p in prompts]
-    assert ([m["content"] for m in window_messages(rows[0]["prompt"])]
-            == [texts[p] for p in prompts[0].decision_positions])
+    assert [m["content"] for m in window_messages(rows[0]["prompt"])] == [
+        texts[p] for p in prompts[0].decision_positions
+    ]
     model = load_policy(str(tiny), trainable=False)
     res = keep_probe(rows, model, load_tokenizer(str(tiny)))
     assert res["gold_lines"] == 1 and res["nongold_lines"] == sum(len(r["gold_labels"]) for r in rows) - 1
@@ -325,12 +440,16 @@ def test_lexical_check_splits_the_model_auc_by_shared_words(tmp_path):
     from lazymem.retrieve import build_windows
     from lazymem.train.lexical import lexical_check, window_query
 
-    texts = ["I moved to Lisbon last spring.", "Lisbon traffic is awful.", "My cats love the balcony.",
-             "Where did you move?", "I teach math now."]
+    texts = [
+        "I moved to Lisbon last spring.",
+        "Lisbon traffic is awful.",
+        "My cats love the balcony.",
+        "Where did you move?",
+        "I teach math now.",
+    ]
     h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
     # gold 0 and 2: 0 shares "Lisbon" with the query, 2 shares no word (the cats live where I moved)
-    q = Question("q", "single-session-user", "Where in Lisbon do I live?", "Lisbon", "h", "2023/06/01",
-                 evidence=(0, 2))
+    q = Question("q", "single-session-user", "Where in Lisbon do I live?", "Lisbon", "h", "2023/06/01", evidence=(0, 2))
     prompts = window_prompts(h, q, build_windows(h, [2], gold=q.evidence))
     rows = [{"prompt": list(pr.messages), "gold_labels": list(pr.gold_labels)} for pr in prompts]
     assert window_query(rows[0]["prompt"]) == "Where in Lisbon do I live?"
@@ -339,8 +458,10 @@ def test_lexical_check_splits_the_model_auc_by_shared_words(tmp_path):
     # the model ranks the no-shared-word gold line first, the Lisbon gold line below "Lisbon traffic"
     model = {0: 0.4, 1: 0.6, 2: 0.9, 3: 0.1, 4: 0.2}
     positions = [p for pr in prompts for p in pr.decision_positions]
-    record = {"settings": {"output": "hand"},
-              "scores": [[[model[p], g] for p, g in zip(pr.decision_positions, pr.gold_labels)] for pr in prompts]}
+    record = {
+        "settings": {"output": "hand"},
+        "scores": [[[model[p], g] for p, g in zip(pr.decision_positions, pr.gold_labels)] for pr in prompts],
+    }
     res = lexical_check(record, rows)
     assert res["gold_lines"] == 2 and res["nongold_lines"] == len(positions) - 2
     # query content words {lisbon, live}: 0 and 1 share "lisbon"; 2, 3 ("Where ... move") and 4 share none
@@ -371,22 +492,72 @@ def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_sta
     import yaml
 
     sft = tmp_path / "sft.yaml"
-    sft.write_text(yaml.safe_dump({
-        "base": str(tiny), "lora": {"r": 4, "alpha": 8}, "data": _jsonl(tmp_path / "sft.jsonl", _sft_rows(8)),
-        "output_dir": str(tmp_path / "s"), "learning_rate": 1e-3, "warmup_ratio": 0.0, "max_steps": 3,
-        "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "save_steps": 5, "max_length": 256}))
+    sft.write_text(
+        yaml.safe_dump(
+            {
+                "base": str(tiny),
+                "lora": {"r": 4, "alpha": 8},
+                "data": _jsonl(tmp_path / "sft.jsonl", _sft_rows(8)),
+                "output_dir": str(tmp_path / "s"),
+                "learning_rate": 1e-3,
+                "warmup_ratio": 0.0,
+                "max_steps": 3,
+                "per_device_train_batch_size": 2,
+                "gradient_accumulation_steps": 1,
+                "save_steps": 5,
+                "max_length": 256,
+            }
+        )
+    )
     grpo = tmp_path / "grpo.yaml"
-    grpo.write_text(yaml.safe_dump({
-        "base": str(tiny), "adapter": "replaced/by/the/sft/stage", "data": _jsonl(tmp_path / "rl.jsonl", _rl_rows(8)),
-        "output_dir": str(tmp_path / "g"), "learning_rate": 1e-4, "max_steps": 3, "beta": 0.0,
-        "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "num_generations": 2,
-        "max_completion_length": 4, "save_steps": 5, "eval_steps": 5, "max_validation_prompts": 2}))
+    grpo.write_text(
+        yaml.safe_dump(
+            {
+                "base": str(tiny),
+                "adapter": "replaced/by/the/sft/stage",
+                "data": _jsonl(tmp_path / "rl.jsonl", _rl_rows(8)),
+                "output_dir": str(tmp_path / "g"),
+                "learning_rate": 1e-4,
+                "max_steps": 3,
+                "beta": 0.0,
+                "per_device_train_batch_size": 2,
+                "gradient_accumulation_steps": 1,
+                "num_generations": 2,
+                "max_completion_length": 4,
+                "save_steps": 5,
+                "eval_steps": 5,
+                "max_validation_prompts": 2,
+            }
+        )
+    )
     mod = load_script("device_train")
     out = tmp_path / "out"
     held = _jsonl(tmp_path / "held.jsonl", _rl_rows(4))
-    assert mod.main(["--sft", str(sft), "--sft-budget-s", "0.001", "--grpo", str(grpo), "--grpo-budget-s", "0.001",
-                     "--min-stage-s", "0", "--eval-set", f"held={held}", "--eval-batch", "4",
-                     "--set", "grpo.max_completion_length=6", "--out", str(out)]) == 0
+    assert (
+        mod.main(
+            [
+                "--sft",
+                str(sft),
+                "--sft-budget-s",
+                "0.001",
+                "--grpo",
+                str(grpo),
+                "--grpo-budget-s",
+                "0.001",
+                "--min-stage-s",
+                "0",
+                "--eval-set",
+                f"held={held}",
+                "--eval-batch",
+                "4",
+                "--set",
+                "grpo.max_completion_length=6",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["skipped"] == [] and set(summary["stages"]) == {"sft", "grpo"}
     for stage in ("sft", "grpo"):
@@ -395,11 +566,18 @@ def test_the_device_script_trains_sft_then_grpo_under_budgets_and_packs_each_sta
         assert rec["eval"]["held"]["windows"] == 4 and 0.0 <= rec["eval"]["held"]["gate_fmt"] <= 1.0
         with tarfile.open(out / f"{stage}.tar.gz") as tar:
             names = set(tar.getnames())
-        assert {f"{stage}/adapter_model.safetensors", f"{stage}/adapter_config.json", f"{stage}/train_result.json",
-                f"{stage}/eval/held/summary.json", f"{stage}/eval/held/windows.jsonl"} <= names
+        assert {
+            f"{stage}/adapter_model.safetensors",
+            f"{stage}/adapter_config.json",
+            f"{stage}/train_result.json",
+            f"{stage}/eval/held/summary.json",
+            f"{stage}/eval/held/windows.jsonl",
+        } <= names
     assert (tmp_path / "s" / "checkpoint-1").is_dir() and (tmp_path / "g" / "checkpoint-1").is_dir()
-    assert summary["stages"]["grpo"]["overrides"] == {"max_completion_length": 6,
-                                                      "adapter": str(tmp_path / "s" / "final")}
+    assert summary["stages"]["grpo"]["overrides"] == {
+        "max_completion_length": 6,
+        "adapter": str(tmp_path / "s" / "final"),
+    }
     grpo_result = json.loads((tmp_path / "g" / "train_result.json").read_text())
     assert grpo_result["recipe"]["adapter"] == str(tmp_path / "s" / "final")
 
@@ -409,8 +587,11 @@ def test_the_device_script_skips_a_stage_past_its_deadline(tiny, tmp_path):
     import yaml
 
     sft = tmp_path / "sft.yaml"
-    sft.write_text(yaml.safe_dump({"base": str(tiny), "data": _jsonl(tmp_path / "sft.jsonl", _sft_rows(2)),
-                                   "output_dir": str(tmp_path / "s")}))
+    sft.write_text(
+        yaml.safe_dump(
+            {"base": str(tiny), "data": _jsonl(tmp_path / "sft.jsonl", _sft_rows(2)), "output_dir": str(tmp_path / "s")}
+        )
+    )
     mod = load_script("device_train")
     assert mod.main(["--sft", str(sft), "--deadline-s", "1", "--min-stage-s", "60", "--out", str(tmp_path / "o")]) == 0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
@@ -441,13 +622,26 @@ def _long_prompt_history(path):
     """A LongMemEval-format file: one question over one 20-turn session whose turn 3 is ~9,000 tokens long (no
     gold) and whose turn 16 is the gold evidence; every turn shares "move" with the query, so BM25 retrieves all
     20 and the windows (w=2, L=8, s=7) are [0-7], [7-14], [14-19]: only the first holds the long turn."""
-    turns = [{"role": "user" if i % 2 == 0 else "assistant",
-              "content": f"Small talk number {i}: the move went fine, the weather is nice."} for i in range(20)]
+    turns = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"Small talk number {i}: the move went fine, the weather is nice.",
+        }
+        for i in range(20)
+    ]
     turns[3]["content"] = "A very long story about the move and the garden. " + "tomato " * 9000
     turns[16] = {"role": "user", "content": "I moved to Lisbon last spring; the move was in May.", "has_answer": True}
-    record = {"question_id": "q1", "question_type": "single-session-user", "question": "Where did I move?",
-              "answer": "Lisbon", "question_date": "2023/06/01 (Thu) 10:00", "haystack_session_ids": ["s0"],
-              "haystack_dates": ["2023/05/20 (Sat) 02:21"], "haystack_sessions": [turns], "answer_session_ids": ["s0"]}
+    record = {
+        "question_id": "q1",
+        "question_type": "single-session-user",
+        "question": "Where did I move?",
+        "answer": "Lisbon",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": ["s0"],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21"],
+        "haystack_sessions": [turns],
+        "answer_session_ids": ["s0"],
+    }
     path.write_text(json.dumps([record]), encoding="utf-8")
     return str(path)
 
@@ -458,9 +652,15 @@ def test_rl_prompts_over_the_max_input_leave_the_pool_before_the_draw_and_are_co
     from lazymem.train.datacard import read_jsonl
     from lazymem.train.rl_data import RLDataConfig, build_rl_prompts, chat_tokenizer, prompt_tokens
 
-    base = {"datasets": [_long_prompt_history(tmp_path / "long.json")], "split": None, "size": None, "seed": 0,
-            "retrieval": {"n": 50, "sparse": "rank_bm25", "dense_model": None, "reranker": None},
-            "window": {"w": 2, "L": 8, "s": 7}, "progress": False}
+    base = {
+        "datasets": [_long_prompt_history(tmp_path / "long.json")],
+        "split": None,
+        "size": None,
+        "seed": 0,
+        "retrieval": {"n": 50, "sparse": "rank_bm25", "dense_model": None, "reranker": None},
+        "window": {"w": 2, "L": 8, "s": 7},
+        "progress": False,
+    }
     everything = build_rl_prompts(RLDataConfig.from_dict({**base, "output_dir": str(tmp_path / "all")}))
     assert everything["pool"] == 3 and "overlong_prompts" not in everything  # no limit: nothing is counted or dropped
     limited = {**base, "max_prompt_tokens": 8192, "output_dir": str(tmp_path / "r")}
@@ -499,10 +699,19 @@ def test_the_paper_data_configs_resolve_to_the_papers_training_data():
         assert (c.datasets, c.split_seed) == (("longmemeval_s_cleaned",), 42)
         assert (c.window.w, c.window.L, c.window.s) == (2, 8, 7)
         r = c.retrieval
-        assert (r.n, r.sparse, r.dense_model, r.reranker) == (50, "rank_bm25", "Qwen/Qwen3-Embedding-8B",
-                                                               "BAAI/bge-reranker-v2-m3")
-    assert (sft.split, sft.questions, sft.teacher_reasoning, sft.balance, sft.max_length) == ("train", 100, True, True,
-                                                                                              8192)
+        assert (r.n, r.sparse, r.dense_model, r.reranker) == (
+            50,
+            "rank_bm25",
+            "Qwen/Qwen3-Embedding-8B",
+            "BAAI/bge-reranker-v2-m3",
+        )
+    assert (sft.split, sft.questions, sft.teacher_reasoning, sft.balance, sft.max_length) == (
+        "train",
+        100,
+        True,
+        True,
+        8192,
+    )
     assert sft.teacher.backend == "openai" and "deepseek" in sft.teacher.model
     assert (rl.split, rl.questions, rl.size, rl.gold_fraction) == ("train", None, 10000, 0.5)
     assert rl.max_prompt_tokens == 8192

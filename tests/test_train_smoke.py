@@ -1,5 +1,6 @@
 """`lazymem train ... --smoke`: the paper's training configs end to end on CPU, offline, with tiny stand-ins
 for their models and data, failing on what a real run would trip on (lazymem/train/smoke.py)."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,9 @@ def _qwen3_tokenizer():
 
 
 def _post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
 
@@ -38,8 +40,9 @@ def _post(url: str, body: dict) -> dict:
 def test_the_scripted_thinker_behaves_as_a_thinking_server_does():
     from lazymem.llm.scripted import ScriptedQwen3, ScriptedServer
 
-    model = ScriptedQwen3(lambda messages: ("weighing the two messages", "VERDICT"), think_tokens=40,
-                          reasoning_field=None)
+    model = ScriptedQwen3(
+        lambda messages: ("weighing the two messages", "VERDICT"), think_tokens=40, reasoning_field=None
+    )
     ask = [{"role": "user", "content": "Judge this."}]
     with ScriptedServer(model) as url:
         full = _post(url, {"model": "m", "messages": ask})
@@ -52,13 +55,21 @@ def test_the_scripted_thinker_behaves_as_a_thinking_server_does():
         assert cut["choices"][0]["finish_reason"] == "length" and cut["usage"]["completion_tokens"] == 10
         stopped = _post(url, {"model": "m", "messages": ask, "stop": ["</think>"]})["choices"][0]
         assert "</think>" not in stopped["message"]["content"] and stopped["finish_reason"] == "stop"
-        cont = _post(url, {"model": "m", "continue_final_message": True, "add_generation_prompt": False,
-                           "messages": ask + [{"role": "assistant", "content": "<think>\nx\n</think>\n\n"}]})
+        cont = _post(
+            url,
+            {
+                "model": "m",
+                "continue_final_message": True,
+                "add_generation_prompt": False,
+                "messages": ask + [{"role": "assistant", "content": "<think>\nx\n</think>\n\n"}],
+            },
+        )
         assert cont["choices"][0]["message"]["content"] == "VERDICT"
         budget = _post(url, {"model": "m", "messages": ask, "thinking_token_budget": 5})
         assert budget["usage"]["completion_tokens"] < full["usage"]["completion_tokens"]
-    teacher = ScriptedQwen3(lambda messages: ("Message 1 -> DROP", "[]"), think_tokens=None,
-                            reasoning_field="reasoning_content")
+    teacher = ScriptedQwen3(
+        lambda messages: ("Message 1 -> DROP", "[]"), think_tokens=None, reasoning_field="reasoning_content"
+    )
     with ScriptedServer(teacher) as url:
         message = _post(url, {"model": "m", "messages": ask})["choices"][0]["message"]
     assert (message["content"], message["reasoning_content"]) == ("[]", "Message 1 -> DROP")
@@ -101,18 +112,21 @@ def test_constrained_rollouts_write_valid_arrays_whose_ops_the_model_picks(tmp_p
     from lazymem.train.rewards import format_gate
     from lazymem.train.smoke_models import constrain_generation, tiny_policy
 
-    texts = ["I moved to Lisbon.", "Nice!", "What about \"work\"?"]
+    texts = ["I moved to Lisbon.", "Nice!", 'What about "work"?']
     h = History("h", tuple(Message(i, f"s#{i}", "s", i, "user", t, "2023/05/20") for i, t in enumerate(texts)))
     q = Question("q", "single-session-user", "Where do I live?", "Lisbon", "h", "2023/06/01", evidence=(0,))
     (prompt,) = window_prompts(h, q, build_windows(h, [1], gold=q.evidence))
     tiny = tiny_policy(tmp_path / "tiny")
     model, tok = load_policy(str(tiny)), load_tokenizer(str(tiny))
     constrain_generation(model, tok)
-    enc = tok([tok.apply_chat_template(list(prompt.messages), tokenize=False, add_generation_prompt=True)] * 8,
-              return_tensors="pt", add_special_tokens=False)
+    enc = tok(
+        [tok.apply_chat_template(list(prompt.messages), tokenize=False, add_generation_prompt=True)] * 8,
+        return_tensors="pt",
+        add_special_tokens=False,
+    )
     torch.manual_seed(0)
     out = model.generate(**enc, do_sample=True, temperature=0.9, top_p=0.95, max_new_tokens=3072)
-    replies = tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    replies = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     verdicts = [format_gate(r, prompt.decision_positions) for r in replies]
     assert all(v.ok for v in verdicts), replies
     ops = {tuple(d.op for d in v.decisions) for v in verdicts}
@@ -184,9 +198,16 @@ def _record(tmp_path, kind: str, config: str) -> dict:
 def test_sft_data_smoke_runs_the_paper_data_config(tmp_path):
     r = _smoke(tmp_path, "sft-data", "data_sft_paper.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    for row in ("| retrieval.dense_model | Qwen/Qwen3-Embedding-8B | minilm-offline", "| retrieval.reranker |",
-                "| teacher.base_url | https://api.deepseek.com/v1 | http://127.0.0.1:", "| questions | 100 | 4 |",
-                "ok   reasoning kept", "ok   within max input", "teacher_reasoning=True", "smoke passed"):
+    for row in (
+        "| retrieval.dense_model | Qwen/Qwen3-Embedding-8B | minilm-offline",
+        "| retrieval.reranker |",
+        "| teacher.base_url | https://api.deepseek.com/v1 | http://127.0.0.1:",
+        "| questions | 100 | 4 |",
+        "ok   reasoning kept",
+        "ok   within max input",
+        "teacher_reasoning=True",
+        "smoke passed",
+    ):
         assert row in r.stdout, row
     rec = _record(tmp_path, "sft-data", "data_sft_paper.yaml")
     assert rec["failures"] == [] and [s["stage"] for s in rec["sections"]] == ["sft-data"]
@@ -214,9 +235,17 @@ def test_rl_data_smoke_runs_the_paper_data_config_with_its_reasoning_chains(tmp_
 def test_sft_smoke_trains_the_paper_recipe_and_every_weight_moves(tmp_path):
     r = _smoke(tmp_path, "sft", "sft_paper.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    for line in ("| base | Qwen/Qwen3-4B |", "| max_steps | -1 | 2", "learning_rate=5e-06", "dtype=float32",
-                 "gradient_accumulation_steps=8", "bf16=True", "ok   weights moved: 24 of 24",
-                 "ok   reasoning trained", "ok   checkpoint reloads"):
+    for line in (
+        "| base | Qwen/Qwen3-4B |",
+        "| max_steps | -1 | 2",
+        "learning_rate=5e-06",
+        "dtype=float32",
+        "gradient_accumulation_steps=8",
+        "bf16=True",
+        "ok   weights moved: 24 of 24",
+        "ok   reasoning trained",
+        "ok   checkpoint reloads",
+    ):
         assert line in r.stdout, line
     assert [s["stage"] for s in _record(tmp_path, "sft", "sft_paper.yaml")["sections"]] == ["sft-data", "sft"]
 
@@ -235,11 +264,25 @@ def test_sft_smoke_fails_when_the_weights_do_not_move(tmp_path):
 def test_grpo_smoke_runs_the_paper_recipe_with_its_judge_and_every_weight_moves(tmp_path):
     r = _smoke(tmp_path, "grpo", "grpo_paper.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    for line in ("| use_vllm | True | false: TRL's in-process generation", "| judge.base_url | http://127.0.0.1:8001/v1",
-                 "num_generations=8", "temperature=0.9", "top_p=0.95", "max_completion_length=3072", "beta=0.001",
-                 "epsilon=0.2", "loss_type=dapo", "learning_rate=1e-06", "judge.thinking_budget=512",
-                 "ok   weights moved: 24 of 24", "ok   reward varies", "ok   judge verdicts", "failures none",
-                 "ok   reasoning in judge prompts", "ok   checkpoint reloads"):
+    for line in (
+        "| use_vllm | True | false: TRL's in-process generation",
+        "| judge.base_url | http://127.0.0.1:8001/v1",
+        "num_generations=8",
+        "temperature=0.9",
+        "top_p=0.95",
+        "max_completion_length=3072",
+        "beta=0.001",
+        "epsilon=0.2",
+        "loss_type=dapo",
+        "learning_rate=1e-06",
+        "judge.thinking_budget=512",
+        "ok   weights moved: 24 of 24",
+        "ok   reward varies",
+        "ok   judge verdicts",
+        "failures none",
+        "ok   reasoning in judge prompts",
+        "ok   checkpoint reloads",
+    ):
         assert line in r.stdout, line
     rec = _record(tmp_path, "grpo", "grpo_paper.yaml")
     assert [s["stage"] for s in rec["sections"]] == ["sft-data", "rl-data", "rl-data", "grpo"]

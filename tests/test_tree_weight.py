@@ -6,6 +6,7 @@ The files checked are the ones a commit would hold: tracked files still on disk 
 plain `rm` is listed by `git ls-files` until the removal is committed) plus untracked files that are not
 ignored (what `git add -A` would add).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_BYTES = 10 * 1024 * 1024  # larger files belong in lazymem/assets/ (shipped) or outside git
 HEAVY_HOME = "lazymem/assets/"
 # what a transformers Trainer writes to resume a run; none of it is a model anyone loads
-TRAINER_STATE = re.compile(r"(^|/)(optimizer\.pt|scheduler\.pt|rng_state[^/]*\.pth|training_args\.bin)$"
-                           r"|(^|/)checkpoint-[^/]+/trainer_state\.json$")
+TRAINER_STATE = re.compile(
+    r"(^|/)(optimizer\.pt|scheduler\.pt|rng_state[^/]*\.pth|training_args\.bin)$"
+    r"|(^|/)checkpoint-[^/]+/trainer_state\.json$"
+)
 
 
 def is_trainer_state(path: str) -> bool:

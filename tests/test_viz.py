@@ -1,4 +1,5 @@
 """lazymem.viz: figures from hand-made windows and decisions, the HTML explorer, saving."""
+
 import shutil
 import sys
 import warnings
@@ -18,8 +19,22 @@ go = pytest.importorskip("plotly.graph_objects")
 def make_history(n=30):
     texts = {i: f"message {i} about Lisbon" if i % 5 == 0 else f"small talk {i}" for i in range(n)}
     texts[12] = "I moved to <Lisbon> & love it"  # needs escaping in HTML
-    msgs = tuple(Message(i, f"s{i // 10}#{i % 10}", f"s{i // 10}", i % 10, "user" if i % 2 == 0 else "assistant",
-                         texts[i], f"2023/05/{20 + i // 10:02d}") for i in range(n)) if n else ()
+    msgs = (
+        tuple(
+            Message(
+                i,
+                f"s{i // 10}#{i % 10}",
+                f"s{i // 10}",
+                i % 10,
+                "user" if i % 2 == 0 else "assistant",
+                texts[i],
+                f"2023/05/{20 + i // 10:02d}",
+            )
+            for i in range(n)
+        )
+        if n
+        else ()
+    )
     return History("h", msgs)
 
 
@@ -29,8 +44,14 @@ def case():
     history = make_history()
     windows = build_windows(history, [10, 13, 20], WindowConfig(w=2), gold=[12])
     assert [(w.start, w.end) for w in windows] == [(8, 15), (18, 22)]
-    ok = GateVerdict(True, "ok", tuple(Decision(p, "KEEP" if p in (12, 13) else "DROP",
-                                                f"kept {p}" if p in (12, 13) else "") for p in range(8, 16)), "[...]")
+    ok = GateVerdict(
+        True,
+        "ok",
+        tuple(
+            Decision(p, "KEEP" if p in (12, 13) else "DROP", f"kept {p}" if p in (12, 13) else "") for p in range(8, 16)
+        ),
+        "[...]",
+    )
     bad = GateVerdict(False, "wrong_count", (), "[]", "2 decisions for 5 messages")
     return history, windows, [ok, bad]
 
@@ -73,8 +94,10 @@ def test_cell_states(case):
 @given(hits=st.sets(st.integers(0, 39), max_size=8), w=st.integers(0, 3), keep=st.sets(st.integers(0, 39)))
 def test_cell_states_cover_each_window_position_once(hits, w, keep):
     windows = build_windows(40, hits, WindowConfig(w=w))
-    decisions = [[Decision(p, "KEEP" if p in keep else "DROP", "c" if p in keep else "") for p in win.positions]
-                 for win in windows]
+    decisions = [
+        [Decision(p, "KEEP" if p in keep else "DROP", "c" if p in keep else "") for p in win.positions]
+        for win in windows
+    ]
     for win, rec in zip(windows, viz.window_records(windows, decisions=decisions)):
         states = viz.cell_states(rec)
         assert list(states) == list(win.positions)
@@ -139,10 +162,15 @@ def test_histograms_and_tables(case):
 
 def test_window_explorer_html(case):
     history, windows, verdicts = case
-    q = {"id": "q<1>", "type": "single-session-user", "text": "Where did I move?", "answer": "Lisbon",
-         "evidence": [12]}
-    page = viz.window_explorer_html(history, viz.window_records(windows, gate=verdicts), q,
-                                    memory="[2023/05/21] user: kept 12", answer="Lisbon", judge="yes")
+    q = {"id": "q<1>", "type": "single-session-user", "text": "Where did I move?", "answer": "Lisbon", "evidence": [12]}
+    page = viz.window_explorer_html(
+        history,
+        viz.window_records(windows, gate=verdicts),
+        q,
+        memory="[2023/05/21] user: kept 12",
+        answer="Lisbon",
+        judge="yes",
+    )
     assert "I moved to &lt;Lisbon&gt; &amp; love it" in page and "<Lisbon>" not in page
     assert "q&lt;1&gt;" in page
     assert page.count('<tr class="KEEP">') == 2 and page.count('<tr class="fail">') == 5
@@ -155,8 +183,7 @@ def test_window_explorer_html(case):
 
 def test_explorer_view(case):
     history, windows, verdicts = case
-    view = {"history": history, "records": viz.window_records(windows, gate=verdicts), "question": None,
-            "memory": "m"}
+    view = {"history": history, "records": viz.window_records(windows, gate=verdicts), "question": None, "memory": "m"}
     fig, page = viz.explorer_view(view)
     assert fig.data[0].type == "heatmap" and "Final memory" in page
 
@@ -183,12 +210,17 @@ def test_save_figures_warns_and_writes_html_when_png_impossible(tmp_path, monkey
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
-                    reason="no Chromium for kaleido: apt-get install -y chromium")
+@pytest.mark.skipif(
+    not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
+    reason="no Chromium for kaleido: apt-get install -y chromium",
+)
 def test_save_figures_png(tmp_path, case):
     history, windows, verdicts = case
-    figs = {"strip": viz.window_strip(history, windows, gate=verdicts), "cov": viz.all_at_k_vs_w({0: 0.5}),
-            "sized": viz.all_at_k_vs_w({0: 0.5}).update_layout(width=900, height=420)}
+    figs = {
+        "strip": viz.window_strip(history, windows, gate=verdicts),
+        "cov": viz.all_at_k_vs_w({0: 0.5}),
+        "sized": viz.all_at_k_vs_w({0: 0.5}).update_layout(width=900, height=420),
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         out = viz.save_figures(figs, tmp_path)
@@ -219,14 +251,19 @@ def test_roc_curve_area_is_the_probe_auc_and_runs_from_nothing_to_everything(lin
 
 
 def test_keep_probe_roc_one_line_per_record_and_its_chosen_bias():
-    good = {"auc": 1.0, "gold_lines": 2, "scores": [[[0.9, True], [0.1, False]], [[0.8, True], [0.2, False]]],
-            "chosen": {"keep_bias": 1.386294, "gold_recall": 1.0, "nongold_keep_rate": 0.0}}
+    good = {
+        "auc": 1.0,
+        "gold_lines": 2,
+        "scores": [[[0.9, True], [0.1, False]], [[0.8, True], [0.2, False]]],
+        "chosen": {"keep_bias": 1.386294, "gold_recall": 1.0, "nongold_keep_rate": 0.0},
+    }
     chance = {"auc": 0.5, "gold_lines": 1, "scores": [[[0.5, True], [0.5, False]]]}
     empty = {"auc": None, "scores": [[[0.4, False]]]}  # no gold line: no curve, no error
     from lazymem.train.probe import record_roc
 
-    fig = viz.keep_probe_roc({k: {**r, "roc": record_roc(r)} for k, r in
-                              (("trained", good), ("untrained", chance), ("none", empty))})
+    fig = viz.keep_probe_roc(
+        {k: {**r, "roc": record_roc(r)} for k, r in (("trained", good), ("untrained", chance), ("none", empty))}
+    )
     lines = [t for t in fig.data if t.mode == "lines"]
     assert [t.name.split(" (")[0] for t in lines] == ["chance", "trained", "untrained"]
     assert "AUC 1.000, 2 gold lines" in lines[1].name

@@ -1,4 +1,5 @@
 """History windowing (paper Section 3.2) with the paper's defaults w=2, L=8, s=7."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,6 +33,7 @@ def make_history(session_lengths, hid="h"):
 
 # --- config -----------------------------------------------------------------------
 
+
 def test_config_defaults_are_the_papers():
     c = WindowConfig()
     assert (c.w, c.L, c.s, c.cross_sessions) == (2, 8, 7, True)
@@ -48,6 +50,7 @@ def test_config_rejects_bad_values_naming_the_field(kwargs, name):
 
 
 # --- hand-worked examples -----------------------------------------------------------
+
 
 def test_paper_defaults_example():
     # 10 and 13 are 3 <= 2w = 4 apart: one window [8, 15]; 30 alone: [28, 32].
@@ -162,7 +165,12 @@ def test_session_starts_cache_follows_the_object():
 def test_window_stats_counts_overlap():
     ws = build_windows(100, [10, 14, 18, 50])  # [8, 20] -> (8, 15), (15, 20); [48, 52]
     assert window_stats(ws) == {
-        "P": 3, "M": 2, "lengths": [8, 6, 5], "processed": 19, "covered": 18, "duplicated": 1,
+        "P": 3,
+        "M": 2,
+        "lengths": [8, 6, 5],
+        "processed": 19,
+        "covered": 18,
+        "duplicated": 1,
     }
 
 
@@ -182,6 +190,7 @@ def test_no_whole_history_work():
 
 
 # --- properties ---------------------------------------------------------------------
+
 
 @st.composite
 def cases(draw, with_sessions=False):

@@ -13,6 +13,7 @@
 Nothing is imported until used (``lazymem --help`` builds the bench parser from ``bench.cli``);
 ``from lazymem.bench import bench_retrieval`` still works.
 """
+
 __all__ = ["DEFAULT_LONGMEMEVAL", "bench_history", "bench_retrieval", "growth", "tables"]
 
 

@@ -1,4 +1,5 @@
 """``lazymem bench retrieval|pipeline|embedding|latency``: the parsers and thin handlers (logic in the modules)."""
+
 from __future__ import annotations
 
 import functools
@@ -21,36 +22,52 @@ def cmd_bench_retrieval(args, retrieval_config) -> int:
     from lazymem.bench.retrieval import DEFAULT_LONGMEMEVAL, bench_retrieval
 
     lme = args.longmemeval if args.longmemeval else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
-    bench_retrieval(sizes=_ints(args.sizes, "--sizes"), longmemeval_path=None if lme == "none" else lme,
-                    n_queries=args.n_queries, config=retrieval_config(args), out=args.out,
-                    max_embed_messages=args.max_embed_messages)
+    bench_retrieval(
+        sizes=_ints(args.sizes, "--sizes"),
+        longmemeval_path=None if lme == "none" else lme,
+        n_queries=args.n_queries,
+        config=retrieval_config(args),
+        out=args.out,
+        max_embed_messages=args.max_embed_messages,
+    )
     return 0
 
 
 def cmd_bench_pipeline(args) -> int:
     from lazymem.bench.pipeline import bench_pipeline
 
-    bench_pipeline(args.config, overrides=args.set, limit=args.limit,
-                   engine_names=[e for e in args.engines.split(",") if e] if args.engines else None,
-                   threads=args.threads, do_cold_warm=not args.no_cold_warm, out=args.out,
-                   figure_dir=None if args.no_figure else args.figure_dir)
+    bench_pipeline(
+        args.config,
+        overrides=args.set,
+        limit=args.limit,
+        engine_names=[e for e in args.engines.split(",") if e] if args.engines else None,
+        threads=args.threads,
+        do_cold_warm=not args.no_cold_warm,
+        out=args.out,
+        figure_dir=None if args.no_figure else args.figure_dir,
+    )
     return 0
 
 
 def cmd_bench_embedding(args) -> int:
     from lazymem.bench.embedding import bench_embedding
 
-    bench_embedding(n_texts=args.texts, batch_sizes=_ints(args.batch_sizes, "--batch-sizes"),
-                    threads=_ints(args.threads, "--threads") if args.threads else None, n_queries=args.queries,
-                    model=args.dense_model, longmemeval_path=args.longmemeval, out=args.out)
+    bench_embedding(
+        n_texts=args.texts,
+        batch_sizes=_ints(args.batch_sizes, "--batch-sizes"),
+        threads=_ints(args.threads, "--threads") if args.threads else None,
+        n_queries=args.queries,
+        model=args.dense_model,
+        longmemeval_path=args.longmemeval,
+        out=args.out,
+    )
     return 0
 
 
 def cmd_bench_latency(args) -> int:
     from lazymem.bench.latency import bench_latency
 
-    bench_latency(args.config, overrides=args.set, limit=args.limit, warmup=args.warmup, runs=args.runs,
-                  out=args.out)
+    bench_latency(args.config, overrides=args.set, limit=args.limit, warmup=args.warmup, runs=args.runs, out=args.out)
     return 0
 
 
@@ -60,11 +77,16 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
     s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
     s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
-    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file for the ~400-message "
-                                                       "haystack ('none' to skip)")
+    s.add_argument(
+        "--longmemeval", default=None, help="LongMemEval_S file for the ~400-message haystack ('none' to skip)"
+    )
     s.add_argument("--n-queries", type=int_at_least(1), default=20)
-    s.add_argument("--max-embed-messages", type=int, default=None,
-                   help="histories longer than this and not yet cached get random stand-in embeddings")
+    s.add_argument(
+        "--max-embed-messages",
+        type=int,
+        default=None,
+        help="histories longer than this and not yet cached get random stand-in embeddings",
+    )
     s.add_argument("--out", default="figures/bench_retrieval.json")
     retrieval_opts(s)
     s.set_defaults(func=functools.partial(cmd_bench_retrieval, retrieval_config=retrieval_config))
@@ -73,11 +95,14 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     s.add_argument("--config", default="configs/eval/demo.yaml", help="an eval config (lazymem eval format)")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
     s.add_argument("--limit", type=int_at_least(0), default=None, help="questions (default: the config's limit)")
-    s.add_argument("--engines", default=None,
-                   help="comma list of transformers_sequential, transformers_batched, llamacpp, llamacpp_parallel "
-                        "(default: all)")
-    s.add_argument("--threads", type=int_at_least(1), default=None,
-                   help="CPU threads of every engine (default: all cores)")
+    s.add_argument(
+        "--engines",
+        default=None,
+        help="comma list of transformers_sequential, transformers_batched, llamacpp, llamacpp_parallel (default: all)",
+    )
+    s.add_argument(
+        "--threads", type=int_at_least(1), default=None, help="CPU threads of every engine (default: all cores)"
+    )
     s.add_argument("--no-cold-warm", action="store_true", help="skip the eval cold vs warm (two fresh processes)")
     s.add_argument("--out", default="figures/bench_pipeline.json")
     s.add_argument("--figure-dir", default="figures", help="where the figure goes (HTML + PNG)")
@@ -94,8 +119,11 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     s.add_argument("--out", default="figures/bench_embedding.json")
     s.set_defaults(func=cmd_bench_embedding)
 
-    s = bench.add_parser("latency", help="the paper's latency protocol: questions one at a time, 3 warm-up runs "
-                                         "discarded, mean/P50/P90/P95 by stage over the next 3 (LLM cache off)")
+    s = bench.add_parser(
+        "latency",
+        help="the paper's latency protocol: questions one at a time, 3 warm-up runs "
+        "discarded, mean/P50/P90/P95 by stage over the next 3 (LLM cache off)",
+    )
     s.add_argument("config", help="an eval recipe (lazymem eval format), any pipeline.method")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
     s.add_argument("--limit", type=int_at_least(0), default=None, help="questions (default: the config's limit)")

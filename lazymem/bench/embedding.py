@@ -12,6 +12,7 @@ openings) encoded one at a time by a bare ``SentenceTransformer.encode`` (torch'
 by ``DenseEncoder.encode_queries`` (the retriever's path: the model's query prompt, one
 thread) and as the retriever's ``dense_encode`` stage; milliseconds, median and p90, and the retriever's ratio to bare.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,10 +51,17 @@ def _timed(fn, *args) -> float:
     return time.perf_counter() - t0
 
 
-def bench_embedding(n_texts: int = 512, batch_sizes: Sequence[int] = (16, 64, 128),
-                    threads: Sequence[int] | None = None, n_queries: int = 30, model: str | None = None,
-                    longmemeval_path: str | os.PathLike | None = None, seed: int = 0,
-                    out: str | os.PathLike | None = "figures/bench_embedding.json", progress: bool = True) -> dict:
+def bench_embedding(
+    n_texts: int = 512,
+    batch_sizes: Sequence[int] = (16, 64, 128),
+    threads: Sequence[int] | None = None,
+    n_queries: int = 30,
+    model: str | None = None,
+    longmemeval_path: str | os.PathLike | None = None,
+    seed: int = 0,
+    out: str | os.PathLike | None = "figures/bench_embedding.json",
+    progress: bool = True,
+) -> dict:
     """Run the benchmark (module docstring); returns and writes the result."""
     import numpy as np
     import torch
@@ -66,8 +74,11 @@ def bench_embedding(n_texts: int = 512, batch_sizes: Sequence[int] = (16, 64, 12
     cores = os.cpu_count() or 1
     threads = list(threads or sorted({1, cores}))
     config = RetrievalConfig(**({"dense_model": model} if model else {}))
-    lme = longmemeval_path if longmemeval_path is not None else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists()
-                                                                 else None)
+    lme = (
+        longmemeval_path
+        if longmemeval_path is not None
+        else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
+    )
     source, docs, questions, history = _texts(lme, n_texts, seed)
     enc = DenseEncoder(config.dense_model)
     st = enc.model  # load once, before any timing
@@ -83,13 +94,27 @@ def bench_embedding(n_texts: int = 512, batch_sizes: Sequence[int] = (16, 64, 12
                     if order == "sorted":
                         s = _timed(lambda bs=bs: st.encode(docs, batch_size=bs, normalize_embeddings=True))
                     else:
-                        s = _timed(lambda bs=bs: [st.encode(docs[i:i + bs], batch_size=bs, normalize_embeddings=True)
-                                                  for i in range(0, len(docs), bs)])
-                rows.append({"threads": th, "batch_size": bs, "order": order, "s": round(s, 3),
-                             "texts_per_s": round(len(docs) / s, 1)})
+                        s = _timed(
+                            lambda bs=bs: [
+                                st.encode(docs[i : i + bs], batch_size=bs, normalize_embeddings=True)
+                                for i in range(0, len(docs), bs)
+                            ]
+                        )
+                rows.append(
+                    {
+                        "threads": th,
+                        "batch_size": bs,
+                        "order": order,
+                        "s": round(s, 3),
+                        "texts_per_s": round(len(docs) / s, 1),
+                    }
+                )
                 if progress:
-                    print(f"[bench] embed {len(docs)} texts, {th} thread(s), batch {bs}, {order}: "
-                          f"{rows[-1]['texts_per_s']} texts/s", flush=True)
+                    print(
+                        f"[bench] embed {len(docs)} texts, {th} thread(s), batch {bs}, {order}: "
+                        f"{rows[-1]['texts_per_s']} texts/s",
+                        flush=True,
+                    )
     best = max(rows, key=lambda r: r["texts_per_s"])
 
     # one query at a time: bare model vs the encoder's path vs the retriever's stage
@@ -105,30 +130,55 @@ def bench_embedding(n_texts: int = 512, batch_sizes: Sequence[int] = (16, 64, 12
             bare1.append(_timed(st.encode, [q]))
         ours.append(_timed(enc.encode_queries, [q]))
         stage.append(retriever.search(idx, q).timings["dense_encode"])
-    query = {"bare_encode_torch_threads": percentiles(bare, scale=1e3, suffix="_ms", digits=3),
-             "bare_encode_1_thread": percentiles(bare1, scale=1e3, suffix="_ms", digits=3),
-             "dense_encoder_encode_queries": percentiles(ours, scale=1e3, suffix="_ms", digits=3),
-             "retriever_dense_encode": percentiles(stage, scale=1e3, suffix="_ms", digits=3)}
+    query = {
+        "bare_encode_torch_threads": percentiles(bare, scale=1e3, suffix="_ms", digits=3),
+        "bare_encode_1_thread": percentiles(bare1, scale=1e3, suffix="_ms", digits=3),
+        "dense_encoder_encode_queries": percentiles(ours, scale=1e3, suffix="_ms", digits=3),
+        "retriever_dense_encode": percentiles(stage, scale=1e3, suffix="_ms", digits=3),
+    }
     query["history_messages"] = len(history)
     query["retriever_over_bare_1_thread"] = round(float(np.median(stage) / np.median(bare1)), 2)
     query["retriever_over_bare_torch_threads"] = round(float(np.median(stage) / np.median(bare)), 2)
     from importlib.metadata import version
 
-    result = {"model": config.dense_model, "source": source, "texts": len(docs),
-              "tokens": {"mean": round(float(np.mean(lengths)), 1), "max": int(max(lengths)),
-                         "max_seq_length": st.max_seq_length},
-              "documents": rows, "best": best,
-              "sorted_over_unsorted": {f"{r['threads']}t/b{r['batch_size']}": round(
-                  r["texts_per_s"] / next(u["texts_per_s"] for u in rows if u["order"] == "unsorted"
-                                          and u["threads"] == r["threads"] and u["batch_size"] == r["batch_size"]), 2)
-                  for r in rows if r["order"] == "sorted"},
-              "encoder_default_batch_size": enc.batch_size, "queries": len(qs), "query": query,
-              "cpus": cores, "torch_threads": torch.get_num_threads(),
-              "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                          "versions": {p: version(p) for p in ("torch", "sentence-transformers")}},
-              "wall_s": round(time.perf_counter() - t_start, 1),
-              "loadavg_1_5_15": {"start": load_before, "end": os.getloadavg() if hasattr(os, "getloadavg") else None},
-              "when": time.strftime("%Y-%m-%d %H:%M")}
+    result = {
+        "model": config.dense_model,
+        "source": source,
+        "texts": len(docs),
+        "tokens": {
+            "mean": round(float(np.mean(lengths)), 1),
+            "max": int(max(lengths)),
+            "max_seq_length": st.max_seq_length,
+        },
+        "documents": rows,
+        "best": best,
+        "sorted_over_unsorted": {
+            f"{r['threads']}t/b{r['batch_size']}": round(
+                r["texts_per_s"]
+                / next(
+                    u["texts_per_s"]
+                    for u in rows
+                    if u["order"] == "unsorted" and u["threads"] == r["threads"] and u["batch_size"] == r["batch_size"]
+                ),
+                2,
+            )
+            for r in rows
+            if r["order"] == "sorted"
+        },
+        "encoder_default_batch_size": enc.batch_size,
+        "queries": len(qs),
+        "query": query,
+        "cpus": cores,
+        "torch_threads": torch.get_num_threads(),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "versions": {p: version(p) for p in ("torch", "sentence-transformers")},
+        },
+        "wall_s": round(time.perf_counter() - t_start, 1),
+        "loadavg_1_5_15": {"start": load_before, "end": os.getloadavg() if hasattr(os, "getloadavg") else None},
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+    }
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(result, indent=1) + "\n")
@@ -139,16 +189,23 @@ def bench_embedding(n_texts: int = 512, batch_sizes: Sequence[int] = (16, 64, 12
 
 def summary(result: dict) -> str:
     """The result as a short text table."""
-    lines = [f"{result['texts']} distinct texts ({result['source']}; {result['tokens']['mean']} tokens on average, "
-             f"max {result['tokens']['max']}), texts a second:",
-             f"{'threads':>8}{'batch':>7}{'sorted':>9}{'unsorted':>10}"]
+    lines = [
+        f"{result['texts']} distinct texts ({result['source']}; {result['tokens']['mean']} tokens on average, "
+        f"max {result['tokens']['max']}), texts a second:",
+        f"{'threads':>8}{'batch':>7}{'sorted':>9}{'unsorted':>10}",
+    ]
     for r in result["documents"]:
         if r["order"] == "sorted":
-            u = next(x for x in result["documents"] if x["order"] == "unsorted" and x["threads"] == r["threads"]
-                     and x["batch_size"] == r["batch_size"])
+            u = next(
+                x
+                for x in result["documents"]
+                if x["order"] == "unsorted" and x["threads"] == r["threads"] and x["batch_size"] == r["batch_size"]
+            )
             lines.append(f"{r['threads']:>8}{r['batch_size']:>7}{r['texts_per_s']:>9.1f}{u['texts_per_s']:>10.1f}")
     q = result["query"]
-    lines.append("one query (ms, median / p90): " + ", ".join(
-        f"{k} {v['median_ms']:.1f} / {v['p90_ms']:.1f}" for k, v in q.items() if isinstance(v, dict)))
+    lines.append(
+        "one query (ms, median / p90): "
+        + ", ".join(f"{k} {v['median_ms']:.1f} / {v['p90_ms']:.1f}" for k, v in q.items() if isinstance(v, dict))
+    )
     lines.append(f"retriever's encode over a bare 1-thread encode: {q['retriever_over_bare_1_thread']}x")
     return "\n".join(lines)

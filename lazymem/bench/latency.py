@@ -32,6 +32,7 @@ just read, vLLM its prefix cache. Written: JSON with every latency (``--out``) a
 table; ``lazymem.viz.pareto.bench_latency_rows`` turns the JSON into the rows notebook 08's
 latency panel draws.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,12 +50,16 @@ from lazymem.stats import percentiles
 STAGES = ("retrieval", "processing", "answer", "total")
 PAPER_WARMUP_RUNS = 3  # "We discard three warm-up runs
 PAPER_MEASURED_RUNS = 3  # and report statistics over the next three runs."
-PROTOCOL_QUOTE = ("We process questions strictly sequentially, without batching or parallelism across questions. "
-                  "[...] We discard three warm-up runs and report statistics over the next three runs. "
-                  "(paper, appendix Latency Protocol and Breakdown)")
-CACHE_NOTE = ("LLM response cache: off for every role (a cached rerun would measure nothing); query vectors "
-              "encoded on every question; engine prefix caches (llama.cpp KV reuse, vLLM prefix cache) as the "
-              "engine has them")
+PROTOCOL_QUOTE = (
+    "We process questions strictly sequentially, without batching or parallelism across questions. "
+    "[...] We discard three warm-up runs and report statistics over the next three runs. "
+    "(paper, appendix Latency Protocol and Breakdown)"
+)
+CACHE_NOTE = (
+    "LLM response cache: off for every role (a cached rerun would measure nothing); query vectors "
+    "encoded on every question; engine prefix caches (llama.cpp KV reuse, vLLM prefix cache) as the "
+    "engine has them"
+)
 
 
 def no_cache(config):
@@ -66,14 +71,23 @@ def no_cache(config):
     (1, False, None)
     """
     p = config.pipeline
-    roles = {r: dataclasses.replace(getattr(p, r), cache_dir=None) for r in ("mpm", "answer", "judge")
-             if getattr(p, r) is not None}
-    return dataclasses.replace(config, workers=1, llm_cache=False, llm_cache_dir=None,
-                               pipeline=dataclasses.replace(p, **roles))
+    roles = {
+        r: dataclasses.replace(getattr(p, r), cache_dir=None)
+        for r in ("mpm", "answer", "judge")
+        if getattr(p, r) is not None
+    }
+    return dataclasses.replace(
+        config, workers=1, llm_cache=False, llm_cache_dir=None, pipeline=dataclasses.replace(p, **roles)
+    )
 
 
-def measure(answer: Callable[[Any, Any], Any], items: Sequence[tuple[Any, Any]], warmup: int = PAPER_WARMUP_RUNS,
-            runs: int = PAPER_MEASURED_RUNS, progress: Callable[[str], None] | None = None) -> list[dict]:
+def measure(
+    answer: Callable[[Any, Any], Any],
+    items: Sequence[tuple[Any, Any]],
+    warmup: int = PAPER_WARMUP_RUNS,
+    runs: int = PAPER_MEASURED_RUNS,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict]:
     """``warmup + runs`` passes over ``items`` ((history, question) pairs), one question at a time.
 
     ``answer(history, question)`` returns something with ``timings`` (seconds by stage),
@@ -89,15 +103,23 @@ def measure(answer: Callable[[Any, Any], Any], items: Sequence[tuple[Any, Any]],
         for history, q in items:  # strictly one after another: the next starts when this one has answered
             r = answer(history, q)
             t = r.timings
-            per_q.append({"question_id": q.id, "status": r.status, "error": r.error,
-                          **{k: round(float(t.get(k, 0.0)), 4) for k in STAGES}})
-        out.append({"run": i + 1, "warmup": i < warmup, "wall_s": round(time.perf_counter() - t0, 3),
-                    "per_question": per_q})
+            per_q.append(
+                {
+                    "question_id": q.id,
+                    "status": r.status,
+                    "error": r.error,
+                    **{k: round(float(t.get(k, 0.0)), 4) for k in STAGES},
+                }
+            )
+        out.append(
+            {"run": i + 1, "warmup": i < warmup, "wall_s": round(time.perf_counter() - t0, 3), "per_question": per_q}
+        )
         if progress is not None:
             mean = sum(x["total"] for x in per_q) / max(len(per_q), 1)
             kind = "warm-up, discarded" if i < warmup else "measured"
-            progress(f"[bench latency] run {i + 1}/{warmup + runs} ({kind})"
-                     f": {len(per_q)} questions, mean total {mean:.2f} s")
+            progress(
+                f"[bench latency] run {i + 1}/{warmup + runs} ({kind}): {len(per_q)} questions, mean total {mean:.2f} s"
+            )
     return out
 
 
@@ -113,15 +135,28 @@ def summarize(runs: Sequence[Mapping]) -> dict:
     """
     measured = [r for r in runs if not r["warmup"]]
     values = {k: [q[k] for r in measured for q in r["per_question"]] for k in STAGES}
-    return {"stages": {k: percentiles(v, digits=4) for k, v in values.items()},
-            "run_means": {k: [round(sum(q[k] for q in r["per_question"]) / len(r["per_question"]), 4)
-                              if r["per_question"] else None for r in measured] for k in STAGES}}
+    return {
+        "stages": {k: percentiles(v, digits=4) for k, v in values.items()},
+        "run_means": {
+            k: [
+                round(sum(q[k] for q in r["per_question"]) / len(r["per_question"]), 4) if r["per_question"] else None
+                for r in measured
+            ]
+            for k in STAGES
+        },
+    }
 
 
-def bench_latency(config_path: str | os.PathLike, overrides: Sequence[str] = (), limit: int | None = None,
-                  warmup: int = PAPER_WARMUP_RUNS, runs: int = PAPER_MEASURED_RUNS,
-                  out: str | os.PathLike | None = None, progress: bool = True,
-                  clients: Mapping[str, Any] | None = None) -> dict:
+def bench_latency(
+    config_path: str | os.PathLike,
+    overrides: Sequence[str] = (),
+    limit: int | None = None,
+    warmup: int = PAPER_WARMUP_RUNS,
+    runs: int = PAPER_MEASURED_RUNS,
+    out: str | os.PathLike | None = None,
+    progress: bool = True,
+    clients: Mapping[str, Any] | None = None,
+) -> dict:
     """Run the protocol (module docstring) on an eval recipe's questions and method; write JSON, print a table.
 
     Args:
@@ -158,23 +193,52 @@ def bench_latency(config_path: str | os.PathLike, overrides: Sequence[str] = (),
         measured = measure(pipe.answer, items, warmup, runs, say)
     finally:
         pipe.close()
-    roles = {r: {"backend": getattr(p, r).backend, "model": getattr(p, r).model, "adapter": getattr(p, r).adapter,
-                 "cache_dir": getattr(p, r).cache_dir} for r in ("mpm", "answer") if getattr(p, r) is not None}
+    roles = {
+        r: {
+            "backend": getattr(p, r).backend,
+            "model": getattr(p, r).model,
+            "adapter": getattr(p, r).adapter,
+            "cache_dir": getattr(p, r).cache_dir,
+        }
+        for r in ("mpm", "answer")
+        if getattr(p, r) is not None
+    }
     result = {
-        "config": str(config_path), "overrides": list(overrides), "limit": limit, "method": p.method,
-        "dataset": config.dataset, "questions": len(items), "question_ids": [q.id for _, q in items],
-        "protocol": {"warmup_runs": warmup, "measured_runs": runs, "run": "one pass over the questions",
-                     "questions_in_flight": 1, "workers_in_recipe": asked_workers,
-                     "statistics_over": "every question of the measured runs", "quote": PROTOCOL_QUOTE},
-        "llm_cache": "off", "cache_note": CACHE_NOTE, "processing_stage": pipe.method.processing_stage,
-        "models": roles, "load_s": round(load_s, 2), **summarize(measured), "runs": measured,
-        "errors": sorted({f"{q['question_id']}: {q['error']}" for r in measured for q in r["per_question"]
-                          if q["error"]}),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-                    "versions": package_versions(("torch", "transformers", "llama-cpp-python", "vllm")),
-                    "loadavg_1_5_15": {"start": load_before,
-                                       "end": os.getloadavg() if hasattr(os, "getloadavg") else None}},
-        "git_commit": git_commit(), "when": now(),
+        "config": str(config_path),
+        "overrides": list(overrides),
+        "limit": limit,
+        "method": p.method,
+        "dataset": config.dataset,
+        "questions": len(items),
+        "question_ids": [q.id for _, q in items],
+        "protocol": {
+            "warmup_runs": warmup,
+            "measured_runs": runs,
+            "run": "one pass over the questions",
+            "questions_in_flight": 1,
+            "workers_in_recipe": asked_workers,
+            "statistics_over": "every question of the measured runs",
+            "quote": PROTOCOL_QUOTE,
+        },
+        "llm_cache": "off",
+        "cache_note": CACHE_NOTE,
+        "processing_stage": pipe.method.processing_stage,
+        "models": roles,
+        "load_s": round(load_s, 2),
+        **summarize(measured),
+        "runs": measured,
+        "errors": sorted(
+            {f"{q['question_id']}: {q['error']}" for r in measured for q in r["per_question"] if q["error"]}
+        ),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "versions": package_versions(("torch", "transformers", "llama-cpp-python", "vllm")),
+            "loadavg_1_5_15": {"start": load_before, "end": os.getloadavg() if hasattr(os, "getloadavg") else None},
+        },
+        "git_commit": git_commit(),
+        "when": now(),
     }
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -187,10 +251,12 @@ def bench_latency(config_path: str | os.PathLike, overrides: Sequence[str] = (),
 def latency_table(result: Mapping) -> str:
     """The result as the paper's table: a row per stage, mean / P50 / P90 / P95 in seconds."""
     p = result["protocol"]
-    lines = [f"{result['method']} on {result['questions']} questions of {result['config']}: "
-             f"{p['warmup_runs']} warm-up runs discarded, statistics over the next {p['measured_runs']} "
-             f"(n = {result['stages']['total']['n']}), one question at a time; {result['cache_note']}",
-             f"{'stage':<12}{'mean':>9}{'P50':>9}{'P90':>9}{'P95':>9}   run means"]
+    lines = [
+        f"{result['method']} on {result['questions']} questions of {result['config']}: "
+        f"{p['warmup_runs']} warm-up runs discarded, statistics over the next {p['measured_runs']} "
+        f"(n = {result['stages']['total']['n']}), one question at a time; {result['cache_note']}",
+        f"{'stage':<12}{'mean':>9}{'P50':>9}{'P90':>9}{'P95':>9}   run means",
+    ]
     for k in STAGES:
         s = result["stages"][k]
         if k == "processing" and not result.get("processing_stage", True):

@@ -13,6 +13,7 @@ Then the eval itself runs twice as fresh processes on one new, empty ``LAZYMEM_C
 (``cold_warm``): the first fills every cache, the second should load no model at all.
 Written: JSON with every number, and a figure (stages a question by engine; cold vs warm).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,10 @@ from lazymem.errors import ConfigError
 from lazymem.stats import percentiles
 
 STAGES = ("retrieval", "processing", "answer")
-LLAMACPP_MISSING = ("llama-cpp-python is not installed: pip install -e '.[llamacpp]' "
-                    "(it compiles from source, ~7-10 min on 2 cores; `make env` does it)")
+LLAMACPP_MISSING = (
+    "llama-cpp-python is not installed: pip install -e '.[llamacpp]' "
+    "(it compiles from source, ~7-10 min on 2 cores; `make env` does it)"
+)
 
 
 def engines(threads: int, batch_size: int) -> dict[str, dict]:
@@ -84,19 +87,27 @@ def run_engine(name: str, pipeline, retriever, items: Sequence, progress: bool =
     for history, q in items:
         r = pipe.answer(history, q)
         per_q.append({k: round(r.timings.get(k, 0.0), 3) for k in (*STAGES, "total")})
-        decided.append([[d.op for d in w.verdict.decisions] if w.verdict is not None and w.verdict.ok else None
-                        for w in r.windows])
+        decided.append(
+            [[d.op for d in w.verdict.decisions] if w.verdict is not None and w.verdict.ok else None for w in r.windows]
+        )
         memories.append(r.memory)
         if r.error:
             errors.append(f"{q.id}: {r.error}")
         if progress:
             t = per_q[-1]
-            print(f"[bench] {name} {q.id}: retrieval {t['retrieval']:.2f} s, processing {t['processing']:.1f} s, "
-                  f"answer {t['answer']:.1f} s", flush=True)
-    out = {"load_s": round(load_s, 2), "per_question": per_q,
-           "stages": {k: percentiles([t[k] for t in per_q], digits=3) for k in (*STAGES, "total")},
-           "windows": sum(len(d) for d in decided),
-           "gate_ok": sum(d is not None for ds in decided for d in ds), "errors": errors}
+            print(
+                f"[bench] {name} {q.id}: retrieval {t['retrieval']:.2f} s, processing {t['processing']:.1f} s, "
+                f"answer {t['answer']:.1f} s",
+                flush=True,
+            )
+    out = {
+        "load_s": round(load_s, 2),
+        "per_question": per_q,
+        "stages": {k: percentiles([t[k] for t in per_q], digits=3) for k in (*STAGES, "total")},
+        "windows": sum(len(d) for d in decided),
+        "gate_ok": sum(d is not None for ds in decided for d in ds),
+        "errors": errors,
+    }
     return out, decided, memories
 
 
@@ -105,8 +116,13 @@ def _agreement(ref: tuple, other: tuple) -> dict:
     (dec_a, mem_a), (dec_b, mem_b) = ref, other
     pairs = [(x, y) for qa, qb in zip(dec_a, dec_b) for x, y in zip(qa, qb)]
     both = [(x, y) for x, y in pairs if x is not None and y is not None]
-    return {"windows": len(pairs), "both_gated": len(both), "identical_decisions": sum(x == y for x, y in both),
-            "identical_memories": sum(a == b for a, b in zip(mem_a, mem_b)), "questions": len(mem_a)}
+    return {
+        "windows": len(pairs),
+        "both_gated": len(both),
+        "identical_decisions": sum(x == y for x, y in both),
+        "identical_memories": sum(a == b for a, b in zip(mem_a, mem_b)),
+        "questions": len(mem_a),
+    }
 
 
 def cold_warm(config_path: str | os.PathLike, overrides: Sequence[str] = (), progress: bool = True) -> dict:
@@ -115,17 +131,33 @@ def cold_warm(config_path: str | os.PathLike, overrides: Sequence[str] = (), pro
 
     def records(out: Path) -> list[dict]:
         rows, _ = load_records(out / RECORDS_FILE)
-        return sorted(({"question_id": r.question_id, "status": r.status, "answer": r.answer, "memory": r.memory,
-                        # the pool's positions only: its timings differ by design
-                        "pool": None if r.pool is None else list(r.pool.positions)} for r in rows),
-                      key=lambda r: r["question_id"])
+        return sorted(
+            (
+                {
+                    "question_id": r.question_id,
+                    "status": r.status,
+                    "answer": r.answer,
+                    "memory": r.memory,
+                    # the pool's positions only: its timings differ by design
+                    "pool": None if r.pool is None else list(r.pool.positions),
+                }
+                for r in rows
+            ),
+            key=lambda r: r["question_id"],
+        )
 
     from lazymem.llm.tokens import DIR_ENV, qwen3_tokenizer_dir
 
     with tempfile.TemporaryDirectory(prefix="lazymem-cold-") as tmp:
         # a new cache for the calls, but the Qwen3 tokenizer of this one (else memory tokens go missing)
-        env = {**os.environ, "LAZYMEM_CACHE": str(Path(tmp) / "cache"), DIR_ENV: str(qwen3_tokenizer_dir()),
-               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        env = {
+            **os.environ,
+            "LAZYMEM_CACHE": str(Path(tmp) / "cache"),
+            DIR_ENV: str(qwen3_tokenizer_dir()),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
         walls = {}
         for run in ("cold", "warm"):
             cmd = [sys.executable, "-m", "lazymem.cli", "eval", str(config_path), "--out", str(Path(tmp) / run)]
@@ -135,13 +167,19 @@ def cold_warm(config_path: str | os.PathLike, overrides: Sequence[str] = (), pro
             done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             walls[run] = time.perf_counter() - t0
             if done.returncode != 0:
-                raise RuntimeError(f"bench pipeline: the {run} `lazymem eval {config_path}` failed "
-                                   f"(exit {done.returncode}): {done.stderr.strip()[-600:]}")
+                raise RuntimeError(
+                    f"bench pipeline: the {run} `lazymem eval {config_path}` failed "
+                    f"(exit {done.returncode}): {done.stderr.strip()[-600:]}"
+                )
             if progress:
                 print(f"[bench] eval {run}: {walls[run]:.1f} s", flush=True)
         same = records(Path(tmp) / "cold") == records(Path(tmp) / "warm")
-    return {"cold_s": round(walls["cold"], 2), "warm_s": round(walls["warm"], 2),
-            "ratio": round(walls["cold"] / walls["warm"], 1), "same_records": same}
+    return {
+        "cold_s": round(walls["cold"], 2),
+        "warm_s": round(walls["warm"], 2),
+        "ratio": round(walls["cold"] / walls["warm"], 1),
+        "same_records": same,
+    }
 
 
 def figure(result: dict):
@@ -151,36 +189,74 @@ def figure(result: dict):
 
     ran = {k: v for k, v in result["engines"].items() if "stages" in v}
     cw = result.get("cold_warm")
-    fig = make_subplots(rows=1, cols=2 if cw else 1, column_widths=[0.7, 0.3] if cw else None,
-                        subplot_titles=["seconds a question, by stage (mean)"]
-                        + (["the eval, cold vs warm (log)"] if cw else []))
+    fig = make_subplots(
+        rows=1,
+        cols=2 if cw else 1,
+        column_widths=[0.7, 0.3] if cw else None,
+        subplot_titles=["seconds a question, by stage (mean)"] + (["the eval, cold vs warm (log)"] if cw else []),
+    )
     names = list(ran)
     for stage, colour in zip(STAGES, ("#4C78A8", "#F58518", "#54A24B")):
-        fig.add_trace(go.Bar(y=names, x=[ran[n]["stages"][stage]["mean"] for n in names], name=stage,
-                             orientation="h", marker_color=colour), row=1, col=1)
+        fig.add_trace(
+            go.Bar(
+                y=names,
+                x=[ran[n]["stages"][stage]["mean"] for n in names],
+                name=stage,
+                orientation="h",
+                marker_color=colour,
+            ),
+            row=1,
+            col=1,
+        )
     for n in names:
-        fig.add_annotation(x=ran[n]["stages"]["total"]["mean"], y=n, xanchor="left", showarrow=False,
-                           text=f" {ran[n]['stages']['total']['mean']:.1f} s" + (
-                               f" ({result['speedup'][n]:.1f}x)" if n in result.get("speedup", {}) else ""),
-                           row=1, col=1)
+        fig.add_annotation(
+            x=ran[n]["stages"]["total"]["mean"],
+            y=n,
+            xanchor="left",
+            showarrow=False,
+            text=f" {ran[n]['stages']['total']['mean']:.1f} s"
+            + (f" ({result['speedup'][n]:.1f}x)" if n in result.get("speedup", {}) else ""),
+            row=1,
+            col=1,
+        )
     if cw:
-        fig.add_trace(go.Bar(x=["cold", "warm"], y=[cw["cold_s"], cw["warm_s"]], showlegend=False,
-                             marker_color=["#B279A2", "#9D755D"],
-                             text=[f"{cw['cold_s']:.1f} s", f"{cw['warm_s']:.2f} s"],
-                             textposition="outside"), row=1, col=2)
+        fig.add_trace(
+            go.Bar(
+                x=["cold", "warm"],
+                y=[cw["cold_s"], cw["warm_s"]],
+                showlegend=False,
+                marker_color=["#B279A2", "#9D755D"],
+                text=[f"{cw['cold_s']:.1f} s", f"{cw['warm_s']:.2f} s"],
+                textposition="outside",
+            ),
+            row=1,
+            col=2,
+        )
         fig.update_yaxes(type="log", title_text="seconds", row=1, col=2)
-    fig.update_layout(barmode="stack", height=360, width=1000, template="plotly_white",
-                      title=f"Query path, {result['questions']} questions, {result['threads']} threads<br>"
-                            f"<sup>{result['config']}; speedup vs {result['reference']}</sup>",
-                      legend=dict(orientation="h", y=-0.18))
+    fig.update_layout(
+        barmode="stack",
+        height=360,
+        width=1000,
+        template="plotly_white",
+        title=f"Query path, {result['questions']} questions, {result['threads']} threads<br>"
+        f"<sup>{result['config']}; speedup vs {result['reference']}</sup>",
+        legend=dict(orientation="h", y=-0.18),
+    )
     fig.update_xaxes(title_text="seconds", row=1, col=1)
     return fig
 
 
-def bench_pipeline(config_path: str | os.PathLike = "configs/eval/demo.yaml", overrides: Sequence[str] = (),
-                   limit: int | None = None, engine_names: Sequence[str] | None = None, threads: int | None = None,
-                   do_cold_warm: bool = True, out: str | os.PathLike | None = "figures/bench_pipeline.json",
-                   figure_dir: str | os.PathLike | None = "figures", progress: bool = True) -> dict:
+def bench_pipeline(
+    config_path: str | os.PathLike = "configs/eval/demo.yaml",
+    overrides: Sequence[str] = (),
+    limit: int | None = None,
+    engine_names: Sequence[str] | None = None,
+    threads: int | None = None,
+    do_cold_warm: bool = True,
+    out: str | os.PathLike | None = "figures/bench_pipeline.json",
+    figure_dir: str | os.PathLike | None = "figures",
+    progress: bool = True,
+) -> dict:
     """Run the benchmark (see the module docstring) and write its JSON and figure.
 
     Args:
@@ -204,8 +280,10 @@ def bench_pipeline(config_path: str | os.PathLike = "configs/eval/demo.yaml", ov
     method = method_class(config.pipeline.method)
     if not (method.uses_mpm and method.mpm_client):
         engines_for = [n for n in method_names() if method_class(n).uses_mpm and method_class(n).mpm_client]
-        raise ConfigError(f"{config_path}: pipeline.method {config.pipeline.method!r} has no memory-processing "
-                          f"model to compare engines on (use one of {engines_for})")
+        raise ConfigError(
+            f"{config_path}: pipeline.method {config.pipeline.method!r} has no memory-processing "
+            f"model to compare engines on (use one of {engines_for})"
+        )
     threads = threads or os.cpu_count() or 1
     table = engines(threads, config.pipeline.mpm.batch_size)
     names = list(engine_names or table)
@@ -221,11 +299,22 @@ def bench_pipeline(config_path: str | os.PathLike = "configs/eval/demo.yaml", ov
     for history, q in items:  # index every history now: store-time work, not any engine's
         retriever.retrieve(history, q.text)
     index_s = time.perf_counter() - t0
-    result: dict = {"config": str(config_path), "overrides": list(overrides), "dataset": config.dataset,
-                    "questions": len(items), "question_ids": [q.id for _, q in items], "threads": threads,
-                    "cpus": os.cpu_count(), "mpm": config.pipeline.mpm.model, "adapter": config.pipeline.mpm.adapter,
-                    "answer": config.pipeline.answer.model, "mpm_sampling": config.pipeline.mpm_sampling.as_dict(),
-                    "index_s": round(index_s, 2), "engines": {}, "when": time.strftime("%Y-%m-%d %H:%M")}
+    result: dict = {
+        "config": str(config_path),
+        "overrides": list(overrides),
+        "dataset": config.dataset,
+        "questions": len(items),
+        "question_ids": [q.id for _, q in items],
+        "threads": threads,
+        "cpus": os.cpu_count(),
+        "mpm": config.pipeline.mpm.model,
+        "adapter": config.pipeline.mpm.adapter,
+        "answer": config.pipeline.answer.model,
+        "mpm_sampling": config.pipeline.mpm_sampling.as_dict(),
+        "index_s": round(index_s, 2),
+        "engines": {},
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+    }
     kept: dict[str, tuple] = {}
     for name in names:
         why = _missing(table[name])
@@ -233,8 +322,9 @@ def bench_pipeline(config_path: str | os.PathLike = "configs/eval/demo.yaml", ov
             result["engines"][name] = {"skipped": why}
             print(f"[bench] {name}: skipped ({why})", flush=True)
             continue
-        stats, decided, memories = run_engine(name, _engine_config(config.pipeline, table[name]), retriever, items,
-                                              progress)
+        stats, decided, memories = run_engine(
+            name, _engine_config(config.pipeline, table[name]), retriever, items, progress
+        )
         result["engines"][name] = {**table[name], **stats}
         kept[name] = (decided, memories)
     ran = [n for n in names if n in kept]
@@ -242,18 +332,24 @@ def bench_pipeline(config_path: str | os.PathLike = "configs/eval/demo.yaml", ov
         # the pipeline's own default engine is the reference where it ran
         ref = result["reference"] = "transformers_batched" if "transformers_batched" in ran else ran[0]
         base = result["engines"][ref]["stages"]
-        result["speedup"] = {n: round(base["total"]["mean"] / result["engines"][n]["stages"]["total"]["mean"], 2)
-                             for n in ran}
+        result["speedup"] = {
+            n: round(base["total"]["mean"] / result["engines"][n]["stages"]["total"]["mean"], 2) for n in ran
+        }
         result["processing_speedup"] = {
             n: round(base["processing"]["mean"] / result["engines"][n]["stages"]["processing"]["mean"], 2)
-            for n in ran if result["engines"][n]["stages"]["processing"]["mean"]}
+            for n in ran
+            if result["engines"][n]["stages"]["processing"]["mean"]
+        }
         result["agreement_with_reference"] = {n: _agreement(kept[ref], kept[n]) for n in ran if n != ref}
     if do_cold_warm:
         result["cold_warm"] = cold_warm(config_path, [*overrides, *([f"limit={limit}"] if limit else [])], progress)
     from lazymem.runinfo import package_versions
 
-    result["machine"] = {"platform": platform.platform(), "python": platform.python_version(),
-                         "versions": package_versions(("torch", "transformers", "peft", "llama-cpp-python"))}
+    result["machine"] = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": package_versions(("torch", "transformers", "peft", "llama-cpp-python")),
+    }
     result["wall_s"] = round(time.perf_counter() - t_start, 1)
     result["loadavg_1_5_15"] = {"start": load_before, "end": os.getloadavg() if hasattr(os, "getloadavg") else None}
     if out is not None:
@@ -270,22 +366,29 @@ def bench_pipeline(config_path: str | os.PathLike = "configs/eval/demo.yaml", ov
 
 def summary(result: dict) -> str:
     """The result as a short text table."""
-    lines = [f"{'engine':<26}{'load s':>8}{'retrieval':>11}{'processing':>12}{'answer':>9}{'total':>9}{'x':>7}"
-             f"{'gate ok':>9}"]
+    lines = [
+        f"{'engine':<26}{'load s':>8}{'retrieval':>11}{'processing':>12}{'answer':>9}{'total':>9}{'x':>7}{'gate ok':>9}"
+    ]
     for name, e in result["engines"].items():
         if "skipped" in e:
             lines.append(f"{name:<26}skipped: {e['skipped']}")
             continue
         s = e["stages"]
-        lines.append(f"{name:<26}{e['load_s']:>8.1f}{s['retrieval']['mean']:>11.3f}{s['processing']['mean']:>12.1f}"
-                     f"{s['answer']['mean']:>9.1f}{s['total']['mean']:>9.1f}{result['speedup'][name]:>7.2f}"
-                     f"{e['gate_ok']:>5}/{e['windows']}")
+        lines.append(
+            f"{name:<26}{e['load_s']:>8.1f}{s['retrieval']['mean']:>11.3f}{s['processing']['mean']:>12.1f}"
+            f"{s['answer']['mean']:>9.1f}{s['total']['mean']:>9.1f}{result['speedup'][name]:>7.2f}"
+            f"{e['gate_ok']:>5}/{e['windows']}"
+        )
     for name, a in result.get("agreement_with_reference", {}).items():
-        lines.append(f"{name} vs {result['reference']}: decisions identical in {a['identical_decisions']} of "
-                     f"{a['both_gated']} windows gated by both; memories identical in {a['identical_memories']} of "
-                     f"{a['questions']} questions")
+        lines.append(
+            f"{name} vs {result['reference']}: decisions identical in {a['identical_decisions']} of "
+            f"{a['both_gated']} windows gated by both; memories identical in {a['identical_memories']} of "
+            f"{a['questions']} questions"
+        )
     cw = result.get("cold_warm")
     if cw:
-        lines.append(f"eval cold {cw['cold_s']:.1f} s, warm {cw['warm_s']:.2f} s: {cw['ratio']}x "
-                     f"(same records: {cw['same_records']})")
+        lines.append(
+            f"eval cold {cw['cold_s']:.1f} s, warm {cw['warm_s']:.2f} s: {cw['ratio']}x "
+            f"(same records: {cw['same_records']})"
+        )
     return "\n".join(lines)

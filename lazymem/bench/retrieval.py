@@ -15,6 +15,7 @@ same shape instead (search cost does not depend on the values).
 >>> percentiles([0.001, 0.002, 0.003, 0.010], scale=1e3, suffix="_ms", digits=4)["median_ms"]
 2.5
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,9 @@ from lazymem.retrieve import (
 from lazymem.stats import percentiles
 from lazymem.text import text_hash, tokenize
 
-DEFAULT_LONGMEMEVAL = (Path(__file__).resolve().parents[3] / "shared" / "data" / "longmemeval"
-                       / "s_fragment_3haystacks.json")
+DEFAULT_LONGMEMEVAL = (
+    Path(__file__).resolve().parents[3] / "shared" / "data" / "longmemeval" / "s_fragment_3haystacks.json"
+)
 
 
 def _queries(history: History, questions: Sequence[str], n: int, seed: int) -> list[str]:
@@ -98,8 +100,11 @@ def _embeddings(history, fp, hashes, encoder, cache, max_embed_messages, seed, p
         return emb, info
     n_before = encoder.n_texts_encoded
     t0 = time.perf_counter()
-    emb = cache.embed(encoder, texts, key=fp, hashes=hashes, progress=progress) if cache is not None \
+    emb = (
+        cache.embed(encoder, texts, key=fp, hashes=hashes, progress=progress)
+        if cache is not None
         else encoder.encode_docs(texts, progress=progress)
+    )
     info["embed_s"] = time.perf_counter() - t0
     info["embedded"] = encoder.n_texts_encoded - n_before  # distinct texts not found on disk
     info["embed_source"] = "computed"
@@ -118,9 +123,16 @@ def _window_fn():
     return build_windows
 
 
-def bench_history(label: str, history: History, queries: Sequence[str], config: RetrievalConfig,
-                  retriever: Retriever, max_embed_messages: int | None = None, seed: int = 0,
-                  progress: bool = True) -> dict:
+def bench_history(
+    label: str,
+    history: History,
+    queries: Sequence[str],
+    config: RetrievalConfig,
+    retriever: Retriever,
+    max_embed_messages: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict:
     """Build costs and per-query stage latencies for one history."""
     texts = [m.text for m in history]
     build: dict = {"n_messages": len(history)}
@@ -138,8 +150,9 @@ def bench_history(label: str, history: History, queries: Sequence[str], config: 
     build["fingerprint_s"] = time.perf_counter() - t0
     emb = None
     if retriever.encoder is not None:
-        emb, info = _embeddings(history, fp, hashes, retriever.encoder, retriever.cache,
-                                max_embed_messages, seed, progress)
+        emb, info = _embeddings(
+            history, fp, hashes, retriever.encoder, retriever.cache, max_embed_messages, seed, progress
+        )
         build.update(info)
         if build.get("embed_s") and build.get("embedded"):
             # Repeated texts are encoded once, so count both what the model saw and what it covered.
@@ -149,13 +162,28 @@ def bench_history(label: str, history: History, queries: Sequence[str], config: 
 
     build_windows = _window_fn()
     stages: dict[str, list[float]] = {f"bm25_{b}": [] for b in SPARSE_BACKENDS}
-    for extra in ("bm25", "dense_encode", "dense_search", "dense", "rrf", "rerank", "window", "retrieve_total",
-                  "end_to_end"):
+    for extra in (
+        "bm25",
+        "dense_encode",
+        "dense_search",
+        "dense",
+        "rrf",
+        "rerank",
+        "window",
+        "retrieve_total",
+        "end_to_end",
+    ):
         stages[extra] = []
     depth = min(config.depth, len(history)) if config.depth is not None else None
     if not queries:
-        return {"history": label, "n_messages": len(history), "n_queries": 0, "build": build, "query": {},
-                "window": None}
+        return {
+            "history": label,
+            "n_messages": len(history),
+            "n_queries": 0,
+            "build": build,
+            "query": {},
+            "window": None,
+        }
     retriever.search(idx, queries[0])  # warm-up: first encoder call pays one-off costs
     for q in queries:
         for b in SPARSE_BACKENDS:
@@ -179,11 +207,18 @@ def bench_history(label: str, history: History, queries: Sequence[str], config: 
             build_windows(history, pool.positions)
             stages["window"].append(time.perf_counter() - t0)
         stages["end_to_end"].append(tm["total"] + (stages["window"][-1] if build_windows is not None else 0.0))
-    return {"history": label, "n_messages": len(history), "n_queries": len(queries),
-            "build": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in build.items()},
-            "query": {k: percentiles(v, scale=1e3, suffix="_ms", digits=4) for k, v in stages.items() if v},
-            "window": ("lazymem.retrieve.window.build_windows" if build_windows is not None
-                       else "not measured (lazymem.retrieve.window missing)")}
+    return {
+        "history": label,
+        "n_messages": len(history),
+        "n_queries": len(queries),
+        "build": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in build.items()},
+        "query": {k: percentiles(v, scale=1e3, suffix="_ms", digits=4) for k, v in stages.items() if v},
+        "window": (
+            "lazymem.retrieve.window.build_windows"
+            if build_windows is not None
+            else "not measured (lazymem.retrieve.window missing)"
+        ),
+    }
 
 
 def growth(rows: Sequence[dict]) -> dict:
@@ -214,8 +249,13 @@ def tables(result: dict) -> tuple[str, str, str]:
     import pandas as pd
 
     build = pd.DataFrame([{"history": r["history"], **r["build"]} for r in result["histories"]]).set_index("history")
-    lat = pd.DataFrame([{"history": r["history"], "stage": s, **{k: v for k, v in st.items() if k != "n"}}
-                        for r in result["histories"] for s, st in r["query"].items()]).set_index(["history", "stage"])
+    lat = pd.DataFrame(
+        [
+            {"history": r["history"], "stage": s, **{k: v for k, v in st.items() if k != "n"}}
+            for r in result["histories"]
+            for s, st in r["query"].items()
+        ]
+    ).set_index(["history", "stage"])
     grow = pd.DataFrame(result["growth"]).T if result["growth"] else pd.DataFrame()
     with pd.option_context("display.width", 200, "display.max_columns", 50, "display.float_format", "{:.3f}".format):
         return build.T.to_string(), lat.to_string(), grow.to_string()
@@ -255,8 +295,18 @@ def bench_retrieval(
     for label, history, questions in _histories(longmemeval_path, sizes, seed):
         if verbose:
             print(f"[bench] {label}: {len(history)} messages", flush=True)
-        rows.append(bench_history(label, history, _queries(history, questions, n_queries, seed), config, retriever,
-                                  max_embed_messages, seed, progress))
+        rows.append(
+            bench_history(
+                label,
+                history,
+                _queries(history, questions, n_queries, seed),
+                config,
+                retriever,
+                max_embed_messages,
+                seed,
+                progress,
+            )
+        )
     from importlib.metadata import version
 
     result = {
@@ -265,10 +315,13 @@ def bench_retrieval(
         "longmemeval_path": str(longmemeval_path) if longmemeval_path is not None else None,
         "n_queries": n_queries,
         "max_embed_messages": max_embed_messages,
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                    "python": platform.python_version(),
-                    "versions": {p: version(p)
-                                 for p in ("numpy", "rank-bm25", "bm25s", "torch", "sentence-transformers")}},
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "versions": {p: version(p) for p in ("numpy", "rank-bm25", "bm25s", "torch", "sentence-transformers")},
+        },
         "histories": rows,
         "growth": growth(rows),
         "wall_s": round(time.perf_counter() - t_start, 2),
@@ -280,9 +333,11 @@ def bench_retrieval(
         Path(out).write_text(json.dumps(result, indent=1))
     if verbose:
         b, lat, g = tables(result)
-        print("\n== index build (seconds; embedded = distinct texts encoded; *_per_s per second; embed_source: "
-              "computed = this run, cache = loaded from disk with the cost noted when stored, "
-              "stand-in = random rows past max_embed_messages) ==\n" + b)
+        print(
+            "\n== index build (seconds; embedded = distinct texts encoded; *_per_s per second; embed_source: "
+            "computed = this run, cache = loaded from disk with the cost noted when stored, "
+            "stand-in = random rows past max_embed_messages) ==\n" + b
+        )
         print("\n== per-query latency (ms) ==\n" + lat)
         print("\n== growth of median cost between synthetic sizes ==\n" + g)
     return result

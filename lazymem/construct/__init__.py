@@ -12,6 +12,7 @@ Modules, in the order a window passes through them:
 - ``extractive``: a training-free processor behind the same interface as a model;
 - ``prior``: ``KeepPrior``, the per-message KEEP prior (lexical, dense) a trace-writing model decodes with.
 """
+
 from lazymem.construct.extractive import (
     ExtractiveConfig,
     ExtractiveProcessor,
@@ -41,9 +42,29 @@ from lazymem.construct.prior import KeepPrior
 from lazymem.construct.prompt import BRIDGES, WindowPrompt, bridge_sizes, gold_labels, window_prompts
 
 __all__ = [
-    "ExtractiveConfig", "ExtractiveProcessor", "MemoryProcessor", "KeepPrior", "lexical_scores", "FAILURE_KINDS",
+    "ExtractiveConfig",
+    "ExtractiveProcessor",
+    "MemoryProcessor",
+    "KeepPrior",
+    "lexical_scores",
+    "FAILURE_KINDS",
     "FIELDS",
-    "GATE_OK", "OPS", "STRUCTURAL_FAILURES", "Decision", "GateVerdict", "decision_schema", "parse_decisions",
-    "strip_think", "ConstructionStats", "assemble_memory", "construction_stats", "merge_decisions",
-    "window_positions", "BRIDGES", "WindowPrompt", "bridge_sizes", "gold_labels", "window_prompts",
+    "GATE_OK",
+    "OPS",
+    "STRUCTURAL_FAILURES",
+    "Decision",
+    "GateVerdict",
+    "decision_schema",
+    "parse_decisions",
+    "strip_think",
+    "ConstructionStats",
+    "assemble_memory",
+    "construction_stats",
+    "merge_decisions",
+    "window_positions",
+    "BRIDGES",
+    "WindowPrompt",
+    "bridge_sizes",
+    "gold_labels",
+    "window_prompts",
 ]

@@ -5,6 +5,7 @@ it through the same gate and merge; ``mode="key_span"`` keeps a message's best s
 instead of its whole text. Relevance is ``lexical_scores`` (lazymem.text.content_tokens
 overlap) unless another scorer is given.
 """
+
 from __future__ import annotations
 
 import json

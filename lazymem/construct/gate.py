@@ -15,6 +15,7 @@ that is ``ok`` with one Decision per position, or names its failure kind (FAILUR
 >>> parse_decisions('[{"op": "keep", "compressed_content": "x", "reason": ""}]', [3]).fmt_ok
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,7 @@ FAILURE_KINDS: tuple[str, ...] = (
 )
 # Failures that still count for the paper's "Gate Fmt." column: "a parseable JSON decision
 # array with exactly one decision per input message" (structure only, not the item schema).
-STRUCTURAL_FAILURES = frozenset(FAILURE_KINDS[:FAILURE_KINDS.index("wrong_count") + 1])
+STRUCTURAL_FAILURES = frozenset(FAILURE_KINDS[: FAILURE_KINDS.index("wrong_count") + 1])
 
 
 @dataclass(frozen=True)
@@ -219,8 +220,7 @@ def strip_think(raw: str) -> str:
     return _THINK.sub("", raw, count=1)
 
 
-def decision_schema(n_messages: int, max_len: int | None = 512, max_reason_len: int = 128,
-                    think: bool = False) -> dict:
+def decision_schema(n_messages: int, max_len: int | None = 512, max_reason_len: int = 128, think: bool = False) -> dict:
     """A bounded JSON schema of a valid output, for constrained decoding.
 
     ``think``: the output opens with a ``<think>`` trace of exactly ``n_messages`` numbered
@@ -249,14 +249,22 @@ def decision_schema(n_messages: int, max_len: int | None = 512, max_reason_len: 
     reason = {"type": "string", "maxLength": max_reason_len}
 
     def item(op: str, content: dict) -> dict:
-        return {"type": "object",
-                "properties": {"op": {"const": op}, "compressed_content": content, "reason": reason},
-                "required": list(FIELDS), "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {"op": {"const": op}, "compressed_content": content, "reason": reason},
+            "required": list(FIELDS),
+            "additionalProperties": False,
+        }
 
     schema = {
-        "type": "array", "minItems": n_messages, "maxItems": n_messages,
-        "items": {"anyOf": [item("KEEP", {"type": "string", "minLength": 1,
-                                          **({} if max_len is None else {"maxLength": max_len})}),
-                            item("DROP", {"type": "string", "maxLength": 0})]},
+        "type": "array",
+        "minItems": n_messages,
+        "maxItems": n_messages,
+        "items": {
+            "anyOf": [
+                item("KEEP", {"type": "string", "minLength": 1, **({} if max_len is None else {"maxLength": max_len})}),
+                item("DROP", {"type": "string", "maxLength": 0}),
+            ]
+        },
     }
     return {**schema, THINK_LINES: n_messages, ARRAY_FOLLOWS_TRACE: True} if think else schema

@@ -18,6 +18,7 @@ True
 >>> is_span("Hey Evan", "Hey Sam, how are you?")
 False
 """
+
 from __future__ import annotations
 
 import json
@@ -72,7 +73,7 @@ def window_query(prompt: Sequence[dict]) -> str:
     head = prompt[-1]["content"].split("# History Window\n", 1)[0]
     for line in head.splitlines():
         if line.startswith("Query: "):
-            return line[len("Query: "):]
+            return line[len("Query: ") :]
     raise ValueError("the window prompt has no 'Query: ' line above '# History Window'")
 
 
@@ -86,8 +87,11 @@ def window_texts(prompt: str | Sequence[Mapping[str, str]]) -> tuple[str, ...] |
     >>> window_texts(annotation_messages(ms, "q?", "2023/06/01", n_prev_bridge=1))
     ('a "b"', 'c')
     """
-    content = prompt if isinstance(prompt, str) else next(
-        (m.get("content", "") for m in reversed(list(prompt)) if m.get("role") == "user"), "")
+    content = (
+        prompt
+        if isinstance(prompt, str)
+        else next((m.get("content", "") for m in reversed(list(prompt)) if m.get("role") == "user"), "")
+    )
     at = content.rfind('"previous_bridge"')
     start = content.rfind("{", 0, at) if at >= 0 else -1
     if start < 0:

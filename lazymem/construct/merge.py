@@ -5,6 +5,7 @@ messages become ``[timestamp] role: content`` lines in history order, and
 ``construction_stats`` gives one query's gate pass rate, Gate Fmt., gold-keep recall and how
 many KEEPs rewrote their message instead of quoting a span of it (``lazymem.construct.grounded``).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -47,8 +48,9 @@ def merge_decisions(window_results: Sequence[tuple[Any, GateVerdict]]) -> dict[i
     return dict(sorted(merged.items()))
 
 
-def assemble_memory(decisions: Mapping[int, Decision] | Iterable[Decision],
-                    history: History | Sequence[Message]) -> str:
+def assemble_memory(
+    decisions: Mapping[int, Decision] | Iterable[Decision], history: History | Sequence[Message]
+) -> str:
     """Kept messages, chronologically, one ``[timestamp] role: content`` line each.
 
     ``history`` must be indexable by position (a History, or its full message list).
@@ -102,12 +104,16 @@ class ConstructionStats:
     @property
     def rewritten_rate(self) -> float | None:
         """Rewritten KEEPs / KEEP decisions (None without KEEPs, or when texts were not given)."""
-        return self.n_rewritten / self.n_keep_decisions if self.n_keep_decisions and self.n_rewritten is not None \
-            else None
+        return (
+            self.n_rewritten / self.n_keep_decisions if self.n_keep_decisions and self.n_rewritten is not None else None
+        )
 
 
-def construction_stats(window_results: Sequence[tuple[Any, GateVerdict]],
-                       gold_positions: Iterable[int] = (), texts: Mapping[int, str] | None = None) -> ConstructionStats:
+def construction_stats(
+    window_results: Sequence[tuple[Any, GateVerdict]],
+    gold_positions: Iterable[int] = (),
+    texts: Mapping[int, str] | None = None,
+) -> ConstructionStats:
     """Gate pass rate, kept count, gold-keep recall and rewritten KEEPs of one query's construction.
 
     ``texts``: each decided position's message text; every KEEP of a window that passed the gate
@@ -128,8 +134,9 @@ def construction_stats(window_results: Sequence[tuple[Any, GateVerdict]],
     verdicts = [v for _, v in window_results]
     failures = Counter(v.reason for v in verdicts if not v.ok)
     decided = [d for v in verdicts if v.ok for d in v.decisions]
-    n_keep, n_rewritten = count_rewritten(decided, texts) if texts is not None else \
-        (sum(d.op == "KEEP" for d in decided), None)
+    n_keep, n_rewritten = (
+        count_rewritten(decided, texts) if texts is not None else (sum(d.op == "KEEP" for d in decided), None)
+    )
     return ConstructionStats(
         n_windows=len(verdicts),
         n_valid=sum(v.ok for v in verdicts),

@@ -16,6 +16,7 @@ chosen with). The weights are chosen on development windows with ``lazymem train
 >>> bool(KeepPrior())
 False
 """
+
 from __future__ import annotations
 
 import math

@@ -15,6 +15,7 @@ indices differ) and the gold label of each decision, aligned with them.
 >>> p.decision_positions, p.gold_labels, [m["role"] for m in p.messages]
 ((0, 2), (True, False), ['system', 'user'])
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -82,8 +83,13 @@ def gold_labels(positions: Sequence[int], gold: Iterable[int]) -> tuple[bool, ..
     return tuple(p in g for p in positions)
 
 
-def window_prompts(history: History, question: Question, windows: Sequence[Window],
-                   config: WindowConfig | None = None, bridges: str = "none") -> list[WindowPrompt]:
+def window_prompts(
+    history: History,
+    question: Question,
+    windows: Sequence[Window],
+    config: WindowConfig | None = None,
+    bridges: str = "none",
+) -> list[WindowPrompt]:
     """The MPM prompt of every window of one question, in window order.
 
     Args:

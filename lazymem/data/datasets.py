@@ -12,6 +12,7 @@ SPEC is one of
 - a public LongMemEval name (``longmemeval_s``, ``longmemeval_oracle_cleaned``, ...),
   fetched from the hub when online.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -37,8 +38,13 @@ def _sniff(path: Path) -> str:
         return "locomo"
     if '"conversation"' in head:  # third-party reformatted LongMemEval: the loader explains the rejection
         return "longmemeval"
-    raise LoadError(str(path), None, None, "neither LongMemEval (question_id, haystack_sessions) nor LoCoMo "
-                    "(sample_id, conversation, qa) records were found in the first 64 KiB")
+    raise LoadError(
+        str(path),
+        None,
+        None,
+        "neither LongMemEval (question_id, haystack_sessions) nor LoCoMo "
+        "(sample_id, conversation, qa) records were found in the first 64 KiB",
+    )
 
 
 def load_dataset(spec: str, subset: str | None = None) -> Dataset:
@@ -51,7 +57,7 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     kind = None
     for prefix in ("longmemeval:", "locomo:"):
         if spec.startswith(prefix):
-            kind, spec = prefix[:-1], spec[len(prefix):]
+            kind, spec = prefix[:-1], spec[len(prefix) :]
     if "#" in spec and not Path(spec).exists():
         spec, _, sub = spec.rpartition("#")
         if subset and subset != sub:
@@ -75,8 +81,9 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     elif kind is None and path.suffix != ".json" and "/" not in spec:
         kind = "longmemeval"  # a public dataset name, e.g. longmemeval_s
     else:
-        raise FileNotFoundError(f"no dataset file at {spec!r} (and it is not 'synthetic[:...]' or "
-                                "a public LongMemEval name)")
+        raise FileNotFoundError(
+            f"no dataset file at {spec!r} (and it is not 'synthetic[:...]' or a public LongMemEval name)"
+        )
     if kind == "locomo":
         from lazymem.data.locomo import load_locomo
 
@@ -84,8 +91,9 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     from lazymem.data.longmemeval import load_longmemeval
 
     if subset:
-        raise ConfigError(f"LongMemEval has no named subsets (got {subset!r}); use `lazymem data "
-                          "split` for the paper's split")
+        raise ConfigError(
+            f"LongMemEval has no named subsets (got {subset!r}); use `lazymem data split` for the paper's split"
+        )
     return load_longmemeval(path if path.exists() else spec)
 
 
@@ -118,8 +126,11 @@ def summarize(dataset: Dataset) -> dict:
         **({"questions_by_history": dict(Counter(q.history_id for q in qs))} if len(dataset.histories) <= 20 else {}),
         "sessions": sessions,
         "messages": sum(lengths),
-        "messages_per_history": {"min": min(lengths, default=0), "median": statistics.median(lengths) if lengths else 0,
-                                 "max": max(lengths, default=0)},
+        "messages_per_history": {
+            "min": min(lengths, default=0),
+            "median": statistics.median(lengths) if lengths else 0,
+            "max": max(lengths, default=0),
+        },
         "gold_evidence": {
             "questions_with_evidence": sum(1 for n in n_ev if n),
             "evidence_refs": sum(n_ev),
@@ -128,26 +139,33 @@ def summarize(dataset: Dataset) -> dict:
             "gold_messages": gold_messages,
         },
         "load_issues": len(dataset.issues),
-        "load_issue_examples": [f"{i.file}: {i.record}, {i.field}: {i.problem} -> {i.action}"
-                                for i in dataset.issues[:10]],
+        "load_issue_examples": [
+            f"{i.file}: {i.record}, {i.field}: {i.problem} -> {i.action}" for i in dataset.issues[:10]
+        ],
     }
 
 
 def summary_text(s: dict) -> str:
     """The human-readable form of ``summarize``'s counts (what `lazymem data summary` prints)."""
-    lines = [f"dataset   {s['name']}", f"source    {s['source']}", f"sha256    {s['sha256'][:16]}...",
-             f"histories {s['histories']}   sessions {s['sessions']}   messages {s['messages']}  "
-             f"(per history min {s['messages_per_history']['min']}, median {s['messages_per_history']['median']}, "
-             f"max {s['messages_per_history']['max']})",
-             f"questions {s['questions']}   abstention {s['abstention_questions']}"
-             + (f"   by history {s['questions_by_history']}" if "questions_by_history" in s else "")]
+    lines = [
+        f"dataset   {s['name']}",
+        f"source    {s['source']}",
+        f"sha256    {s['sha256'][:16]}...",
+        f"histories {s['histories']}   sessions {s['sessions']}   messages {s['messages']}  "
+        f"(per history min {s['messages_per_history']['min']}, median {s['messages_per_history']['median']}, "
+        f"max {s['messages_per_history']['max']})",
+        f"questions {s['questions']}   abstention {s['abstention_questions']}"
+        + (f"   by history {s['questions_by_history']}" if "questions_by_history" in s else ""),
+    ]
     width = max((len(t) for t in s["questions_by_type"]), default=4)
     for t, n in s["questions_by_type"].items():
         lines.append(f"  {t:<{width}}  {n:>6}")
     g = s["gold_evidence"]
-    lines.append(f"gold evidence: {g['evidence_refs']} refs over {g['questions_with_evidence']} questions "
-                 f"(mean {g['mean_per_question']}), {g['questions_spanning_sessions']} questions span sessions, "
-                 f"{g['gold_messages']} distinct gold messages")
+    lines.append(
+        f"gold evidence: {g['evidence_refs']} refs over {g['questions_with_evidence']} questions "
+        f"(mean {g['mean_per_question']}), {g['questions_spanning_sessions']} questions span sessions, "
+        f"{g['gold_messages']} distinct gold messages"
+    )
     if s["load_issues"]:
         lines.append(f"load issues: {s['load_issues']} (repaired or dropped, see --json)")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """What a deletion from the verbatim store is: the record subscribers get, the error when some of
 them fail, and reading the audit log (hashes, never text; written with ``lazymem.files.write_lines_atomic``)."""
+
 from __future__ import annotations
 
 import json
@@ -37,13 +38,15 @@ class DeletionIncomplete(RuntimeError):
 
     def __init__(self, deletion: Deletion, failures: list[tuple[str, str, BaseException]]):
         self.deletion, self.failures = deletion, list(failures)
-        what = "; ".join(f"{name} failed on deletion {did}: {type(exc).__name__}: {exc}"
-                         for did, name, exc in self.failures)
+        what = "; ".join(
+            f"{name} failed on deletion {did}: {type(exc).__name__}: {exc}" for did, name, exc in self.failures
+        )
         super().__init__(
             f"deletion {deletion.id} ({deletion.scope} {deletion.target or deletion.user_id!r} of user "
             f"{deletion.user_id!r}) is incomplete: {what}. The text is gone from the store and the deletion is "
             f"recorded as pending in deletions.log (with its text hashes); every other subscriber ran. Retry the "
-            f"same delete call or call store.complete_pending() once the cause is fixed.")
+            f"same delete call or call store.complete_pending() once the cause is fixed."
+        )
 
 
 def read_log_lines(path: Path) -> list[tuple[str, dict]]:

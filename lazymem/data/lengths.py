@@ -12,6 +12,7 @@ words and in characters; ``lengths_table`` lays several datasets side by side as
 >>> stats["assistant"]["words"]["mean"], stats["named speaker"]["chars"]["max"]
 (4.0, 3)
 """
+
 from __future__ import annotations
 
 import math
@@ -46,8 +47,15 @@ def distribution(values: Sequence[int]) -> dict:
         lo, hi = math.floor(k), math.ceil(k)
         return round(xs[lo] + (xs[hi] - xs[lo]) * (k - lo), 2)
 
-    return {"n": len(xs), "mean": round(statistics.fmean(xs), 2), "median": q(0.5), "p10": q(0.1), "p90": q(0.9),
-            "p99": q(0.99), "max": xs[-1]}
+    return {
+        "n": len(xs),
+        "mean": round(statistics.fmean(xs), 2),
+        "median": q(0.5),
+        "p10": q(0.1),
+        "p90": q(0.9),
+        "p99": q(0.99),
+        "max": xs[-1],
+    }
 
 
 def message_lengths(dataset) -> dict[str, dict[str, dict]]:

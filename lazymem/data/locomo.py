@@ -24,6 +24,7 @@ the session's ``session_N_date_time`` ("1:56 pm on 8 May, 2023"). Choices made h
 >>> repair_evidence_id("D:11:26"), repair_evidence_id("D8:6; D9:17"), repair_evidence_id("D")
 (['D11:26'], ['D8:6', 'D9:17'], None)
 """
+
 from __future__ import annotations
 
 import re
@@ -78,8 +79,15 @@ def repair_evidence_id(raw: str) -> list[str] | None:
 
 
 def _kind(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -117,11 +125,20 @@ class _Loader:
         numbers = sorted(int(m[1]) for key in conv if (m := _SESSION.fullmatch(key)))
         if not numbers:
             raise self.error(where, "conversation", "no session_N lists")
-        orphans = sorted((k for k in conv if k.endswith("_date_time") and k[: -len("_date_time")] not in conv),
-                         key=lambda k: int(re.sub(r"\D", "", k) or 0))
+        orphans = sorted(
+            (k for k in conv if k.endswith("_date_time") and k[: -len("_date_time")] not in conv),
+            key=lambda k: int(re.sub(r"\D", "", k) or 0),
+        )
         if orphans:
-            self.issues.append(LoadIssue(self.file, where, "conversation", f"{len(orphans)} date_time keys without a "
-                                         f"session ({orphans[0]} .. {orphans[-1]})", "ignored"))
+            self.issues.append(
+                LoadIssue(
+                    self.file,
+                    where,
+                    "conversation",
+                    f"{len(orphans)} date_time keys without a session ({orphans[0]} .. {orphans[-1]})",
+                    "ignored",
+                )
+            )
         messages: list[Message] = []
         seen: dict[str, str] = {}
         date = ""
@@ -134,8 +151,9 @@ class _Loader:
                 fld = f"conversation.{key}[{t}]"
                 if not isinstance(turn, dict):
                     raise self.error(where, fld, f"expected an object, found {_kind(turn)}")
-                speaker, dia_id, text = (self.get(turn, k, str, "a string", where, f"{fld}.{k}")
-                                         for k in ("speaker", "dia_id", "text"))
+                speaker, dia_id, text = (
+                    self.get(turn, k, str, "a string", where, f"{fld}.{k}") for k in ("speaker", "dia_id", "text")
+                )
                 if dia_id in seen:
                     raise self.error(where, f"{fld}.dia_id", f"duplicate dia_id {dia_id!r} (also {seen[dia_id]})")
                 seen[dia_id] = fld
@@ -167,13 +185,17 @@ class _Loader:
                 self.issues.append(LoadIssue(self.file, where, fld, problem, action))
                 self.dropped += 1
             if found:
-                self.issues.append(LoadIssue(self.file, where, fld, f"malformed evidence id {ref!r}",
-                                             f"repaired: {ref!r} -> {found!r}"))
+                self.issues.append(
+                    LoadIssue(
+                        self.file, where, fld, f"malformed evidence id {ref!r}", f"repaired: {ref!r} -> {found!r}"
+                    )
+                )
                 positions.update(index[i] for i in found)
         return tuple(sorted(positions))
 
-    def questions(self, sample: dict, messages: list[Message], last_date: str, where: str,
-                  keep: set[int]) -> list[Question]:
+    def questions(
+        self, sample: dict, messages: list[Message], last_date: str, where: str, keep: set[int]
+    ) -> list[Question]:
         qa = self.get(sample, "qa", list, "a list", where, "qa")
         index = {m.id: m.pos for m in messages}
         sid = sample["sample_id"]
@@ -183,34 +205,52 @@ class _Loader:
                 raise self.error(where, f"qa[{j}]", f"expected an object, found {_kind(item)}")
             cat = item.get("category")
             if type(cat) is not int or cat not in LOCOMO_CATEGORIES:
-                raise self.error(where, f"qa[{j}].category",
-                                 "missing" if cat is None else f"expected one of 1-5, found {cat!r}")
+                raise self.error(
+                    where, f"qa[{j}].category", "missing" if cat is None else f"expected one of 1-5, found {cat!r}"
+                )
             if cat not in keep:
                 continue
             text = self.get(item, "question", str, "a string", where, f"qa[{j}].question")
             answer, adversarial = _text(item.get("answer", "")), ""
             if answer is None:
-                raise self.error(where, f"qa[{j}].answer",
-                                 f"expected a string or number, found {_kind(item['answer'])}")
+                raise self.error(
+                    where, f"qa[{j}].answer", f"expected a string or number, found {_kind(item['answer'])}"
+                )
             if cat == 5:
                 adversarial = _text(item.get("adversarial_answer"))
                 if adversarial is None:
-                    raise self.error(where, f"qa[{j}].adversarial_answer",
-                                     "missing or not a string (category 5 needs it)")
+                    raise self.error(
+                        where, f"qa[{j}].adversarial_answer", "missing or not a string (category 5 needs it)"
+                    )
             elif "answer" not in item:
                 raise self.error(where, f"qa[{j}].answer", "missing")
             raw = item.get("evidence", [])
             if not isinstance(raw, list):
                 raise self.error(where, f"qa[{j}].evidence", f"expected a list of dia_ids, found {_kind(raw)}")
-            out.append(Question(
-                id=f"{sid}:q{j}", type=LOCOMO_CATEGORIES[cat], text=text, answer=answer,
-                history_id=sid, query_time=last_date, evidence=self.evidence(raw, index, where, j),
-                category=cat, adversarial_answer=adversarial))
+            out.append(
+                Question(
+                    id=f"{sid}:q{j}",
+                    type=LOCOMO_CATEGORIES[cat],
+                    text=text,
+                    answer=answer,
+                    history_id=sid,
+                    query_time=last_date,
+                    evidence=self.evidence(raw, index, where, j),
+                    category=cat,
+                    adversarial_answer=adversarial,
+                )
+            )
         return out
 
 
-def load_locomo(path: str | Path, subset: str | None = None, categories: Iterable[int] | None = None,
-                bad_evidence: str = "warn", *, captions: bool = True) -> Dataset:
+def load_locomo(
+    path: str | Path,
+    subset: str | None = None,
+    categories: Iterable[int] | None = None,
+    bad_evidence: str = "warn",
+    *,
+    captions: bool = True,
+) -> Dataset:
     """Load ``locomo10.json`` (see the module docstring for the choices made).
 
     Args:
@@ -228,19 +268,31 @@ def load_locomo(path: str | Path, subset: str | None = None, categories: Iterabl
     if categories is not None:
         wanted = set(categories)
         if not wanted <= set(LOCOMO_CATEGORIES):
-            raise ValueError(f"unknown LoCoMo categories {sorted(wanted - set(LOCOMO_CATEGORIES))}; "
-                             f"valid: {sorted(LOCOMO_CATEGORIES)}")
+            raise ValueError(
+                f"unknown LoCoMo categories {sorted(wanted - set(LOCOMO_CATEGORIES))}; "
+                f"valid: {sorted(LOCOMO_CATEGORIES)}"
+            )
         keep = tuple(c for c in keep if c in wanted)
     path = Path(path).expanduser()
     samples, sha256 = read_json(path)
     name = path.stem if subset in (None, "full") else f"{path.stem}-{subset}"
-    return parse_locomo(samples, str(path), name, sha256, sample_ids, keep, bad_evidence, captions=captions,
-                        subset=subset)
+    return parse_locomo(
+        samples, str(path), name, sha256, sample_ids, keep, bad_evidence, captions=captions, subset=subset
+    )
 
 
-def parse_locomo(samples: object, file: str, name: str, sha256: str = "", sample_ids: Iterable[str] | None = None,
-                 keep: Iterable[int] = (1, 2, 3, 4, 5), bad_evidence: str = "warn", *, captions: bool = True,
-                 subset: str | None = None) -> Dataset:
+def parse_locomo(
+    samples: object,
+    file: str,
+    name: str,
+    sha256: str = "",
+    sample_ids: Iterable[str] | None = None,
+    keep: Iterable[int] = (1, 2, 3, 4, 5),
+    bad_evidence: str = "warn",
+    *,
+    captions: bool = True,
+    subset: str | None = None,
+) -> Dataset:
     """LoCoMo samples already in memory (the parsed JSON list) as a Dataset: the in-memory entry
     point ``load_locomo`` and generated LoCoMo-schema data (``lazymem.data.casual``) share.
 
@@ -252,8 +304,9 @@ def parse_locomo(samples: object, file: str, name: str, sha256: str = "", sample
         keep: the categories kept.
     """
     if not isinstance(samples, list):
-        raise LoadError(file, None, None,
-                        f"expected a list of LoCoMo samples (sample_id, conversation, qa), found {_kind(samples)}")
+        raise LoadError(
+            file, None, None, f"expected a list of LoCoMo samples (sample_id, conversation, qa), found {_kind(samples)}"
+        )
     sample_ids = None if sample_ids is None else tuple(sample_ids)
     loader = _Loader(file, bad_evidence, captions)
     histories: dict[str, History] = {}
@@ -264,8 +317,9 @@ def parse_locomo(samples: object, file: str, name: str, sha256: str = "", sample
             raise LoadError(file, f"sample {i}", None, f"expected an object, found {_kind(sample)}")
         sid = sample.get("sample_id")
         if not isinstance(sid, str):
-            raise LoadError(file, f"sample {i}", "sample_id",
-                            "missing" if sid is None else f"expected a string, found {_kind(sid)}")
+            raise LoadError(
+                file, f"sample {i}", "sample_id", "missing" if sid is None else f"expected a string, found {_kind(sid)}"
+            )
         where = f"sample {sid} (index {i})"
         if sid in seen:
             raise LoadError(file, where, "sample_id", f"duplicate sample_id {sid!r} (also sample {seen[sid]})")
@@ -283,9 +337,14 @@ def parse_locomo(samples: object, file: str, name: str, sha256: str = "", sample
         histories[sid] = History(sid, tuple(messages), speakers)
         questions += asked
     if sample_ids is not None and set(sample_ids) - set(histories):
-        raise LoadError(file, None, None, f"subset {subset!r} needs samples {list(sample_ids)}; missing "
-                        f"{sorted(set(sample_ids) - set(histories))}")
+        raise LoadError(
+            file,
+            None,
+            None,
+            f"subset {subset!r} needs samples {list(sample_ids)}; missing {sorted(set(sample_ids) - set(histories))}",
+        )
     if loader.dropped:
-        warnings.warn(f"{file}: dropped {loader.dropped} evidence ids that point to no turn (see Dataset.issues)",
-                      stacklevel=2)
+        warnings.warn(
+            f"{file}: dropped {loader.dropped} evidence ids that point to no turn (see Dataset.issues)", stacklevel=2
+        )
     return Dataset(name, histories, tuple(questions), file, sha256, tuple(loader.issues))

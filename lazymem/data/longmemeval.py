@@ -32,6 +32,7 @@ turns). Choices made here:
 >>> q.evidence, ds.history(q)[0].id, ds.history(q)[0].gold_for
 ((0,), 's1#0', ('q1',))
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,8 +58,17 @@ HUB_FILES: dict[str, tuple[str, tuple[str, ...]]] = {
     "longmemeval_m_cleaned": ("xiaowu0162/longmemeval-cleaned", ("longmemeval_m_cleaned.json",)),
     "longmemeval_oracle_cleaned": ("xiaowu0162/longmemeval-cleaned", ("longmemeval_oracle.json",)),
 }
-_FIELDS = ("question_id", "question_type", "question", "answer", "question_date",
-           "haystack_session_ids", "haystack_dates", "haystack_sessions", "answer_session_ids")
+_FIELDS = (
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+    "answer_session_ids",
+)
 _ROLES = ("user", "assistant")
 
 
@@ -77,8 +87,15 @@ def parse_time(stamp: str) -> datetime | None:
 
 def _kind(value: object) -> str:
     """A short description of a JSON value for error messages."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -128,13 +145,15 @@ class _Parser:
         where = f"record {i} (question_id {qid!r})" if isinstance(qid, str) else f"record {i}"
         qid = self.typed(rec, "question_id", str, "a string", where)
         if qid in self.seen:
-            raise self.error(where, "question_id",
-                             f"duplicate question_id {qid!r} (first used by record {self.seen[qid]})")
+            raise self.error(
+                where, "question_id", f"duplicate question_id {qid!r} (first used by record {self.seen[qid]})"
+            )
         self.seen[qid] = i
         qtype = self.typed(rec, "question_type", str, "a string", where)
         if qtype not in LONGMEMEVAL_TYPES:
-            raise self.error(where, "question_type",
-                             f"unknown question_type {qtype!r}; expected one of {sorted(LONGMEMEVAL_TYPES)}")
+            raise self.error(
+                where, "question_type", f"unknown question_type {qtype!r}; expected one of {sorted(LONGMEMEVAL_TYPES)}"
+            )
         question, answer, answer_sids, list_n = self.qa(rec, where)
         qdate = self.typed(rec, "question_date", str, "a string", where)
         hay, flagged = self.haystack(rec, where)
@@ -151,13 +170,22 @@ class _Parser:
         abstention = qid.endswith("_abs")
         if list_n:
             self.list_form += 1
-            self.issues.append(LoadIssue(self.file, where, "questions/answers/answer_session_ids",
-                                         f"third-party list form: {list_n} questions, answers and answer-session lists "
-                                         "instead of one question", f"used item 0 of {list_n} (third-party list form)"))
+            self.issues.append(
+                LoadIssue(
+                    self.file,
+                    where,
+                    "questions/answers/answer_session_ids",
+                    f"third-party list form: {list_n} questions, answers and answer-session lists "
+                    "instead of one question",
+                    f"used item 0 of {list_n} (third-party list form)",
+                )
+            )
             if outside:
-                problem = (f"item 0 ({question!r}) is not the question the has_answer flags were made for: "
-                           f"{outside} flagged turns lie outside its answer sessions {list(answer_sids)} "
-                           f"and {len(evidence)} inside")
+                problem = (
+                    f"item 0 ({question!r}) is not the question the has_answer flags were made for: "
+                    f"{outside} flagged turns lie outside its answer sessions {list(answer_sids)} "
+                    f"and {len(evidence)} inside"
+                )
                 if self.bad_evidence == "error":
                     raise self.error(where, "answer_session_ids[0]", problem)
                 self.issues.append(LoadIssue(self.file, where, "answer_session_ids[0]", problem, "dropped"))
@@ -166,19 +194,45 @@ class _Parser:
         elif outside:
             # Decided at the end: a sessions list shared by several records carries every
             # sharing question's flags, so flags outside one question's sessions are expected.
-            self.outside.append((id(rec["haystack_sessions"]), LoadIssue(
-                self.file, where, "haystack_sessions", f"{outside} has_answer turns lie outside answer_session_ids",
-                "ignored (not evidence for this question)")))
+            self.outside.append(
+                (
+                    id(rec["haystack_sessions"]),
+                    LoadIssue(
+                        self.file,
+                        where,
+                        "haystack_sessions",
+                        f"{outside} has_answer turns lie outside answer_session_ids",
+                        "ignored (not evidence for this question)",
+                    ),
+                )
+            )
         if not evidence and not abstention:
-            self.issues.append(LoadIssue(self.file, where, "haystack_sessions", "no has_answer turn inside "
-                                         "answer_session_ids", "kept with no evidence positions"))
+            self.issues.append(
+                LoadIssue(
+                    self.file,
+                    where,
+                    "haystack_sessions",
+                    "no has_answer turn inside answer_session_ids",
+                    "kept with no evidence positions",
+                )
+            )
         if hay.history_id is None:
             hay.history_id = qid
         for pos in evidence:
             hay.gold.setdefault(pos, []).append(qid)
-        self.questions.append(Question(
-            id=qid, type=qtype, text=question, answer=answer, history_id=hay.history_id, query_time=qdate,
-            evidence=tuple(evidence), abstention=abstention, evidence_sessions=tuple(answer_sids)))
+        self.questions.append(
+            Question(
+                id=qid,
+                type=qtype,
+                text=question,
+                answer=answer,
+                history_id=hay.history_id,
+                query_time=qdate,
+                evidence=tuple(evidence),
+                abstention=abstention,
+                evidence_sessions=tuple(answer_sids),
+            )
+        )
 
     def qa(self, rec: dict, where: str) -> tuple[str, str, list, int]:
         """(question, answer, answer_session_ids, N) where N > 0 only for the list form."""
@@ -192,8 +246,9 @@ class _Parser:
             if not isinstance(qs[0], str):
                 raise self.error(where, "questions[0]", f"expected a string, found {_kind(qs[0])}")
             if not isinstance(sids[0], list):
-                raise self.error(where, "answer_session_ids[0]",
-                                 f"expected a list of session ids, found {_kind(sids[0])}")
+                raise self.error(
+                    where, "answer_session_ids[0]", f"expected a list of session ids, found {_kind(sids[0])}"
+                )
             return qs[0], self.answer(ans[0], where, "answers[0]"), sids[0], len(qs)
         question = self.typed(rec, "question", str, "a string", where)
         if "answer" not in rec:
@@ -215,8 +270,11 @@ class _Parser:
         dates = self.typed(rec, "haystack_dates", list, "a list of date strings", where)
         sessions = self.typed(rec, "haystack_sessions", list, "a list of sessions", where)
         if not len(sids) == len(dates) == len(sessions):
-            raise self.error(where, "haystack_session_ids/haystack_dates/haystack_sessions",
-                             f"lengths differ: {len(sids)} session ids, {len(dates)} dates, {len(sessions)} sessions")
+            raise self.error(
+                where,
+                "haystack_session_ids/haystack_dates/haystack_sessions",
+                f"lengths differ: {len(sids)} session ids, {len(dates)} dates, {len(sessions)} sessions",
+            )
         hay = self.by_obj.get(id(sessions))
         # Fast path: the very same sessions list (the synthetic generator shares one across
         # questions) was validated already, and its has_answer flags are the same objects.
@@ -231,8 +289,9 @@ class _Parser:
             if not isinstance(date, str):
                 raise self.error(where, f"haystack_dates[{k}]", f"expected a string, found {_kind(date)}")
             if sid in index:
-                raise self.error(where, f"haystack_session_ids[{k}]",
-                                 f"duplicate session id {sid!r} (also at index {index[sid]})")
+                raise self.error(
+                    where, f"haystack_session_ids[{k}]", f"duplicate session id {sid!r} (also at index {index[sid]})"
+                )
             index[sid] = k
             digest.update(f"\x00S{len(sid)}:{sid}{len(date)}:{date}".encode())
         flagged: list[tuple[int, int]] = []
@@ -254,8 +313,11 @@ class _Parser:
                 flag = turn.get("has_answer", False)
                 if flag is not False:
                     if flag is not True:
-                        raise self.error(where, f"haystack_sessions[{k}][{t}].has_answer",
-                                         f"expected true/false, found {_kind(flag)}")
+                        raise self.error(
+                            where,
+                            f"haystack_sessions[{k}][{t}].has_answer",
+                            f"expected true/false, found {_kind(flag)}",
+                        )
                     flagged.append((k, t))
                 roles.append(role[0])
                 contents.append(content)
@@ -292,15 +354,22 @@ class _Parser:
                 time = parse_time(date)
                 for t, turn in enumerate(session):
                     pos = len(messages)
-                    messages.append(Message(pos, f"{sid}#{t}", sid, t, turn["role"], turn["content"], date, time,
-                                            gold.get(pos, ())))
+                    messages.append(
+                        Message(pos, f"{sid}#{t}", sid, t, turn["role"], turn["content"], date, time, gold.get(pos, ()))
+                    )
             histories[hay.history_id] = History(hay.history_id, tuple(messages))
         if self.list_form:
-            warnings.warn(f"{self.file}: {self.list_form} records use a third-party list form (questions/answers "
-                          "lists); used item 0 of each (see Dataset.issues)", stacklevel=3)
+            warnings.warn(
+                f"{self.file}: {self.list_form} records use a third-party list form (questions/answers "
+                "lists); used item 0 of each (see Dataset.issues)",
+                stacklevel=3,
+            )
         if self.dropped:
-            warnings.warn(f"{self.file}: dropped {self.dropped} records whose item 0 does not match the has_answer "
-                          "flags (see Dataset.issues)", stacklevel=3)
+            warnings.warn(
+                f"{self.file}: dropped {self.dropped} records whose item 0 does not match the has_answer "
+                "flags (see Dataset.issues)",
+                stacklevel=3,
+            )
         return Dataset(name, histories, tuple(self.questions), self.file, sha256, tuple(self.issues))
 
 
@@ -315,9 +384,11 @@ def _not_official(records: object) -> str:
                 found += " (a reformatted copy: one flat 'conversation', no haystack_sessions or has_answer flags)"
     else:
         found = _kind(records)
-    return ("not the official LongMemEval schema (a top-level list of records with question_id, question_type, "
-            "question, answer, haystack_session_ids, haystack_dates, haystack_sessions, answer_session_ids); "
-            f"found {found}")
+    return (
+        "not the official LongMemEval schema (a top-level list of records with question_id, question_type, "
+        "question, answer, haystack_session_ids, haystack_dates, haystack_sessions, answer_session_ids); "
+        f"found {found}"
+    )
 
 
 def parse_records(records: list, file: str, name: str, sha256: str = "", *, bad_evidence: str = "warn") -> Dataset:
@@ -359,12 +430,14 @@ def _download(public: str, cache_dir: str | Path | None) -> Path:
             raise ConnectionError(
                 f"cannot reach the Hugging Face hub to fetch {public!r} ({repo}/{filename}) and it is not cached "
                 f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', 'unset')}); download the file "
-                "elsewhere and pass its local path") from e
+                "elsewhere and pass its local path"
+            ) from e
     raise AssertionError("unreachable")
 
 
-def load_longmemeval(source: str | Path, name: str | None = None, *, bad_evidence: str = "warn",
-                     cache_dir: str | Path | None = None) -> Dataset:
+def load_longmemeval(
+    source: str | Path, name: str | None = None, *, bad_evidence: str = "warn", cache_dir: str | Path | None = None
+) -> Dataset:
     """Load a LongMemEval JSON file, or a public file by name when online.
 
     Args:
@@ -377,8 +450,9 @@ def load_longmemeval(source: str | Path, name: str | None = None, *, bad_evidenc
     path = Path(source).expanduser()
     if not path.exists():
         if str(source) not in HUB_FILES:
-            raise FileNotFoundError(f"{source}: no such file, and not a public LongMemEval name "
-                                    f"({', '.join(HUB_FILES)})")
+            raise FileNotFoundError(
+                f"{source}: no such file, and not a public LongMemEval name ({', '.join(HUB_FILES)})"
+            )
         name = name or str(source)
         path = _download(str(source), cache_dir)
     records, sha256 = read_json(path)

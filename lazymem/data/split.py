@@ -19,6 +19,7 @@ temporal-reasoning to multi-session). Exact fractions are used, so no float nois
 >>> allocate(counts)
 {'a': (50, 6, 14), 'b': (22, 2, 6)}
 """
+
 from __future__ import annotations
 
 import math
@@ -47,8 +48,9 @@ def _largest_remainder(quotas: Mapping[str, Fraction], total: int) -> dict[str, 
     return seats
 
 
-def allocate(counts: Mapping[str, int],
-             fractions: Sequence[Fraction | float] = PAPER_FRACTIONS) -> dict[str, tuple[int, int, int]]:
+def allocate(
+    counts: Mapping[str, int], fractions: Sequence[Fraction | float] = PAPER_FRACTIONS
+) -> dict[str, tuple[int, int, int]]:
     """Per-type (train, validation, test) sizes by sequential largest remainder.
 
     >>> allocate({"x": 10}, (0.5, 0.25, 0.25))
@@ -93,8 +95,9 @@ class Split:
         return dict(table)
 
 
-def stratified_split(questions: Iterable[Question], fractions: Sequence[Fraction | float] = PAPER_FRACTIONS,
-                     seed: int = 42) -> Split:
+def stratified_split(
+    questions: Iterable[Question], fractions: Sequence[Fraction | float] = PAPER_FRACTIONS, seed: int = 42
+) -> Split:
     """The paper's split: per type, sort by id, shuffle with `seed`, cut by `allocate`.
 
     Each type gets its own `random.Random(seed)`, so a type's split does not depend on
@@ -114,6 +117,6 @@ def stratified_split(questions: Iterable[Question], fractions: Sequence[Fraction
         random.Random(seed).shuffle(ids)
         n_train, n_val, _ = sizes[t]
         out["train"] += ids[:n_train]
-        out["validation"] += ids[n_train:n_train + n_val]
-        out["test"] += ids[n_train + n_val:]
+        out["validation"] += ids[n_train : n_train + n_val]
+        out["test"] += ids[n_train + n_val :]
     return Split(*(tuple(out[s]) for s in SPLITS))

@@ -37,6 +37,7 @@ same text again lifts its tombstone.
 >>> len(store.history("alice"))
 0
 """
+
 from __future__ import annotations
 
 import json
@@ -85,10 +86,15 @@ class MemoryStore:
         for i, (session_id, role, text, timestamp) in enumerate(rows):
             for name, value in (("session_id", session_id), ("role", role), ("text", text), ("timestamp", timestamp)):
                 if not isinstance(value, str):
-                    raise TypeError(f"row {i} of append for user {user_id!r}: {name} must be str, "
-                                    f"got {type(value).__name__}")
-            lines.append(json.dumps({"seq": seq, "session_id": session_id, "role": role, "text": text,
-                                     "timestamp": timestamp}, ensure_ascii=False))
+                    raise TypeError(
+                        f"row {i} of append for user {user_id!r}: {name} must be str, got {type(value).__name__}"
+                    )
+            lines.append(
+                json.dumps(
+                    {"seq": seq, "session_id": session_id, "role": role, "text": text, "timestamp": timestamp},
+                    ensure_ascii=False,
+                )
+            )
             ids.append(f"{user_id}:{seq}")
             seq += 1
             if self._tombstones:
@@ -119,8 +125,17 @@ class MemoryStore:
         """The user's current history; positions are 0..n-1 over the surviving messages."""
         messages = []
         for pos, row in enumerate(self._rows(user_id)):
-            messages.append(Message(pos=pos, id=f"{user_id}:{row['seq']}", session_id=row["session_id"],
-                                    turn=0, role=row["role"], text=row["text"], timestamp=row["timestamp"]))
+            messages.append(
+                Message(
+                    pos=pos,
+                    id=f"{user_id}:{row['seq']}",
+                    session_id=row["session_id"],
+                    turn=0,
+                    role=row["role"],
+                    text=row["text"],
+                    timestamp=row["timestamp"],
+                )
+            )
         # turn = index within the session, in stored order
         turns: dict[str, int] = {}
         fixed = []
@@ -233,8 +248,9 @@ class MemoryStore:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise LoadError(str(path), f"line {lineno}", None,
-                                    f"not valid JSON ({e.msg} at column {e.colno})") from None
+                    raise LoadError(
+                        str(path), f"line {lineno}", None, f"not valid JSON ({e.msg} at column {e.colno})"
+                    ) from None
                 for key in ("seq", "session_id", "role", "text", "timestamp"):
                     if key not in row:
                         raise LoadError(str(path), f"line {lineno}", key, "missing")
@@ -273,9 +289,14 @@ class MemoryStore:
 
     @staticmethod
     def _deletion(entry: dict) -> Deletion:
-        return Deletion(user_id=entry["user_id"], scope=entry["scope"], message_ids=tuple(entry["message_ids"]),
-                        text_hashes=tuple(entry.get("text_hashes", ())), id=entry.get("id", ""),
-                        target=entry.get("target"))
+        return Deletion(
+            user_id=entry["user_id"],
+            scope=entry["scope"],
+            message_ids=tuple(entry["message_ids"]),
+            text_hashes=tuple(entry.get("text_hashes", ())),
+            id=entry.get("id", ""),
+            target=entry.get("target"),
+        )
 
     def _rewrite(self, user_id: str, keep: list[dict]) -> None:
         write_jsonl(self._path(user_id), keep)
@@ -314,8 +335,9 @@ class MemoryStore:
 
     def _retry(self, user_id: str, match: Callable[[dict], bool], all_of_them: bool = False) -> Deletion | None:
         """Finish the pending deletion(s) of this user that match; None when there is none."""
-        found = [e for e in self._log_entries()
-                 if e.get("status") == "pending" and e.get("user_id") == user_id and match(e)]
+        found = [
+            e for e in self._log_entries() if e.get("status") == "pending" and e.get("user_id") == user_id and match(e)
+        ]
         if not found:
             return None
         failures, result = [], None
@@ -334,16 +356,31 @@ class MemoryStore:
         if not gone:
             return None
         keep = [r for r in rows if not match(r)]
-        deletion = Deletion(user_id=user_id, scope=scope,
-                            message_ids=tuple(f"{user_id}:{r['seq']}" for r in gone),
-                            text_hashes=tuple(text_hash(r["text"]) for r in gone),
-                            id=uuid.uuid4().hex[:16], target=target)
+        deletion = Deletion(
+            user_id=user_id,
+            scope=scope,
+            message_ids=tuple(f"{user_id}:{r['seq']}" for r in gone),
+            text_hashes=tuple(text_hash(r["text"]) for r in gone),
+            id=uuid.uuid4().hex[:16],
+            target=target,
+        )
         # The record (hashes, no text) first: a crash after this leaves a pending deletion to finish.
         with open(self._log_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"id": deletion.id, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                "user_id": user_id, "scope": scope, "target": target,
-                                "message_ids": list(deletion.message_ids),
-                                "text_hashes": list(deletion.text_hashes), "status": "pending"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": deletion.id,
+                        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "user_id": user_id,
+                        "scope": scope,
+                        "target": target,
+                        "message_ids": list(deletion.message_ids),
+                        "text_hashes": list(deletion.text_hashes),
+                        "status": "pending",
+                    }
+                )
+                + "\n"
+            )
             f.flush()
             os.fsync(f.fileno())
         try:

@@ -25,6 +25,7 @@ outside what they showed (sessions; the chunks behind Mem0's returned memories) 
 >>> attribute(rec)["stage"]
 'retrieval miss'
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -68,8 +69,9 @@ def candidates(rec: RunRecord | Mapping) -> set[int] | None:
     return None
 
 
-def attribute(rec: RunRecord | Mapping, history_texts: Mapping[int, str] | None = None,
-              f1_threshold: float = 0.5) -> dict:
+def attribute(
+    rec: RunRecord | Mapping, history_texts: Mapping[int, str] | None = None, f1_threshold: float = 0.5
+) -> dict:
     """The stage of one record's error (``stage`` None when the answer is right or unknown).
 
     ``history_texts`` (position -> text) lets the editing check compare the answer tokens the
@@ -79,9 +81,16 @@ def attribute(rec: RunRecord | Mapping, history_texts: Mapping[int, str] | None 
     rec = RunRecord.of(rec)
     q = rec.question
     gold = set(q.evidence or ()) if q is not None else set()
-    out: dict[str, Any] = {"question_id": rec.question_id, "type": None if q is None else q.type, "stage": None,
-                           "wrong": None, "n_gold": len(gold), "gold_candidates": None, "gold_kept": None,
-                           "key_tokens_missing": []}
+    out: dict[str, Any] = {
+        "question_id": rec.question_id,
+        "type": None if q is None else q.type,
+        "stage": None,
+        "wrong": None,
+        "n_gold": len(gold),
+        "gold_candidates": None,
+        "gold_kept": None,
+        "key_tokens_missing": [],
+    }
     if not rec.ok:
         out["stage"] = "pipeline error"
         return out
@@ -137,8 +146,13 @@ def attribute_run(records: Iterable[RunRecord | Mapping], texts_of: Any = None, 
     by_type: dict[str, Counter] = defaultdict(Counter)
     for a in wrong:
         by_type[a["type"]][a["stage"]] += 1
-    return {"questions": len(items), "wrong": len(wrong), "counts": dict(Counter(a["stage"] for a in wrong)),
-            "by_type": {t: dict(c) for t, c in sorted(by_type.items())}, "items": items}
+    return {
+        "questions": len(items),
+        "wrong": len(wrong),
+        "counts": dict(Counter(a["stage"] for a in wrong)),
+        "by_type": {t: dict(c) for t, c in sorted(by_type.items())},
+        "items": items,
+    }
 
 
 def drill_down(rec: RunRecord | Mapping, history_texts: Mapping[int, str] | None = None) -> dict:
@@ -150,8 +164,21 @@ def drill_down(rec: RunRecord | Mapping, history_texts: Mapping[int, str] | None
     gold = []
     for p in (q.evidence if q is not None else None) or ():
         d = ops.get(p)
-        gold.append({"pos": p, "text": (history_texts or {}).get(p), "candidate": None if cand is None else p in cand,
-                     "op": d.op if d else None, "kept_as": d.content if d and d.op == "KEEP" else None})
-    return {"question_id": rec.question_id, "question": None if q is None else q.text,
-            "gold_answer": None if q is None else q.answer, "answer": rec.answer,
-            "attribution": attribute(rec, history_texts), "gold": gold, "memory": rec.memory}
+        gold.append(
+            {
+                "pos": p,
+                "text": (history_texts or {}).get(p),
+                "candidate": None if cand is None else p in cand,
+                "op": d.op if d else None,
+                "kept_as": d.content if d and d.op == "KEEP" else None,
+            }
+        )
+    return {
+        "question_id": rec.question_id,
+        "question": None if q is None else q.text,
+        "gold_answer": None if q is None else q.answer,
+        "answer": rec.answer,
+        "attribution": attribute(rec, history_texts),
+        "gold": gold,
+        "memory": rec.memory,
+    }

@@ -3,6 +3,7 @@
 >>> add_arguments(argparse.ArgumentParser()).parse_args(["--limit", "0", "--set", "seed=1"]).limit
 0
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,22 +29,32 @@ def default_config_path() -> Path:
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``lazymem eval`` options to `p` (the CLI's ``eval`` subparser); returns it."""
-    p.epilog = ("exit status: 0 every question answered; 3 the run finished but some questions failed (recorded "
-                "with their errors; a rerun redoes only them); 2 bad input (one line naming file and field); "
-                "1 a bug (its traceback is printed)")
-    p.add_argument("config", nargs="?", default=None,
-                   help="YAML recipe (default: configs/eval/demo.yaml, offline CPU demo)")
-    p.add_argument("--out", default=None,
-                   help="run folder (default: runs/eval/<config name>, with --shard i/K: <config name>-shard<i>of<K>)")
+    p.epilog = (
+        "exit status: 0 every question answered; 3 the run finished but some questions failed (recorded "
+        "with their errors; a rerun redoes only them); 2 bad input (one line naming file and field); "
+        "1 a bug (its traceback is printed)"
+    )
+    p.add_argument(
+        "config", nargs="?", default=None, help="YAML recipe (default: configs/eval/demo.yaml, offline CPU demo)"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="run folder (default: runs/eval/<config name>, with --shard i/K: <config name>-shard<i>of<K>)",
+    )
     p.add_argument("--dataset", help="dataset SPEC (overrides the recipe)")
     p.add_argument("--subset", help="named subset, e.g. paper")
     p.add_argument("--split", choices=("train", "validation", "test"), help="the paper's split")
     p.add_argument("--ids", help="comma-separated question ids")
     p.add_argument("--types", help="comma-separated question types or abbreviations (KU,MS,...)")
     p.add_argument("--limit", type=int_at_least(0), help="at most this many questions (0 = all)")
-    p.add_argument("--shard", type=shard_arg, metavar="i/K",
-                   help="only the i-th of K disjoint parts of the selected questions (by question id; applied "
-                        "last); merge the K run folders with lazymem merge")
+    p.add_argument(
+        "--shard",
+        type=shard_arg,
+        metavar="i/K",
+        help="only the i-th of K disjoint parts of the selected questions (by question id; applied "
+        "last); merge the K run folders with lazymem merge",
+    )
     p.add_argument("--method", choices=method_names())
     p.add_argument("--judge", choices=JUDGES)
     p.add_argument("--seed", type=int)
@@ -51,11 +62,20 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", help="LLM call cache directory")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM call cache")
     p.add_argument("--baseline", help="a finished run folder to compare with")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any recipe key, e.g. --set pipeline.retrieval.n=20 (repeatable)")
-    p.add_argument("--force-new", action="store_true",
-                   help="start afresh: move earlier records, errors and summary of the run folder into "
-                        "previous-<time>/ inside it (never deleted) instead of resuming them")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any recipe key, e.g. --set pipeline.retrieval.n=20 (repeatable)",
+    )
+    p.add_argument(
+        "--force-new",
+        action="store_true",
+        help="start afresh: move earlier records, errors and summary of the run folder into "
+        "previous-<time>/ inside it (never deleted) instead of resuming them",
+    )
     p.add_argument("--overwrite", action="store_true", help="the old name of --force-new (nothing is deleted)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
@@ -69,9 +89,18 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
 
     path = Path(args.config) if args.config else default_config_path()
     data = read_mapping(path)
-    flags = {"dataset": args.dataset, "subset": args.subset, "split": args.split, "limit": args.limit,
-             "judge": args.judge, "seed": args.seed, "workers": args.workers, "baseline": args.baseline,
-             "llm_cache_dir": args.cache_dir, "shard": getattr(args, "shard", None)}
+    flags = {
+        "dataset": args.dataset,
+        "subset": args.subset,
+        "split": args.split,
+        "limit": args.limit,
+        "judge": args.judge,
+        "seed": args.seed,
+        "workers": args.workers,
+        "baseline": args.baseline,
+        "llm_cache_dir": args.cache_dir,
+        "shard": getattr(args, "shard", None),
+    }
     data.update({k: v for k, v in flags.items() if v is not None})
     if args.ids:
         data["ids"] = [s for s in args.ids.split(",") if s]
@@ -117,8 +146,9 @@ def run_from_args(args: argparse.Namespace, command: Sequence[str] | None = None
         stem += "-shard{}of{}".format(*config.shard.split("/"))
     out = args.out or str(Path("runs") / "eval" / stem)
     with runner.sigterm_exits():  # SIGTERM: the manifest says interrupted, the process exits 143
-        summary = runner.evaluate(config, out, progress=not args.no_progress, command=command,
-                                  force_new=args.force_new or args.overwrite)
+        summary = runner.evaluate(
+            config, out, progress=not args.no_progress, command=command, force_new=args.force_new or args.overwrite
+        )
     if args.json:
         json.dump(summary, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -3,6 +3,7 @@
 >>> EvalConfig(limit=0).limit  # 0, like None, means every selected question
 0
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,11 +27,29 @@ JUDGES = ("longmemeval", "locomo", "none")
 T = TypeVar("T")
 # Fields that change how a run goes, not what it records: a run may resume under new values.
 _OPERATIONAL = {
-    "eval": {"ids", "types", "limit", "stratified", "split", "split_seed", "shard", "workers", "llm_cache",
-             "llm_cache_dir", "baseline"},
+    "eval": {
+        "ids",
+        "types",
+        "limit",
+        "stratified",
+        "split",
+        "split_seed",
+        "shard",
+        "workers",
+        "llm_cache",
+        "llm_cache_dir",
+        "baseline",
+    },
     "llm": {"concurrency", "timeout", "max_retries", "retry_wait", "batch_size", "num_threads", "cache_dir"},
-    "retrieval": {"cache_dir", "disk_cache", "batch_size", "num_threads", "query_threads", "dense_concurrency",
-                  "dense_api_key_env"},
+    "retrieval": {
+        "cache_dir",
+        "disk_cache",
+        "batch_size",
+        "num_threads",
+        "query_threads",
+        "dense_concurrency",
+        "dense_api_key_env",
+    },
 }
 
 
@@ -39,77 +58,154 @@ class EvalConfig:
     """One evaluation: a pipeline, a dataset, which questions, which judge; keys as in configs/eval/*.yaml."""
 
     pipeline: PipelineConfig = field(default_factory=PipelineConfig, metadata=h("the query pipeline"))
-    dataset: str = field(default="synthetic:messages=400,seed=0,histories=4,questions=12",
-                         metadata=h("dataset SPEC for lazymem.data.datasets.load_dataset"))
+    dataset: str = field(
+        default="synthetic:messages=400,seed=0,histories=4,questions=12",
+        metadata=h("dataset SPEC for lazymem.data.datasets.load_dataset"),
+    )
     subset: str | None = field(default=None, metadata=h("named subset, e.g. 'paper' for LoCoMo"))
-    split: str | None = field(default=None,
-                              metadata=h("'train', 'validation' or 'test' of the paper's split; None = all"))
+    split: str | None = field(
+        default=None, metadata=h("'train', 'validation' or 'test' of the paper's split; None = all")
+    )
     split_seed: int = field(default=42, metadata=h("seed of the stratified split (the paper's: 42)"))
     ids: tuple[str, ...] = field(default=(), metadata=h("only these question ids (empty = all)"))
-    types: tuple[str, ...] = field(default=(),
-                                   metadata=h("only these question types, names or abbreviations (KU, MS, ...)"))
-    limit: int | None = field(default=None, metadata=h("at most this many questions, the first in dataset order; "
-                                                         "0 or None = all"))
-    stratified: bool = field(default=False, metadata=h(
-        "with limit: the first questions of each type, in proportion to the types' shares (largest remainder), "
-        "instead of the first `limit` overall"))
-    shard: str | None = field(default=None, metadata=h(
-        "'i/K': only the i-th of K disjoint parts of the selected questions (every K-th by question id, from i); "
-        "applied last; merge the K run folders with `lazymem merge`"))
+    types: tuple[str, ...] = field(
+        default=(), metadata=h("only these question types, names or abbreviations (KU, MS, ...)")
+    )
+    limit: int | None = field(
+        default=None, metadata=h("at most this many questions, the first in dataset order; 0 or None = all")
+    )
+    stratified: bool = field(
+        default=False,
+        metadata=h(
+            "with limit: the first questions of each type, in proportion to the types' shares (largest remainder), "
+            "instead of the first `limit` overall"
+        ),
+    )
+    shard: str | None = field(
+        default=None,
+        metadata=h(
+            "'i/K': only the i-th of K disjoint parts of the selected questions (every K-th by question id, from i); "
+            "applied last; merge the K run folders with `lazymem merge`"
+        ),
+    )
     judge: str = field(default="none", metadata=h(f"judge prompt family, one of {JUDGES}"))
     judge_max_tokens: int | None = field(default=None, metadata=h("judge reply cap; None = official (10 / 1024)"))
-    judge_json_mode: bool = field(default=True, metadata=h(
-        "LoCoMo judge: request the JSON reply {label: CORRECT|WRONG} by schema (Mem0 sends JSON mode)"))
+    judge_json_mode: bool = field(
+        default=True,
+        metadata=h("LoCoMo judge: request the JSON reply {label: CORRECT|WRONG} by schema (Mem0 sends JSON mode)"),
+    )
     seed: int = field(default=0, metadata=h("sampling seed of every model call"))
     workers: int = field(default=1, metadata=h("questions in flight at once (helps with a server backend)"))
     llm_cache: bool = field(default=True, metadata=h("keep model calls in the disk cache"))
     llm_cache_dir: str | None = field(default=None, metadata=h("cache directory; None = $LAZYMEM_CACHE/llm"))
     count_tokens: bool = field(default=True, metadata=h("count memory tokens with the Qwen3 tokenizer"))
-    baseline: str | None = field(default=None,
-                                 metadata=h("a finished run dir to compare with (ratios in summary.json)"))
+    baseline: str | None = field(
+        default=None, metadata=h("a finished run dir to compare with (ratios in summary.json)")
+    )
 
     def __post_init__(self):
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
 
-        require(isinstance(self.pipeline, PipelineConfig), "EvalConfig", "pipeline", self.pipeline,
-                "must be a PipelineConfig")
-        require(isinstance(self.dataset, str) and self.dataset.strip() != "", "EvalConfig", "dataset", self.dataset,
-                "must be a dataset SPEC")
-        require(self.subset is None or isinstance(self.subset, str), "EvalConfig", "subset", self.subset,
-                "must be a subset name or None")
-        require(self.split in (None, "train", "validation", "test"), "EvalConfig", "split", self.split,
-                "must be train, validation, test or None")
+        require(
+            isinstance(self.pipeline, PipelineConfig),
+            "EvalConfig",
+            "pipeline",
+            self.pipeline,
+            "must be a PipelineConfig",
+        )
+        require(
+            isinstance(self.dataset, str) and self.dataset.strip() != "",
+            "EvalConfig",
+            "dataset",
+            self.dataset,
+            "must be a dataset SPEC",
+        )
+        require(
+            self.subset is None or isinstance(self.subset, str),
+            "EvalConfig",
+            "subset",
+            self.subset,
+            "must be a subset name or None",
+        )
+        require(
+            self.split in (None, "train", "validation", "test"),
+            "EvalConfig",
+            "split",
+            self.split,
+            "must be train, validation, test or None",
+        )
         require(is_int(self.split_seed), "EvalConfig", "split_seed", self.split_seed, "must be an integer")
         for name in ("ids", "types"):
             v = getattr(self, name)
             if isinstance(v, str):
                 v = (v,)
-            require(isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
-                    "EvalConfig", name, getattr(self, name), "must be a list of strings")
+            require(
+                isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+                "EvalConfig",
+                name,
+                getattr(self, name),
+                "must be a list of strings",
+            )
             object.__setattr__(self, name, tuple(v))
-        require(self.limit is None or (is_int(self.limit) and self.limit >= 0), "EvalConfig", "limit", self.limit,
-                "must be None or 0 (all questions), or an integer >= 1")
+        require(
+            self.limit is None or (is_int(self.limit) and self.limit >= 0),
+            "EvalConfig",
+            "limit",
+            self.limit,
+            "must be None or 0 (all questions), or an integer >= 1",
+        )
         require(self.judge in JUDGES, "EvalConfig", "judge", self.judge, f"must be one of {JUDGES}")
-        require(self.judge == "none" or self.pipeline.judge is not None, "EvalConfig", "judge", self.judge,
-                "needs a judge model: set pipeline.judge (an LLM config), or judge: none")
-        require(self.judge_max_tokens is None or (is_int(self.judge_max_tokens) and self.judge_max_tokens >= 1),
-                "EvalConfig", "judge_max_tokens", self.judge_max_tokens, "must be None or an integer >= 1")
-        require(isinstance(self.judge_json_mode, bool), "EvalConfig", "judge_json_mode", self.judge_json_mode,
-                "must be true or false")
+        require(
+            self.judge == "none" or self.pipeline.judge is not None,
+            "EvalConfig",
+            "judge",
+            self.judge,
+            "needs a judge model: set pipeline.judge (an LLM config), or judge: none",
+        )
+        require(
+            self.judge_max_tokens is None or (is_int(self.judge_max_tokens) and self.judge_max_tokens >= 1),
+            "EvalConfig",
+            "judge_max_tokens",
+            self.judge_max_tokens,
+            "must be None or an integer >= 1",
+        )
+        require(
+            isinstance(self.judge_json_mode, bool),
+            "EvalConfig",
+            "judge_json_mode",
+            self.judge_json_mode,
+            "must be true or false",
+        )
         require(isinstance(self.stratified, bool), "EvalConfig", "stratified", self.stratified, "must be true or false")
         if self.shard is not None:
             parse_shard(self.shard, "EvalConfig.shard")  # a ConfigError naming the field
         require(is_int(self.seed), "EvalConfig", "seed", self.seed, "must be an integer")
-        require(is_int(self.workers) and self.workers >= 1, "EvalConfig", "workers", self.workers,
-                "must be an integer >= 1")
+        require(
+            is_int(self.workers) and self.workers >= 1, "EvalConfig", "workers", self.workers, "must be an integer >= 1"
+        )
         require(isinstance(self.llm_cache, bool), "EvalConfig", "llm_cache", self.llm_cache, "must be true or false")
-        require(self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str),
-                "EvalConfig", "llm_cache_dir", self.llm_cache_dir, "must be a path or None")
-        require(isinstance(self.count_tokens, bool), "EvalConfig", "count_tokens", self.count_tokens,
-                "must be true or false")
-        require(self.baseline is None or isinstance(self.baseline, str), "EvalConfig", "baseline", self.baseline,
-                "must be a run directory or None")
+        require(
+            self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str),
+            "EvalConfig",
+            "llm_cache_dir",
+            self.llm_cache_dir,
+            "must be a path or None",
+        )
+        require(
+            isinstance(self.count_tokens, bool),
+            "EvalConfig",
+            "count_tokens",
+            self.count_tokens,
+            "must be true or false",
+        )
+        require(
+            self.baseline is None or isinstance(self.baseline, str),
+            "EvalConfig",
+            "baseline",
+            self.baseline,
+            "must be a run directory or None",
+        )
 
     @classmethod
     def from_dict(cls, values: Mapping) -> EvalConfig:
@@ -298,9 +394,14 @@ def _sha256(payload: dict) -> str:
 def seeded(config: EvalConfig) -> EvalConfig:
     """The config with the eval seed in both samplings (one seed governs every call)."""
     p = config.pipeline
-    return dataclasses.replace(config, pipeline=dataclasses.replace(
-        p, mpm_sampling=dataclasses.replace(p.mpm_sampling, seed=config.seed),
-        answer_sampling=dataclasses.replace(p.answer_sampling, seed=config.seed)))
+    return dataclasses.replace(
+        config,
+        pipeline=dataclasses.replace(
+            p,
+            mpm_sampling=dataclasses.replace(p.mpm_sampling, seed=config.seed),
+            answer_sampling=dataclasses.replace(p.answer_sampling, seed=config.seed),
+        ),
+    )
 
 
 def resolve_cache(config: EvalConfig) -> tuple[EvalConfig, str | None]:
@@ -314,9 +415,11 @@ def resolve_cache(config: EvalConfig) -> tuple[EvalConfig, str | None]:
 
         cache = str(cache_root() / "llm")
     p = config.pipeline
-    repl = {role: dataclasses.replace(getattr(p, role), cache_dir=cache)
-            for role in ("mpm", "answer", "judge")
-            if getattr(p, role) is not None and getattr(p, role).cache_dir is None}
+    repl = {
+        role: dataclasses.replace(getattr(p, role), cache_dir=cache)
+        for role in ("mpm", "answer", "judge")
+        if getattr(p, role) is not None and getattr(p, role).cache_dir is None
+    }
     return dataclasses.replace(config, pipeline=dataclasses.replace(p, **repl)), cache
 
 
@@ -369,8 +472,10 @@ def _select_unsharded(dataset: Dataset, config: EvalConfig) -> list[Question]:
         known = {q.id for q in qs}
         missing = [i for i in config.ids if i not in known]
         if missing:
-            raise ConfigError(f"EvalConfig.ids: {len(missing)} id(s) not among the {len(qs)} selectable questions "
-                              f"of {dataset.name!r}, e.g. {missing[:3]}")
+            raise ConfigError(
+                f"EvalConfig.ids: {len(missing)} id(s) not among the {len(qs)} selectable questions "
+                f"of {dataset.name!r}, e.g. {missing[:3]}"
+            )
         wanted = set(config.ids)
         qs = [q for q in qs if q.id in wanted]
     if config.types:
@@ -413,9 +518,22 @@ def stratified_head(questions: Sequence[Question], n: int) -> list[Question]:
     return out
 
 
-def quick_config(dataset: str, method: str = "lazymem", *, limit: int | None = 2, model: str = "smollm2-offline",
-                 base_url: str = "", backend: str = "", judge: str = "none", judge_model: str = "", n: int = 50,
-                 w: int = 2, L: int = 8, s: int = 7, answer_max_tokens: int = 48) -> EvalConfig:
+def quick_config(
+    dataset: str,
+    method: str = "lazymem",
+    *,
+    limit: int | None = 2,
+    model: str = "smollm2-offline",
+    base_url: str = "",
+    backend: str = "",
+    judge: str = "none",
+    judge_model: str = "",
+    n: int = 50,
+    w: int = 2,
+    L: int = 8,
+    s: int = 7,
+    answer_max_tokens: int = 48,
+) -> EvalConfig:
     """The EvalConfig a notebook builds from its parameters: one model as MPM and answerer.
 
     With ``base_url`` the model is served by an OpenAI-compatible server (vLLM, transformers
@@ -434,10 +552,20 @@ def quick_config(dataset: str, method: str = "lazymem", *, limit: int | None = 2
         raise ConfigError(f"judge={judge!r} needs a judge model on a server: set base_url and judge_model")
     llm = LLMConfig(backend=backend, model=model) if backend else LLMConfig.local_or_server(model, base_url)
     judge_llm = LLMConfig.local_or_server(judge_model, base_url) if judge != "none" else None
-    return EvalConfig.from_dict({
-        "dataset": dataset, "limit": limit, "judge": judge,
-        "pipeline": {"method": method, "structured": method == "lazymem" and llm.backend == "transformers",
-                     "retrieval": {"n": n}, "window": {"w": w, "L": L, "s": s},
-                     "mpm": llm, "answer": llm, "judge": judge_llm,
-                     "answer_sampling": {"temperature": 0.0, "max_tokens": answer_max_tokens}},
-    })
+    return EvalConfig.from_dict(
+        {
+            "dataset": dataset,
+            "limit": limit,
+            "judge": judge,
+            "pipeline": {
+                "method": method,
+                "structured": method == "lazymem" and llm.backend == "transformers",
+                "retrieval": {"n": n},
+                "window": {"w": w, "L": L, "s": s},
+                "mpm": llm,
+                "answer": llm,
+                "judge": judge_llm,
+                "answer_sampling": {"temperature": 0.0, "max_tokens": answer_max_tokens},
+            },
+        }
+    )

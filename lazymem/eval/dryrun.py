@@ -15,6 +15,7 @@ turn) of the histories asked about; reranker pairs at most ``rerank_depth`` a qu
 >>> max_windows(10, 5, 8, 7)  # an 11-message window needs two 8-message sub-windows
 20
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,7 +32,7 @@ def on_disk(spec: str) -> bool:
     """Whether load_dataset(spec) reads a local file or the generator (never the hub)."""
     spec = str(spec)
     for prefix in ("longmemeval:", "locomo:"):
-        spec = spec[len(prefix):] if spec.startswith(prefix) else spec
+        spec = spec[len(prefix) :] if spec.startswith(prefix) else spec
     if spec == "synthetic" or spec.startswith("synthetic:"):
         return True
     if "#" in spec and not Path(spec).exists():
@@ -40,8 +41,13 @@ def on_disk(spec: str) -> bool:
 
 
 def _llm(cfg: Any) -> dict:
-    where = (redact_urls(cfg.base_url) if cfg.base_url else "https://api.openai.com/v1 (default)") \
-        if cfg.backend == "openai" else "scripted fake" if cfg.backend == "fake" else f"in process ({cfg.device})"
+    where = (
+        (redact_urls(cfg.base_url) if cfg.base_url else "https://api.openai.com/v1 (default)")
+        if cfg.backend == "openai"
+        else "scripted fake"
+        if cfg.backend == "fake"
+        else f"in process ({cfg.device})"
+    )
     out = {"backend": cfg.backend, "model": cfg.model, "endpoint": where}
     if cfg.adapter:
         out["adapter"] = cfg.adapter
@@ -63,14 +69,24 @@ def judge_settings(cfg: Any) -> dict | None:
         return None
     j = cfg.pipeline.judge
     kwargs = dict(j.chat_template_kwargs or {})
-    thinking = ("off (enable_thinking: false)" if kwargs.get("enable_thinking") is False
-                else f"budget {j.thinking_budget} tokens ({j.thinking_budget_mode})" if j.thinking_budget
-                else "on (enable_thinking: true), no budget" if kwargs.get("enable_thinking") is True
-                else "the model's default (Qwen3: on), no budget")
-    return {"kind": cfg.judge, "max_tokens": cfg.judge_max_tokens or JUDGE_MAX_TOKENS[cfg.judge],
-            "max_tokens_source": "judge_max_tokens" if cfg.judge_max_tokens else "official",
-            "chat_template_kwargs": kwargs or None, "thinking_budget": j.thinking_budget,
-            "thinking_budget_mode": j.thinking_budget_mode if j.thinking_budget else None, "thinking": thinking}
+    thinking = (
+        "off (enable_thinking: false)"
+        if kwargs.get("enable_thinking") is False
+        else f"budget {j.thinking_budget} tokens ({j.thinking_budget_mode})"
+        if j.thinking_budget
+        else "on (enable_thinking: true), no budget"
+        if kwargs.get("enable_thinking") is True
+        else "the model's default (Qwen3: on), no budget"
+    )
+    return {
+        "kind": cfg.judge,
+        "max_tokens": cfg.judge_max_tokens or JUDGE_MAX_TOKENS[cfg.judge],
+        "max_tokens_source": "judge_max_tokens" if cfg.judge_max_tokens else "official",
+        "chat_template_kwargs": kwargs or None,
+        "thinking_budget": j.thinking_budget,
+        "thinking_budget_mode": j.thinking_budget_mode if j.thinking_budget else None,
+        "thinking": thinking,
+    }
 
 
 def open_settings(cfg: Any) -> dict:
@@ -100,8 +116,11 @@ def cell_models(cfg: Any) -> dict[str, dict]:
         out["judge"] = _llm(p.judge)
     r = p.retrieval
     if method.uses_dense and r.dense_model:
-        out["dense"] = {"backend": "openai" if r.dense_base_url else "sentence-transformers", "model": r.dense_model,
-                        "endpoint": redact_urls(r.dense_base_url) if r.dense_base_url else f"in process ({r.device})"}
+        out["dense"] = {
+            "backend": "openai" if r.dense_base_url else "sentence-transformers",
+            "model": r.dense_model,
+            "endpoint": redact_urls(r.dense_base_url) if r.dense_base_url else f"in process ({r.device})",
+        }
     if method.retrieves and r.reranker:
         out["reranker"] = {"backend": r.reranker_backend, "model": r.reranker, "endpoint": f"in process ({r.device})"}
     return out
@@ -116,8 +135,11 @@ def cell_calls(cfg: Any, dataset: Any, questions: list | None) -> dict:
     def total(per_question):
         return None if questions is None else sum(per_question(q) for q in questions)
 
-    calls: dict[str, Any] = {"answer": n_q, "judge": n_q if "judge" in cell_models(cfg) else 0,
-                             **method.calls(p, dataset, questions, hists)}
+    calls: dict[str, Any] = {
+        "answer": n_q,
+        "judge": n_q if "judge" in cell_models(cfg) else 0,
+        **method.calls(p, dataset, questions, hists),
+    }
     if "dense" in cell_models(cfg):
         calls["embed_queries"] = n_q
         docs = method.documents(hists)
@@ -151,39 +173,69 @@ def dry_run(config: EvalTableConfig) -> dict:
                 state = "not run (only)"
             else:
                 changes = cell_changes(out / set_name / row, cfg, ds) if ds is not None else None
-                state = ("new" if changes is None and ds is not None else "unknown (dataset not on disk)" if ds is None
-                         else f"stale, will be recomputed ({'; '.join(changes)})" if changes
-                         else "finished or resumable")
+                state = (
+                    "new"
+                    if changes is None and ds is not None
+                    else "unknown (dataset not on disk)"
+                    if ds is None
+                    else f"stale, will be recomputed ({'; '.join(changes)})"
+                    if changes
+                    else "finished or resumable"
+                )
             used = cell_models(cfg)
             for role, m in used.items() if state != "not run (only)" else ():
                 entry = models.setdefault(tuple(sorted(m.items())), dict(m, roles=[], cells=[]))
                 entry["roles"] = sorted(set(entry["roles"]) | {role})
                 entry["cells"] = sorted(set(entry["cells"]) | {f"{set_name}/{row}"})
-            cells.append({
-                "set": set_name, "row": row, "state": state, "method": p.method,
-                "not_in_paper": row in config.not_in_paper,
-                "models": used, "judge": cfg.judge, "judge_settings": judge_settings(cfg),
-                "open_settings": open_settings(cfg),
-                "retrieval": {"n": p.retrieval.n, "sparse": p.retrieval.sparse, "dense_model": p.retrieval.dense_model,
-                              "reranker": p.retrieval.reranker, "rrf_k": p.retrieval.rrf_k},
-                "window": {"w": p.window.w, "L": p.window.L, "s": p.window.s},
-                "method_settings": method_class(p.method).settings(p),
-                "data": {"dataset": redact_urls(cfg.dataset), "subset": cfg.subset, "split": cfg.split,
-                         "split_seed": cfg.split_seed if cfg.split else None, "limit": cfg.limit,
-                         "on_disk": ds is not None, "sha256": ds.sha256 if ds is not None else None},
-                "questions": len(questions) if questions is not None else None,
-                "calls": cell_calls(cfg, ds, questions),
-                "config": redact(cfg.to_dict()),
-            })
+            cells.append(
+                {
+                    "set": set_name,
+                    "row": row,
+                    "state": state,
+                    "method": p.method,
+                    "not_in_paper": row in config.not_in_paper,
+                    "models": used,
+                    "judge": cfg.judge,
+                    "judge_settings": judge_settings(cfg),
+                    "open_settings": open_settings(cfg),
+                    "retrieval": {
+                        "n": p.retrieval.n,
+                        "sparse": p.retrieval.sparse,
+                        "dense_model": p.retrieval.dense_model,
+                        "reranker": p.retrieval.reranker,
+                        "rrf_k": p.retrieval.rrf_k,
+                    },
+                    "window": {"w": p.window.w, "L": p.window.L, "s": p.window.s},
+                    "method_settings": method_class(p.method).settings(p),
+                    "data": {
+                        "dataset": redact_urls(cfg.dataset),
+                        "subset": cfg.subset,
+                        "split": cfg.split,
+                        "split_seed": cfg.split_seed if cfg.split else None,
+                        "limit": cfg.limit,
+                        "on_disk": ds is not None,
+                        "sha256": ds.sha256 if ds is not None else None,
+                    },
+                    "questions": len(questions) if questions is not None else None,
+                    "calls": cell_calls(cfg, ds, questions),
+                    "config": redact(cfg.to_dict()),
+                }
+            )
     served: dict[str, set] = {}
     for m in models.values():
         if m["backend"] == "openai":
             served.setdefault(m["endpoint"], set()).add(m["model"])
-    warnings += [f"{url} is named with {len(names)} models ({', '.join(sorted(names))}): one vLLM server serves one "
-                 "unless started with several --served-model-name / --lora-modules" for url, names in served.items()
-                 if len(names) > 1]
-    warnings += [f"dataset {spec!r} is not on disk: it is fetched at run time, so question and call counts are "
-                 "unknown here" for (spec, _), ds in datasets.items() if ds is None]
+    warnings += [
+        f"{url} is named with {len(names)} models ({', '.join(sorted(names))}): one vLLM server serves one "
+        "unless started with several --served-model-name / --lora-modules"
+        for url, names in served.items()
+        if len(names) > 1
+    ]
+    warnings += [
+        f"dataset {spec!r} is not on disk: it is fetched at run time, so question and call counts are unknown here"
+        for (spec, _), ds in datasets.items()
+        if ds is None
+    ]
     totals: dict[str, Any] = {}
     for c in cells:
         if c["state"] == "not run (only)":
@@ -194,33 +246,58 @@ def dry_run(config: EvalTableConfig) -> dict:
             totals[k] = None if v is None or totals.get(k, 0) is None else totals.get(k, 0) + v
     from lazymem.eval.table import reported_only
 
-    not_run = {set_name: reported_only(config.paper_systems_not_run, next(
-        (c["data"]["dataset"] for c in cells if c["set"] == set_name), None)) for set_name in config.sets}
-    warnings += [f"{c['set']} / {c['row']}: the judge thinks with no budget under max_tokens "
-                 f"{c['judge_settings']['max_tokens']}: its replies may be all thinking and give no verdict"
-                 for c in cells if c["judge_settings"] and c["state"] != "not run (only)"
-                 and "no budget" in c["judge_settings"]["thinking"] and c["judge_settings"]["max_tokens"] < 4096]
-    return {"base": config.base, "output_dir": config.output_dir, "cells": cells,
-            "paper_systems_not_run": {k: v for k, v in not_run.items() if v},
-            "models": sorted(models.values(), key=lambda m: (m["backend"], m["model"], m["endpoint"])),
-            "api_key_envs": sorted({m["api_key_env"] for m in models.values() if m.get("api_key_env")}),
-            "totals": totals, "warnings": warnings}
+    not_run = {
+        set_name: reported_only(
+            config.paper_systems_not_run, next((c["data"]["dataset"] for c in cells if c["set"] == set_name), None)
+        )
+        for set_name in config.sets
+    }
+    warnings += [
+        f"{c['set']} / {c['row']}: the judge thinks with no budget under max_tokens "
+        f"{c['judge_settings']['max_tokens']}: its replies may be all thinking and give no verdict"
+        for c in cells
+        if c["judge_settings"]
+        and c["state"] != "not run (only)"
+        and "no budget" in c["judge_settings"]["thinking"]
+        and c["judge_settings"]["max_tokens"] < 4096
+    ]
+    return {
+        "base": config.base,
+        "output_dir": config.output_dir,
+        "cells": cells,
+        "paper_systems_not_run": {k: v for k, v in not_run.items() if v},
+        "models": sorted(models.values(), key=lambda m: (m["backend"], m["model"], m["endpoint"])),
+        "api_key_envs": sorted({m["api_key_env"] for m in models.values() if m.get("api_key_env")}),
+        "totals": totals,
+        "warnings": warnings,
+    }
 
 
 def _n(v: Any) -> str:
     return "unknown" if v is None else f"{v:,}"
 
 
-CALL_NAMES = {"answer": "answer", "judge": "judge", "mpm": "MPM", "mpm_max": "MPM <=", "mpm_min": "MPM >=",
-              "embed_queries": "query embeddings", "embed_documents_max": "document embeddings <=",
-              "embed_memories": "memory embeddings (one per fact Mem0 extracts)",
-              "rerank_pairs_max": "reranker pairs <="}
+CALL_NAMES = {
+    "answer": "answer",
+    "judge": "judge",
+    "mpm": "MPM",
+    "mpm_max": "MPM <=",
+    "mpm_min": "MPM >=",
+    "embed_queries": "query embeddings",
+    "embed_documents_max": "document embeddings <=",
+    "embed_memories": "memory embeddings (one per fact Mem0 extracts)",
+    "rerank_pairs_max": "reranker pairs <=",
+}
 
 
 def dry_run_text(plan: dict) -> str:
     """The plan as the text ``lazymem eval-table --dry-run`` prints."""
-    lines = [f"eval-table dry run: base {plan['base']}, cells in {plan['output_dir']}/<set>/<row> "
-             "(nothing run, no model loaded, no network)", "", "cells:"]
+    lines = [
+        f"eval-table dry run: base {plan['base']}, cells in {plan['output_dir']}/<set>/<row> "
+        "(nothing run, no model loaded, no network)",
+        "",
+        "cells:",
+    ]
     for c in plan["cells"]:
         d, r, win = c["data"], c["retrieval"], c["window"]
         mark = " (ours, not in the paper)" if c.get("not_in_paper") else ""
@@ -229,46 +306,70 @@ def dry_run_text(plan: dict) -> str:
             extra = f" + adapter {m['adapter']}" if m.get("adapter") else ""
             lines.append(f"    {role:<8} {m['model']}{extra} ({m['backend']}, {m['endpoint']})")
         settings = "".join(f", {k}={v}" for k, v in c["method_settings"].items())
-        lines.append(f"    retrieval n={r['n']} sparse={r['sparse']} dense={r['dense_model']} "
-                     f"reranker={r['reranker']}; "
-                     f"window w={win['w']} L={win['L']} s={win['s']}; judge {c['judge']}{settings}")
+        lines.append(
+            f"    retrieval n={r['n']} sparse={r['sparse']} dense={r['dense_model']} "
+            f"reranker={r['reranker']}; "
+            f"window w={win['w']} L={win['L']} s={win['s']}; judge {c['judge']}{settings}"
+        )
         js = c.get("judge_settings")
         if js:
             kw = f", chat_template_kwargs {js['chat_template_kwargs']}" if js["chat_template_kwargs"] else ""
-            lines.append(f"    judge {js['kind']}: max_tokens {js['max_tokens']} ({js['max_tokens_source']}), "
-                         f"thinking {js['thinking']}{kw}")
+            lines.append(
+                f"    judge {js['kind']}: max_tokens {js['max_tokens']} ({js['max_tokens_source']}), "
+                f"thinking {js['thinking']}{kw}"
+            )
         split = f", split {d['split']} (seed {d['split_seed']})" if d["split"] else ""
-        lines.append(f"    data {d['dataset']}{' subset ' + d['subset'] if d['subset'] else ''}{split}"
-                     f"{', limit ' + str(d['limit']) if d['limit'] else ''}: {_n(c['questions'])} questions"
-                     + ("" if d["on_disk"] else " (not on disk: fetched at run time)"))
+        lines.append(
+            f"    data {d['dataset']}{' subset ' + d['subset'] if d['subset'] else ''}{split}"
+            f"{', limit ' + str(d['limit']) if d['limit'] else ''}: {_n(c['questions'])} questions"
+            + ("" if d["on_disk"] else " (not on disk: fetched at run time)")
+        )
         calls = c["calls"]
-        lines.append("    calls: " + ", ".join(f"{CALL_NAMES[k]} {_n(v)}" for k, v in calls.items() if k in CALL_NAMES)
-                     + (f" (MPM <= {calls['mpm_max_per_question']} a question)" if "mpm_max_per_question" in calls
-                        else ""))
+        lines.append(
+            "    calls: "
+            + ", ".join(f"{CALL_NAMES[k]} {_n(v)}" for k, v in calls.items() if k in CALL_NAMES)
+            + (f" (MPM <= {calls['mpm_max_per_question']} a question)" if "mpm_max_per_question" in calls else "")
+        )
     first = next((c for c in plan["cells"] if c.get("open_settings")), None)
     if first:
-        lines += ["", "settings the paper leaves open, as the project chose them (first cell; "
-                      "lazymem.eval.paper.PROJECT_CHOICES says why):"]
+        lines += [
+            "",
+            "settings the paper leaves open, as the project chose them (first cell; "
+            "lazymem.eval.paper.PROJECT_CHOICES says why):",
+        ]
         lines += [f"  {k} = {v}" for k, v in first["open_settings"].items()]
     for set_name, rows in (plan.get("paper_systems_not_run") or {}).items():
         lines += ["", f"systems of the paper's Table 1 not run here ({set_name}; the paper's reported numbers):"]
         for r in rows:
-            nums = "not reported on this benchmark" if r["lj"] is None else (
-                f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})")
+            nums = (
+                "not reported on this benchmark"
+                if r["lj"] is None
+                else (
+                    f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})"
+                )
+            )
             lines.append(f"  {r['system']}: {nums}; {r['why']}")
     lines += ["", "models and endpoints (deduplicated):"]
     for m in plan["models"]:
         extra = f" + adapter {m['adapter']}" if m.get("adapter") else ""
-        lines.append(f"  {m['model']}{extra}: {m['backend']}, {m['endpoint']}; as {', '.join(m['roles'])} "
-                     f"in {len(m['cells'])} cell(s)")
+        lines.append(
+            f"  {m['model']}{extra}: {m['backend']}, {m['endpoint']}; as {', '.join(m['roles'])} "
+            f"in {len(m['cells'])} cell(s)"
+        )
     if plan["api_key_envs"]:
-        lines.append(f"  API keys read from the environment variables: {', '.join(plan['api_key_envs'])} "
-                     "(unset is fine for a local server started without --api-key)")
-    lines += ["", "model calls of the cells that run (<= an upper bound: windows are known only after retrieval; "
-              ">= a lower bound; embeddings are first-time ones: the disk cache keeps them, so cells that share "
-              "a dense model embed each message once):"]
-    lines.append("  " + ", ".join(f"{CALL_NAMES[k]} {_n(plan['totals'][k])}"
-                                  for k in CALL_NAMES if k in plan["totals"]))
+        lines.append(
+            f"  API keys read from the environment variables: {', '.join(plan['api_key_envs'])} "
+            "(unset is fine for a local server started without --api-key)"
+        )
+    lines += [
+        "",
+        "model calls of the cells that run (<= an upper bound: windows are known only after retrieval; "
+        ">= a lower bound; embeddings are first-time ones: the disk cache keeps them, so cells that share "
+        "a dense model embed each message once):",
+    ]
+    lines.append(
+        "  " + ", ".join(f"{CALL_NAMES[k]} {_n(plan['totals'][k])}" for k in CALL_NAMES if k in plan["totals"])
+    )
     if plan["warnings"]:
         lines += ["", "warnings:"] + [f"  - {w}" for w in plan["warnings"]]
     return "\n".join(lines) + "\n"

@@ -3,6 +3,7 @@
 >>> round(locomo_f1("She went on 7 May 2023.", "7 May 2023", category=2), 3)
 0.667
 """
+
 from __future__ import annotations
 
 from collections import Counter

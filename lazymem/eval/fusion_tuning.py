@@ -24,6 +24,7 @@ Any other source names its report histories: ``SPEC --report-histories h1,h2``.
 >>> fused_top([1, 2, 3], [3, 4], FusionSetting(rrf_k=0, weights=(1, 0)), k=2)
 [1, 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,8 +69,10 @@ class FusionSetting:
         def num(x):
             return "all" if x is None else f"{x:g}"
 
-        return f"k={num(self.rrf_k)} w={num(self.weights[0])}:{num(self.weights[1])} " \
-               f"depth={num(self.sparse_depth)}/{num(self.dense_depth)}"
+        return (
+            f"k={num(self.rrf_k)} w={num(self.weights[0])}:{num(self.weights[1])} "
+            f"depth={num(self.sparse_depth)}/{num(self.dense_depth)}"
+        )
 
     def retrieval_fields(self) -> dict:
         """The RetrievalConfig fields that make ``Retriever`` fuse this way.
@@ -78,9 +81,13 @@ class FusionSetting:
         {'rrf_k': 30, 'rrf_weights': [2, 1], 'depth': None, 'sparse_depth': 100, 'dense_depth': None}
         """
         same = self.sparse_depth == self.dense_depth
-        return {"rrf_k": self.rrf_k, "rrf_weights": None if tuple(self.weights) == (1, 1) else list(self.weights),
-                "depth": self.sparse_depth if same else None,
-                "sparse_depth": None if same else self.sparse_depth, "dense_depth": None if same else self.dense_depth}
+        return {
+            "rrf_k": self.rrf_k,
+            "rrf_weights": None if tuple(self.weights) == (1, 1) else list(self.weights),
+            "depth": self.sparse_depth if same else None,
+            "sparse_depth": None if same else self.sparse_depth,
+            "dense_depth": None if same else self.dense_depth,
+        }
 
 
 @dataclass(frozen=True)
@@ -95,8 +102,11 @@ class Case:
     boundaries: tuple[int, ...] | None = None  # session starts (only when windows stay inside sessions)
 
 
-def grid(rrf_ks: Sequence[float] = GRID_RRF_K, weights: Sequence[tuple] = GRID_WEIGHTS,
-         depths: Sequence[int | None] = GRID_DEPTHS) -> list[FusionSetting]:
+def grid(
+    rrf_ks: Sequence[float] = GRID_RRF_K,
+    weights: Sequence[tuple] = GRID_WEIGHTS,
+    depths: Sequence[int | None] = GRID_DEPTHS,
+) -> list[FusionSetting]:
     """Every combination, each list's depth chosen independently.
 
     >>> len(grid()), grid()[0].label
@@ -111,8 +121,11 @@ def fused_top(sparse: Sequence[int], dense: Sequence[int], setting: FusionSettin
     return [p for p, _ in reciprocal_rank_fusion(lists, k=setting.rrf_k, weights=setting.weights)[:k]]
 
 
-def split_dev_report(full: Dataset, report_histories: Sequence[str], types: Sequence[str] | None = None,
-                     ) -> tuple[Dataset, Dataset]:
+def split_dev_report(
+    full: Dataset,
+    report_histories: Sequence[str],
+    types: Sequence[str] | None = None,
+) -> tuple[Dataset, Dataset]:
     """(development, report): questions over the report histories vs all others, of `types` if given."""
     report_ids = set(report_histories)
     missing = report_ids - set(full.histories)
@@ -136,8 +149,9 @@ def load_split(spec: str, report_histories: Sequence[str] = ()) -> tuple[Dataset
     if "#" not in spec or Path(spec).exists():
         raise ValueError("name the report set: a SPEC#subset (e.g. locomo10.json#paper) or --report-histories")
     report = load_dataset(spec)
-    dev, _ = split_dev_report(load_dataset(spec.rpartition("#")[0]), list(report.histories),
-                              sorted({q.type for q in report.questions}))
+    dev, _ = split_dev_report(
+        load_dataset(spec.rpartition("#")[0]), list(report.histories), sorted({q.type for q in report.questions})
+    )
     return dev, report
 
 
@@ -155,39 +169,59 @@ def build_cases(dataset: Dataset, retriever: Retriever, window: WindowConfig, pr
         if sparse is None or dense is None:
             raise ValueError("fusion tuning needs both lists: set sparse and dense_model")
         bounds = None if window.cross_sessions else tuple(session_starts(history))
-        cases.append(Case(q.id, tuple(p for p, _ in sparse), tuple(p for p, _ in dense), tuple(q.evidence),
-                          len(history), bounds))
+        cases.append(
+            Case(q.id, tuple(p for p, _ in sparse), tuple(p for p, _ in dense), tuple(q.evidence), len(history), bounds)
+        )
     return cases
 
 
-def coverage(setting: FusionSetting, cases: Sequence[Case], k: int = 50, radii: Sequence[int] = (0, 1, 2, 3),
-             window: WindowConfig | None = None) -> dict:
+def coverage(
+    setting: FusionSetting,
+    cases: Sequence[Case],
+    k: int = 50,
+    radii: Sequence[int] = (0, 1, 2, 3),
+    window: WindowConfig | None = None,
+) -> dict:
     """All@k per radius (keys str(w)) of one setting over the cases, their mean, and covered pairs."""
     window = window or WindowConfig()
     hit = {w: [] for w in radii}
     for c in cases:
         top = fused_top(c.sparse, c.dense, setting, k)
         for w in radii:
-            hit[w].append(all_covered(top, c.gold, k, w, c.n_messages, window.L, window.s, window.cross_sessions,
-                                      c.boundaries))
+            hit[w].append(
+                all_covered(top, c.gold, k, w, c.n_messages, window.L, window.s, window.cross_sessions, c.boundaries)
+            )
     at = {str(w): all_at_k(v) for w, v in hit.items()}
     vals = [v for v in at.values() if v is not None]
-    return {"all_at_k": at, "mean": sum(vals) / len(vals) if vals else None,
-            "covered": sum(sum(v) for v in hit.values()), "n": len(cases)}
+    return {
+        "all_at_k": at,
+        "mean": sum(vals) / len(vals) if vals else None,
+        "covered": sum(sum(v) for v in hit.values()),
+        "n": len(cases),
+    }
 
 
-def choose_setting(settings: Sequence[FusionSetting], dev_cases: Sequence[Case], k: int, radii: Sequence[int],
-                   window: WindowConfig) -> tuple[FusionSetting, list[dict]]:
+def choose_setting(
+    settings: Sequence[FusionSetting], dev_cases: Sequence[Case], k: int, radii: Sequence[int], window: WindowConfig
+) -> tuple[FusionSetting, list[dict]]:
     """The setting covering the most (question, w) pairs of the DEVELOPMENT cases, and every row."""
     rows = [{"setting": s, **coverage(s, dev_cases, k, radii, window)} for s in settings]
     best = max(range(len(rows)), key=lambda i: (rows[i]["covered"], -i))  # ties: first in grid order
     return rows[best]["setting"], rows
 
 
-def tune(dev: Dataset, report: Dataset, config: RetrievalConfig | None = None,
-         settings: Sequence[FusionSetting] | None = None, k: int = 50, radii: Sequence[int] = (0, 1, 2, 3),
-         window: WindowConfig | None = None, retriever: Retriever | None = None, verify: bool = False,
-         progress: bool = False) -> dict:
+def tune(
+    dev: Dataset,
+    report: Dataset,
+    config: RetrievalConfig | None = None,
+    settings: Sequence[FusionSetting] | None = None,
+    k: int = 50,
+    radii: Sequence[int] = (0, 1, 2, 3),
+    window: WindowConfig | None = None,
+    retriever: Retriever | None = None,
+    verify: bool = False,
+    progress: bool = False,
+) -> dict:
     """Choose a fusion on `dev`, score it and the baselines on `report`; a JSON-ready record with seconds.
 
     ``config`` gives the lists (sparse backend, dense model, BM25 settings) and the old fusion
@@ -214,35 +248,75 @@ def tune(dev: Dataset, report: Dataset, config: RetrievalConfig | None = None,
     chosen, rows = choose_setting(settings, cases["dev"], k, radii, window)
     seconds["grid_dev"] = time.perf_counter() - t0
     old = FusionSetting.from_config(config)
-    named = {"bm25": dataclasses.replace(old, weights=(1, 0)), "dense": dataclasses.replace(old, weights=(0, 1)),
-             "old_fusion": old, "chosen": chosen}
+    named = {
+        "bm25": dataclasses.replace(old, weights=(1, 0)),
+        "dense": dataclasses.replace(old, weights=(0, 1)),
+        "old_fusion": old,
+        "chosen": chosen,
+    }
     t0 = time.perf_counter()
-    table = {name: {"setting": dataclasses.asdict(s), "label": s.label,
-                    **{part: coverage(s, cases[part], k, radii, window) for part in ("dev", "report")}}
-             for name, s in named.items()}
+    table = {
+        name: {
+            "setting": dataclasses.asdict(s),
+            "label": s.label,
+            **{part: coverage(s, cases[part], k, radii, window) for part in ("dev", "report")},
+        }
+        for name, s in named.items()
+    }
     seconds["score_rows"] = time.perf_counter() - t0
     out = {
-        "time": now(), "git_commit": git_commit(), "k": k, "radii": radii,
+        "time": now(),
+        "git_commit": git_commit(),
+        "k": k,
+        "radii": radii,
         "window": {"L": window.L, "s": window.s, "cross_sessions": window.cross_sessions},
         "retrieval": config.as_dict(),
-        "sets": {part: {"name": ds.name, "source": ds.source, "sha256": ds.sha256, "histories": sorted(ds.histories),
-                        "questions": len(ds.questions), "with_evidence": len(cases[part])}
-                 for part, ds in (("dev", dev), ("report", report))},
-        "chosen": {"label": chosen.label, "setting": dataclasses.asdict(chosen),
-                   "retrieval_fields": chosen.retrieval_fields()},
+        "sets": {
+            part: {
+                "name": ds.name,
+                "source": ds.source,
+                "sha256": ds.sha256,
+                "histories": sorted(ds.histories),
+                "questions": len(ds.questions),
+                "with_evidence": len(cases[part]),
+            }
+            for part, ds in (("dev", dev), ("report", report))
+        },
+        "chosen": {
+            "label": chosen.label,
+            "setting": dataclasses.asdict(chosen),
+            "retrieval_fields": chosen.retrieval_fields(),
+        },
         "table": table,
-        "grid_dev": sorted(({"label": r["setting"].label, "setting": dataclasses.asdict(r["setting"]),
-                             **{key: r[key] for key in ("all_at_k", "mean", "covered")}} for r in rows),
-                           key=lambda r: -r["covered"]),
+        "grid_dev": sorted(
+            (
+                {
+                    "label": r["setting"].label,
+                    "setting": dataclasses.asdict(r["setting"]),
+                    **{key: r[key] for key in ("all_at_k", "mean", "covered")},
+                }
+                for r in rows
+            ),
+            key=lambda r: -r["covered"],
+        ),
     }
     if verify:
         t0 = time.perf_counter()
         cfg = dataclasses.replace(config, **chosen.retrieval_fields())
         pools = Retriever(cfg, cache=retriever.cache, encoder=retriever.encoder).retrieve  # same model, loaded once
-        real = coverage_table({q.id: pools(report.history(q), q.text).positions for q in report.questions},
-                              report, k=k, radii=radii, ks=(k,), config=window)["all_at_k"]
-        out["verify"] = {"config": cfg.as_dict(), "all_at_k": real,
-                         "matches": real == table["chosen"]["report"]["all_at_k"]}
+        real = coverage_table(
+            {q.id: pools(report.history(q), q.text).positions for q in report.questions},
+            report,
+            k=k,
+            radii=radii,
+            ks=(k,),
+            config=window,
+        )["all_at_k"]
+        out["verify"] = {
+            "config": cfg.as_dict(),
+            "all_at_k": real,
+            "matches": real == table["chosen"]["report"]["all_at_k"],
+        }
         seconds["verify"] = time.perf_counter() - t0
     seconds["total"] = time.perf_counter() - t_start
     out["seconds"] = {key: round(v, 2) for key, v in seconds.items()}
@@ -256,18 +330,24 @@ def summary_text(out: dict) -> str:
     lines = []
     for part in ("report", "dev"):
         s = out["sets"][part]
-        lines += [f"{part}: {s['name']} ({', '.join(s['histories'])}), {s['with_evidence']} questions with evidence, "
-                  f"All@{k}", head]
+        lines += [
+            f"{part}: {s['name']} ({', '.join(s['histories'])}), {s['with_evidence']} questions with evidence, All@{k}",
+            head,
+        ]
         for name, row in out["table"].items():
             r = row[part]
             lines.append(f"{name:12}{row['label']:28}" + _cells(r, radii))
         lines.append("")
-    lines.append(f"chosen on dev ({len(out['grid_dev'])} settings): {out['chosen']['label']}; "
-                 f"RetrievalConfig fields {out['chosen']['retrieval_fields']}")
+    lines.append(
+        f"chosen on dev ({len(out['grid_dev'])} settings): {out['chosen']['label']}; "
+        f"RetrievalConfig fields {out['chosen']['retrieval_fields']}"
+    )
     lines += [f"  top {i}: {r['label']:28}" + _cells(r, radii) for i, r in enumerate(out["grid_dev"][:5], start=1)]
     if "verify" in out:
-        lines.append(f"verify (real Retriever, report set): {out['verify']['all_at_k']} "
-                     f"{'matches' if out['verify']['matches'] else 'DIFFERS'}")
+        lines.append(
+            f"verify (real Retriever, report set): {out['verify']['all_at_k']} "
+            f"{'matches' if out['verify']['matches'] else 'DIFFERS'}"
+        )
     lines.append("seconds: " + ", ".join(f"{key} {v}" for key, v in out["seconds"].items()))
     return "\n".join(lines)
 
@@ -299,8 +379,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ap.add_argument("--rrf-k", default=",".join(map(str, GRID_RRF_K)))
     ap.add_argument("--weights", default=",".join(f"{a}:{b}" for a, b in GRID_WEIGHTS), help="sparse:dense,...")
     ap.add_argument("--depths", default="50,100,none", help="per-list depths; none = whole history")
-    ap.add_argument("--verify", action="store_true", help="rerun the real Retriever with the "
-                                                          "chosen fusion on the report set")
+    ap.add_argument(
+        "--verify", action="store_true", help="rerun the real Retriever with the chosen fusion on the report set"
+    )
     ap.add_argument("--out", help="write the JSON record here")
     ap.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     return ap
@@ -309,11 +390,23 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     """Tune on the development histories, report on the report set (module docstring)."""
     dev, report = load_split(args.spec, [h for h in args.report_histories.split(",") if h])
-    settings = grid(_values(args.rrf_k, _num), [tuple(_num(x) for x in w.split(":")) for w in args.weights.split(",")],
-                    _values(args.depths, int))
+    settings = grid(
+        _values(args.rrf_k, _num),
+        [tuple(_num(x) for x in w.split(":")) for w in args.weights.split(",")],
+        _values(args.depths, int),
+    )
     config = RetrievalConfig(n=args.k, sparse=args.sparse, dense_model=args.dense_model)
-    out = tune(dev, report, config, settings, k=args.k, radii=_values(args.w, int),
-               window=WindowConfig(L=args.L, s=args.s), verify=args.verify, progress=not args.json)
+    out = tune(
+        dev,
+        report,
+        config,
+        settings,
+        k=args.k,
+        radii=_values(args.w, int),
+        window=WindowConfig(L=args.L, s=args.s),
+        verify=args.verify,
+        progress=not args.json,
+    )
     out["command"] = ["lazymem", "fusion-tuning", *(argv if argv is not None else sys.argv[1:])]
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

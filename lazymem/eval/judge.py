@@ -13,6 +13,7 @@ the verdict (``check_judge_client`` refuses the combination that cannot work bef
 >>> parse_yes_no("Yes.")
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,12 @@ JUDGE_MAX_TOKENS = {"longmemeval": 10, "locomo": 1024}
 # Mem0 sends the LoCoMo judge JSON mode (response_format json_object); our backends take a JSON
 # schema (an OpenAI json_schema response_format, vLLM structured outputs, outlines on transformers),
 # so the judge gets the schema of the reply Mem0's prompt asks for: {"label": "CORRECT" | "WRONG"}.
-LOCOMO_JUDGE_SCHEMA = {"type": "object", "properties": {"label": {"type": "string", "enum": ["CORRECT", "WRONG"]}},
-                       "required": ["label"], "additionalProperties": False}
+LOCOMO_JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {"label": {"type": "string", "enum": ["CORRECT", "WRONG"]}},
+    "required": ["label"],
+    "additionalProperties": False,
+}
 
 # ---------------------------------------------------------------------------------------
 # LongMemEval LLM judge (src/evaluation/evaluate_qa.py in xiaowu0162/LongMemEval).
@@ -63,8 +68,10 @@ def longmemeval_judge_template(question_type: str, abstention: bool = False) -> 
     try:
         return PROMPTS[_LONGMEMEVAL_PROMPT_BY_TYPE[question_type]]
     except KeyError:
-        raise ValueError(f"no LongMemEval judge prompt for question type {question_type!r}"
-                         f" (known: {', '.join(_LONGMEMEVAL_PROMPT_BY_TYPE)})") from None
+        raise ValueError(
+            f"no LongMemEval judge prompt for question type {question_type!r}"
+            f" (known: {', '.join(_LONGMEMEVAL_PROMPT_BY_TYPE)})"
+        ) from None
 
 
 def longmemeval_judge_prompt(question: Question, response: str) -> str:
@@ -89,7 +96,7 @@ def reply_after_thinking(response: str) -> str:
     text = response.strip()
     if not text.startswith(_THINK_OPEN):
         return response
-    _, closed, rest = text[len(_THINK_OPEN):].partition(_THINK_CLOSE)
+    _, closed, rest = text[len(_THINK_OPEN) :].partition(_THINK_CLOSE)
     return rest.strip() if closed else ""
 
 
@@ -122,8 +129,9 @@ def locomo_judge_prompt(question: Question, response: str) -> str:
     """The LLM judge's user message for one LoCoMo prediction (categories 1-4)."""
     if question.category == 5:
         raise ValueError(f"{question.id}: category 5 has no gold answer; the Mem0 judge skips it")
-    return PROMPTS["locomo_judge"].render(question=question.text, gold_answer=question.answer,
-                                          generated_answer=response)
+    return PROMPTS["locomo_judge"].render(
+        question=question.text, gold_answer=question.answer, generated_answer=response
+    )
 
 
 def parse_correct_wrong(response: str, strict: bool = True) -> bool | None:
@@ -159,15 +167,27 @@ def no_verdict_error(kind: str, reply: str, finish_reason: str | None, max_token
     """Why a judge reply has no verdict, and what to change (the record's ``error``)."""
     cut = finish_reason == "length"
     thinking = reply.lstrip().startswith(_THINK_OPEN)
-    why = (f"cut off at max_tokens={max_tokens}" + (" while thinking" if thinking else "") if cut
-           else "a reply with no " + ("yes/no" if kind == "longmemeval" else "readable {\"label\": ...} JSON"))
-    return (f"judge reply has no verdict ({why}; reply starts {reply[:60]!r}): a thinking model (Qwen3 thinks by "
-            "default) needs pipeline.judge.chat_template_kwargs {enable_thinking: false} or a "
-            "pipeline.judge.thinking_budget that leaves room for the verdict; or raise judge_max_tokens")
+    why = (
+        f"cut off at max_tokens={max_tokens}" + (" while thinking" if thinking else "")
+        if cut
+        else "a reply with no " + ("yes/no" if kind == "longmemeval" else 'readable {"label": ...} JSON')
+    )
+    return (
+        f"judge reply has no verdict ({why}; reply starts {reply[:60]!r}): a thinking model (Qwen3 thinks by "
+        "default) needs pipeline.judge.chat_template_kwargs {enable_thinking: false} or a "
+        "pipeline.judge.thinking_budget that leaves room for the verdict; or raise judge_max_tokens"
+    )
 
 
-def judge_answer(client: LLMClient, question: Question, response: str, kind: str, seed: int = 0,
-                 max_tokens: int | None = None, json_mode: bool = True) -> dict:
+def judge_answer(
+    client: LLMClient,
+    question: Question,
+    response: str,
+    kind: str,
+    seed: int = 0,
+    max_tokens: int | None = None,
+    json_mode: bool = True,
+) -> dict:
     """Ask the official judge of `kind` about one response; a record with prompt, reply and label.
 
     ``label`` is True/False, or None when the question is not judged (LoCoMo category 5, which
@@ -182,8 +202,19 @@ def judge_answer(client: LLMClient, question: Question, response: str, kind: str
     """
     from lazymem.llm import Sampling
 
-    out = {"kind": kind, "prompt_name": None, "prompt": None, "response": None, "label": None,
-           "skipped": None, "error": None, "output": None, "unparseable": False, "attempts": 0, "retry_of": None}
+    out = {
+        "kind": kind,
+        "prompt_name": None,
+        "prompt": None,
+        "response": None,
+        "label": None,
+        "skipped": None,
+        "error": None,
+        "output": None,
+        "unparseable": False,
+        "attempts": 0,
+        "retry_of": None,
+    }
     if kind == "longmemeval":
         out["prompt_name"] = longmemeval_judge_template(question.type, question.abstention).name
         prompt = longmemeval_judge_prompt(question, response)
@@ -204,8 +235,14 @@ def judge_answer(client: LLMClient, question: Question, response: str, kind: str
         out["attempts"] = attempt + 1
         if out["response"] is not None:
             out["retry_of"] = {"response": out["response"], "output": out["output"]}
-        out["output"] = {"model": c.model, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                         "latency_s": c.latency_s, "cached": c.cached, "finish_reason": c.finish_reason}
+        out["output"] = {
+            "model": c.model,
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "latency_s": c.latency_s,
+            "cached": c.cached,
+            "finish_reason": c.finish_reason,
+        }
         if c.error is not None:
             out["error"] = c.error
             return out
@@ -237,10 +274,12 @@ def check_judge(questions: Sequence[Question], kind: str) -> None:
             try:
                 longmemeval_judge_template(q.type, q.abstention)
             except ValueError as e:
-                raise ConfigError(f"judge 'longmemeval' on question {q.id!r}: {e} "
-                                  "(use judge: locomo or none)") from None
+                raise ConfigError(
+                    f"judge 'longmemeval' on question {q.id!r}: {e} (use judge: locomo or none)"
+                ) from None
     elif kind == "locomo":
         bad = [q.id for q in questions if q.category is None]
         if bad:
-            raise ConfigError(f"judge 'locomo' needs LoCoMo questions; {bad[:3]} have no category "
-                              "(use longmemeval or none)")
+            raise ConfigError(
+                f"judge 'locomo' needs LoCoMo questions; {bad[:3]} have no category (use longmemeval or none)"
+            )

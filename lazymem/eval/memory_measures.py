@@ -50,6 +50,7 @@ between two dates, a preference rubric).
 >>> sorted(d)
 ['answer_recall_in_memory', 'evidence_match', 'evidence_recall', 'n_gold', 'n_gold_in_memory']
 """
+
 from __future__ import annotations
 
 import statistics
@@ -119,9 +120,16 @@ def gold_in_text(memory: str, gold_texts: Sequence[str]) -> int:
     return sum(any(line_covers(line, content_stems(t)) for line in lines) for t in gold_texts)
 
 
-def measure_memory(method: str, memory: str, evidence: Iterable[int], positions: Iterable[int] | None,
-                   gold_texts: Sequence[str], answer: Any, category: int | None = None,
-                   abstention: bool = False) -> MemoryMeasures:
+def measure_memory(
+    method: str,
+    memory: str,
+    evidence: Iterable[int],
+    positions: Iterable[int] | None,
+    gold_texts: Sequence[str],
+    answer: Any,
+    category: int | None = None,
+    abstention: bool = False,
+) -> MemoryMeasures:
     """The measures of one memory.
 
     Args:
@@ -140,10 +148,13 @@ def measure_memory(method: str, memory: str, evidence: Iterable[int], positions:
         if len(gold_texts) != len(gold):
             raise ValueError(f"method {method}: {len(gold_texts)} gold texts for {len(gold)} gold positions")
         found, match = gold_in_text(memory, gold_texts), "text"
-    return MemoryMeasures(evidence_recall=found / len(gold) if gold else None, n_gold=len(gold),
-                          n_gold_in_memory=found if gold else None,
-                          answer_recall_in_memory=answer_recall(memory, answer, category, abstention),
-                          evidence_match=match)
+    return MemoryMeasures(
+        evidence_recall=found / len(gold) if gold else None,
+        n_gold=len(gold),
+        n_gold_in_memory=found if gold else None,
+        answer_recall_in_memory=answer_recall(memory, answer, category, abstention),
+        evidence_match=match,
+    )
 
 
 def memory_positions(record: RunRecord, question: Question, history: History) -> set[int] | None:
@@ -168,8 +179,16 @@ def measure_record(record: RunRecord | Mapping, question: Question, history: His
     gold = sorted(set(question.evidence))
     positions = memory_positions(record, question, history)
     texts = [history[p].text for p in gold] if positions is None else []
-    return measure_memory(str(record.method), record.memory or "", gold, positions, texts,
-                          question.answer, question.category, question.abstention)
+    return measure_memory(
+        str(record.method),
+        record.memory or "",
+        gold,
+        positions,
+        texts,
+        question.answer,
+        question.category,
+        question.abstention,
+    )
 
 
 def summarize_measures(ok: Sequence[RunRecord]) -> dict:

@@ -14,6 +14,7 @@ inside the top-k retrieved messages augmented with their radius-w windows.
 >>> retrieval_metrics([3, 1, 2], {1, 2}, ks=(1, 3))
 {'recall_any@1': 0.0, 'recall_all@1': 0.0, 'ndcg_any@1': 0.0, 'recall_any@3': 1.0, 'recall_all@3': 1.0, 'ndcg_any@3': 0.8154648767857288}
 """  # noqa: E501  (a doctest's expected output is one line)
+
 from __future__ import annotations
 
 import math
@@ -269,16 +270,20 @@ def coverage_table(
     }
 
 
-def dataset_windows(dataset: Dataset, pools: Mapping[str, Sequence[int]], config: WindowConfig | None = None,
-                    k: int | None = None) -> dict[str, list[Window]]:
+def dataset_windows(
+    dataset: Dataset, pools: Mapping[str, Sequence[int]], config: WindowConfig | None = None, k: int | None = None
+) -> dict[str, list[Window]]:
     """Windows of every question around the top-``k`` of its pool (positions in rank order).
 
     ``pools`` maps question id -> ranked positions (``Pool.positions``); questions without a
     pool are left out.
     """
     config = config or WindowConfig()
-    return {q.id: build_windows(dataset.history(q), list(pools[q.id])[:k], config, gold=q.evidence)
-            for q in dataset.questions if q.id in pools}
+    return {
+        q.id: build_windows(dataset.history(q), list(pools[q.id])[:k], config, gold=q.evidence)
+        for q in dataset.questions
+        if q.id in pools
+    }
 
 
 def windows_summary(windows_by_question: Mapping[str, Sequence[Window]]) -> dict:
@@ -289,5 +294,8 @@ def windows_summary(windows_by_question: Mapping[str, Sequence[Window]]) -> dict
     """
     lengths = [len(w) for ws in windows_by_question.values() for w in ws]
     n = len(windows_by_question)
-    return {"questions": n, "mean_windows_per_question": len(lengths) / n if n else None,
-            "mean_window_length": sum(lengths) / len(lengths) if lengths else None}
+    return {
+        "questions": n,
+        "mean_windows_per_question": len(lengths) / n if n else None,
+        "mean_window_length": sum(lengths) / len(lengths) if lengths else None,
+    }

@@ -19,6 +19,7 @@ figure says so through ``system_label``:
 >>> system_label("oracle_session", "oracle_session", "longmemeval_s_cleaned")
 'oracle_session'
 """
+
 from __future__ import annotations
 
 from lazymem.pipeline.methods import method_class, method_names
@@ -80,11 +81,11 @@ PROJECT_CHOICES = {
     "pipeline.retrieval.depth": "each ranked list cut at 100 before fusion (the paper does not say)",
     "pipeline.retrieval.rerank_depth": "the reranker scores the top 100 fused candidates (the paper does not say)",
     "pipeline.retrieval.query_prompt_name": "None: Qwen3-Embedding's own 'query' instruction prompt, as "
-                                            "sentence-transformers ships it (the paper names no instruction)",
+    "sentence-transformers ships it (the paper names no instruction)",
     "pipeline.mpm_sampling": "greedy (temperature 0), 3,072 new tokens (the RL generation length); the paper "
-                             "gives no inference decoding for the MPM",
+    "gives no inference decoding for the MPM",
     "pipeline.answer_sampling": "greedy (temperature 0), 4,096 new tokens with thinking on; the paper gives no "
-                                "answerer decoding",
+    "answerer decoding",
 }
 
 # the project's methods that are systems of the paper's Table 1, by its name there (``Method.in_paper``)
@@ -93,7 +94,7 @@ NOT_IN_PAPER = "ours, not in the paper"
 
 
 def benchmark_of(dataset: str | None) -> str | None:
-    """"locomo" or "longmemeval" for a data set spec or name that names one, else None (synthetic, unknown).
+    """ "locomo" or "longmemeval" for a data set spec or name that names one, else None (synthetic, unknown).
 
     >>> benchmark_of("locomo10-paper"), benchmark_of("longmemeval_s_cleaned"), benchmark_of("synthetic:seed=0")
     ('locomo', 'longmemeval', None)

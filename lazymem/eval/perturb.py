@@ -20,6 +20,7 @@ answer-F1 proxy). Answers go through the run's LLM cache, so a killed study resu
 >>> [len(v) for v in variants([1], [5, 6, 7], "add_1_nongold", draws=2, seed=0)]
 [2, 2]
 """
+
 from __future__ import annotations
 
 import random
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
 CONDITIONS = ("full_gold", "drop_one_gold", "drop_all_gold", "add_1_nongold", "add_5_nongold", "add_all_nongold")
 
 
-def variants(gold: Sequence[int], nongold: Sequence[int], condition: str, draws: int = 3,
-             seed: int = 0) -> list[list[int]]:
+def variants(
+    gold: Sequence[int], nongold: Sequence[int], condition: str, draws: int = 3, seed: int = 0
+) -> list[list[int]]:
     """The memories (sorted positions) of one condition for one question."""
     gold, nongold = sorted(gold), sorted(set(nongold) - set(gold))
     if condition == "full_gold":
@@ -62,11 +64,18 @@ def variants(gold: Sequence[int], nongold: Sequence[int], condition: str, draws:
     raise ValueError(f"condition {condition!r}: one of {CONDITIONS}")
 
 
-def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]], answer: LLMClient,
-                       sampling: Sampling, score: Callable[[Question, str], float | None],
-                       conditions: Sequence[str] = CONDITIONS, draws: int = 3, seed: int = 0,
-                       count_tokens: Callable[[str], int | None] | None = None, n_resamples: int = 9999,
-                       progress: bool = False) -> dict:
+def perturbation_study(
+    items: Sequence[tuple[History, Question, Sequence[int]]],
+    answer: LLMClient,
+    sampling: Sampling,
+    score: Callable[[Question, str], float | None],
+    conditions: Sequence[str] = CONDITIONS,
+    draws: int = 3,
+    seed: int = 0,
+    count_tokens: Callable[[str], int | None] | None = None,
+    n_resamples: int = 9999,
+    progress: bool = False,
+) -> dict:
     """Run the study over (history, question, local non-gold positions) items.
 
     ``score(question, answer) -> 0..1`` (a judge label or F1); questions without gold evidence
@@ -88,8 +97,9 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
         for h, q, ng in items:
             for v in variants(q.evidence, ng, c, draws, seed):
                 memory = text_memory([h[p] for p in v])
-                prompts.append(PROMPTS["answer_text"].messages(query_time=q.query_time, query=q.text,
-                                                               memory_text=memory))
+                prompts.append(
+                    PROMPTS["answer_text"].messages(query_time=q.query_time, query=q.text, memory_text=memory)
+                )
                 owners.append(q)
                 if count_tokens is not None:
                     tokens[c].setdefault(q.id, []).append(count_tokens(memory))
@@ -106,10 +116,16 @@ def perturbation_study(items: Sequence[tuple[History, Question, Sequence[int]]],
     rows = []
     for c in conditions:
         s = per_q[c]
-        row: dict[str, Any] = {"condition": c, "questions": len(s),
-                               "accuracy": statistics.fmean(s.values()) if s else None,
-                               "tokens": _mean_tokens(tokens[c]),
-                               "delta": None, "low": None, "high": None, "c_to_i": None}
+        row: dict[str, Any] = {
+            "condition": c,
+            "questions": len(s),
+            "accuracy": statistics.fmean(s.values()) if s else None,
+            "tokens": _mean_tokens(tokens[c]),
+            "delta": None,
+            "low": None,
+            "high": None,
+            "c_to_i": None,
+        }
         if c != "full_gold" and base:
             b = paired_bootstrap(s, base, n_resamples=n_resamples, seed=seed)
             row.update(delta=b["delta"], low=b["low"], high=b["high"])
@@ -134,16 +150,20 @@ def _mean_tokens(per_question: Mapping[str, Sequence[int | None]]) -> float | No
 
 def perturbation_markdown(study: dict) -> str:
     """The study as the paper's table: Acc., Delta (95% CI), C->I, Tok."""
+
     def pct(x):
         return "-" if x is None else f"{100 * x:.1f}"
 
-    lines = ["| memory | questions | Acc. (%) | Delta (pp) [95% CI] | C->I (%) | Tok. |",
-             "|---|---:|---:|---|---:|---:|"]
+    lines = [
+        "| memory | questions | Acc. (%) | Delta (pp) [95% CI] | C->I (%) | Tok. |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
     for r in study["rows"]:
         ci = "-" if r["delta"] is None else f"{pct(r['delta'])} [{pct(r['low'])}, {pct(r['high'])}]"
         tok = "-" if r["tokens"] is None else f"{r['tokens']:,.0f}"
-        lines.append(f"| {r['condition']} | {r['questions']} | {pct(r['accuracy'])} | {ci} | "
-                     f"{pct(r['c_to_i'])} | {tok} |")
+        lines.append(
+            f"| {r['condition']} | {r['questions']} | {pct(r['accuracy'])} | {ci} | {pct(r['c_to_i'])} | {tok} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -156,9 +176,18 @@ def local_nongold(record: RunRecord | Mapping) -> list[int]:
     return sorted((candidates(record) or set()) - set(record.question.evidence))
 
 
-def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: int = 3, limit: int | None = None,
-                conditions: Sequence[str] = CONDITIONS, seed: int = 0, n_resamples: int = 9999,
-                progress: bool = True, clients: Mapping[str, LLMClient] | None = None) -> dict:
+def perturb_run(
+    run_dir: str | Path,
+    out: str | Path | None = None,
+    *,
+    draws: int = 3,
+    limit: int | None = None,
+    conditions: Sequence[str] = CONDITIONS,
+    seed: int = 0,
+    n_resamples: int = 9999,
+    progress: bool = True,
+    clients: Mapping[str, LLMClient] | None = None,
+) -> dict:
     """The perturbation study on the questions of a finished eval run; writes it to `out`:
     ``perturbation.json`` (numbers), ``perturbation.md`` (the table), ``answers.json`` (every answer).
 
@@ -193,11 +222,14 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
     dataset = load_dataset(config.dataset, subset=config.subset)
     want = (manifest.get("dataset") or {}).get("sha256")
     if want and dataset.sha256 != want:
-        raise ConfigError(f"{run / MANIFEST_FILE}: field dataset.sha256 is {want[:12]}..., but {config.dataset} "
-                          f"now reads as {dataset.sha256[:12]}... (the data changed since the run)")
+        raise ConfigError(
+            f"{run / MANIFEST_FILE}: field dataset.sha256 is {want[:12]}..., but {config.dataset} "
+            f"now reads as {dataset.sha256[:12]}... (the data changed since the run)"
+        )
     all_records = check_records(load_records(run / RECORDS_FILE)[0], str(run / RECORDS_FILE))
-    records = [r for r in latest_records(all_records).values()
-               if r.ok and r.question is not None and r.question.evidence]
+    records = [
+        r for r in latest_records(all_records).values() if r.ok and r.question is not None and r.question.evidence
+    ]
     records = records[:limit] if limit else records
     if not records:
         raise ConfigError(f"{run / RECORDS_FILE}: no ok record of a question with gold evidence")
@@ -209,21 +241,47 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
         if q.category is not None:
             return locomo_f1(answer, q.answer, q.category)
         if judge:
-            j = judge_answer(pipeline.client("judge"), q, answer, config.judge, seed=config.seed,
-                             max_tokens=config.judge_max_tokens, json_mode=config.judge_json_mode)
+            j = judge_answer(
+                pipeline.client("judge"),
+                q,
+                answer,
+                config.judge,
+                seed=config.seed,
+                max_tokens=config.judge_max_tokens,
+                json_mode=config.judge_json_mode,
+            )
             return j["label"] if j["error"] is None else None
         return token_f1(answer, q.answer)
 
     missing = tokens.tokenizer_warning()  # checked once, before any work: the column is whole or missing
-    study = perturbation_study(items, pipeline.client("answer"), config.pipeline.answer_sampling, score,
-                               conditions=conditions, draws=draws, seed=seed, n_resamples=n_resamples,
-                               count_tokens=None if missing else tokens.count_tokens, progress=progress)
-    metric = ("locomo_f1" if any(q.category is not None for _, q, _ in items)
-              else "judge accuracy" if judge else "answer_f1 (proxy)")
-    study.update(run_dir=str(run), metric=metric, dataset=manifest.get("dataset"),
-                 tokenizer="missing" if missing else "qwen3",
-                 answer_model=config.pipeline.answer.model, method=config.pipeline.method,
-                 nongold_per_question=statistics.fmean(len(ng) for _, _, ng in items))
+    study = perturbation_study(
+        items,
+        pipeline.client("answer"),
+        config.pipeline.answer_sampling,
+        score,
+        conditions=conditions,
+        draws=draws,
+        seed=seed,
+        n_resamples=n_resamples,
+        count_tokens=None if missing else tokens.count_tokens,
+        progress=progress,
+    )
+    metric = (
+        "locomo_f1"
+        if any(q.category is not None for _, q, _ in items)
+        else "judge accuracy"
+        if judge
+        else "answer_f1 (proxy)"
+    )
+    study.update(
+        run_dir=str(run),
+        metric=metric,
+        dataset=manifest.get("dataset"),
+        tokenizer="missing" if missing else "qwen3",
+        answer_model=config.pipeline.answer.model,
+        method=config.pipeline.method,
+        nongold_per_question=statistics.fmean(len(ng) for _, _, ng in items),
+    )
     if out is not None:
         from lazymem.files import write_atomic, write_json
 
@@ -232,11 +290,13 @@ def perturb_run(run_dir: str | Path, out: str | Path | None = None, *, draws: in
         # the answers quote the data (LoCoMo text stays out of git): their own file, beside the numbers
         write_json(o / "perturbation.json", {k: v for k, v in study.items() if k != "answers"})
         write_json(o / "answers.json", study["answers"], ensure_ascii=False)
-        head = (f"Perturbation study on {len(items)} questions of `{run}` ({config.dataset}); answerer "
-                f"{config.pipeline.answer.model}; score {metric}; {draws} draws per random addition; local "
-                f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question)."
-                + (f" Tok. missing: the Qwen3 tokenizer was not found (`{tokens.FETCH_COMMAND}`)." if missing else "")
-                + "\n\n")
+        head = (
+            f"Perturbation study on {len(items)} questions of `{run}` ({config.dataset}); answerer "
+            f"{config.pipeline.answer.model}; score {metric}; {draws} draws per random addition; local "
+            f"non-gold = the run's windows ({study['nongold_per_question']:.1f} messages a question)."
+            + (f" Tok. missing: the Qwen3 tokenizer was not found (`{tokens.FETCH_COMMAND}`)." if missing else "")
+            + "\n\n"
+        )
         write_atomic(o / "perturbation.md", head + perturbation_markdown(study))
     return study
 
@@ -254,8 +314,9 @@ def _items(dataset, records: Sequence[RunRecord], file: str) -> list[tuple[Histo
         try:
             nongold = local_nongold(r)
         except (KeyError, TypeError, ValueError) as e:
-            raise LoadError(file, where, "windows" if r.windows else "pool",
-                            f"no readable positions ({type(e).__name__}: {e})") from None
+            raise LoadError(
+                file, where, "windows" if r.windows else "pool", f"no readable positions ({type(e).__name__}: {e})"
+            ) from None
         out.append((dataset.history(q), q, nongold))
     return out
 
@@ -267,8 +328,9 @@ def perturb_parser(s) -> None:
     s.add_argument("run_dir", help="a finished `lazymem eval` run folder (its records give the windows)")
     s.add_argument("--out", help="folder for perturbation.json / .md (default: RUN_DIR/perturbation)")
     s.add_argument("--draws", type=int_at_least(1), default=3, help="random draws per +1 / +5 non-gold memory")
-    s.add_argument("--limit", type=int_at_least(0), default=0,
-                   help="the first N questions with gold evidence (0 = all)")
+    s.add_argument(
+        "--limit", type=int_at_least(0), default=0, help="the first N questions with gold evidence (0 = all)"
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--no-progress", action="store_true")
 
@@ -281,7 +343,8 @@ def perturb_command(args) -> int:
     missing = tokenizer_warning()
     if missing:
         print(f"lazymem perturb: warning: {missing}", file=sys.stderr, flush=True)
-    study = perturb_run(args.run_dir, out, draws=args.draws, limit=args.limit or None, seed=args.seed,
-                        progress=not args.no_progress)
+    study = perturb_run(
+        args.run_dir, out, draws=args.draws, limit=args.limit or None, seed=args.seed, progress=not args.no_progress
+    )
     print(Path(out, "perturbation.md").read_text(encoding="utf-8"))
     return 0 if study["rows"] else 1

@@ -14,6 +14,7 @@ runner's ``Masker`` (known key values, secret-looking strings, URL passwords).
 >>> package_versions(["surely-not-installed-xyz"])
 {'surely-not-installed-xyz': None}
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,8 +29,23 @@ if TYPE_CHECKING:
     from lazymem.eval.config import EvalConfig
     from lazymem.records import Dataset
 
-MANIFEST_PACKAGES = ("lazymem", "numpy", "torch", "transformers", "tokenizers", "sentence-transformers",
-                     "rank-bm25", "bm25s", "FlagEmbedding", "openai", "outlines", "vllm", "nltk", "tqdm", "pyyaml")
+MANIFEST_PACKAGES = (
+    "lazymem",
+    "numpy",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "sentence-transformers",
+    "rank-bm25",
+    "bm25s",
+    "FlagEmbedding",
+    "openai",
+    "outlines",
+    "vllm",
+    "nltk",
+    "tqdm",
+    "pyyaml",
+)
 
 
 def package_versions(names: Sequence[str] = MANIFEST_PACKAGES) -> dict[str, str | None]:
@@ -37,16 +53,26 @@ def package_versions(names: Sequence[str] = MANIFEST_PACKAGES) -> dict[str, str 
     return _package_versions(names)
 
 
-def new_manifest(config: EvalConfig, dataset: Dataset, n_selected: int, fingerprint: str, cache_dir: str | None,
-                 clients: Mapping | None, old_manifest: Mapping | None, run_info: dict) -> dict:
+def new_manifest(
+    config: EvalConfig,
+    dataset: Dataset,
+    n_selected: int,
+    fingerprint: str,
+    cache_dir: str | None,
+    clients: Mapping | None,
+    old_manifest: Mapping | None,
+    run_info: dict,
+) -> dict:
     """The manifest of a run starting now (earlier runs into the same folder are kept in ``runs``)."""
     from lazymem.prompts import prompt_hashes
 
     # In place: the runner keeps updating this very dict (end, status), which the manifest lists.
     if run_info.get("command") is not None:
         run_info["command"] = redact_command(run_info["command"])
-    old_runs = [dict(r, command=redact_command(r["command"])) if isinstance(r, Mapping) and r.get("command") else r
-                for r in (old_manifest or {}).get("runs", [])]  # runs recorded before this rule
+    old_runs = [
+        dict(r, command=redact_command(r["command"])) if isinstance(r, Mapping) and r.get("command") else r
+        for r in (old_manifest or {}).get("runs", [])
+    ]  # runs recorded before this rule
     p = config.pipeline
     judged = p.judge is not None and config.judge != "none"
     from lazymem.pipeline.methods import method_class
@@ -54,19 +80,39 @@ def new_manifest(config: EvalConfig, dataset: Dataset, n_selected: int, fingerpr
     mpm = method_class(p.method).uses_mpm
     merged = {"merged_from": old_manifest["merged_from"]} if (old_manifest or {}).get("merged_from") else {}
     return {
-        "config": redact(config.to_dict()), "config_sha256": fingerprint,
-        "git_commit": git_commit(), "python": sys.version.split()[0], "packages": package_versions(),
-        "dataset": {"spec": config.dataset, "subset": config.subset, "name": dataset.name, "source": dataset.source,
-                    "sha256": dataset.sha256, "questions_total": len(dataset.questions), "selected": n_selected,
-                    "load_issues": len(dataset.issues)},
+        "config": redact(config.to_dict()),
+        "config_sha256": fingerprint,
+        "git_commit": git_commit(),
+        "python": sys.version.split()[0],
+        "packages": package_versions(),
+        "dataset": {
+            "spec": config.dataset,
+            "subset": config.subset,
+            "name": dataset.name,
+            "source": dataset.source,
+            "sha256": dataset.sha256,
+            "questions_total": len(dataset.questions),
+            "selected": n_selected,
+            "load_issues": len(dataset.issues),
+        },
         "prompt_hashes": prompt_hashes(),
-        "models": {"mpm": p.mpm.model if mpm else None, "answer": p.answer.model,
-                   "judge": p.judge.model if judged else None},
-        "backends": {"mpm": p.mpm.backend if mpm else None, "answer": p.answer.backend,
-                     "judge": p.judge.backend if judged else None},
+        "models": {
+            "mpm": p.mpm.model if mpm else None,
+            "answer": p.answer.model,
+            "judge": p.judge.model if judged else None,
+        },
+        "backends": {
+            "mpm": p.mpm.backend if mpm else None,
+            "answer": p.answer.backend,
+            "judge": p.judge.backend if judged else None,
+        },
         "injected_clients": sorted(clients or {}),
-        "retrieval": {"sparse": p.retrieval.sparse, "dense_model": p.retrieval.dense_model,
-                      "reranker_config": p.retrieval.reranker, "reranker_ran": None},
+        "retrieval": {
+            "sparse": p.retrieval.sparse,
+            "dense_model": p.retrieval.dense_model,
+            "reranker_config": p.retrieval.reranker,
+            "reranker_ran": None,
+        },
         "llm_cache_dir": cache_dir,
         "runs": old_runs + [run_info],
         "start": (old_manifest or {}).get("start") or run_info["start"],  # of the first run into the folder

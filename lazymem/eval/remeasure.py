@@ -10,6 +10,7 @@ the folder's run lock meanwhile, refuses a dataset whose sha256 differs from the
 the dataset is a LoadError naming it. Records that already carry measures are left as they
 are, so a second call changes nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,25 +42,37 @@ def remeasure(run_dir: str | Path) -> dict:
     with RunLock(d):
         records, torn = load_records(d / RECORDS_FILE)
         if torn:  # rewriting would lose that line: resuming the run completes or redoes it first
-            raise LoadError(str(d / RECORDS_FILE), f"line {len(records) + 1}", None,
-                            "the last line is cut off (an interrupted run): resume it before remeasuring")
+            raise LoadError(
+                str(d / RECORDS_FILE),
+                f"line {len(records) + 1}",
+                None,
+                "the last line is cut off (an interrupted run): resume it before remeasuring",
+            )
         todo = [r for r in records if _needs(r)]
         counts = {"measured": 0, "kept": len(records) - len(todo), "errors": 0}
         if not todo:
             return counts
         dataset = load_dataset(ds["spec"], ds.get("subset"))
         if ds.get("sha256") and dataset.sha256 != ds["sha256"]:
-            raise LoadError(str(d / MANIFEST_FILE), None, "dataset.sha256",
-                            f"{ds['sha256'][:12]} but {ds['spec']} is now {dataset.sha256[:12]}: the records "
-                            "were made on other data (rerun the cell instead)")
+            raise LoadError(
+                str(d / MANIFEST_FILE),
+                None,
+                "dataset.sha256",
+                f"{ds['sha256'][:12]} but {ds['spec']} is now {dataset.sha256[:12]}: the records "
+                "were made on other data (rerun the cell instead)",
+            )
         questions = {q.id: q for q in dataset.questions}
         for i, rec in enumerate(records):
             if not _needs(rec):
                 continue
             q = questions.get(rec.question_id)
             if q is None:
-                raise LoadError(str(d / RECORDS_FILE), f"record {i + 1}", "question_id",
-                                f"{rec.question_id!r} is not a question of {ds['spec']}")
+                raise LoadError(
+                    str(d / RECORDS_FILE),
+                    f"record {i + 1}",
+                    "question_id",
+                    f"{rec.question_id!r} is not a question of {ds['spec']}",
+                )
             try:
                 measures = MeasuresRecord.from_json(measure_record(rec, q, dataset.history(q)).to_dict())
                 records[i] = rec.with_(memory_measures=measures).without("memory_measures_error")

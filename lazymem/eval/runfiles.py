@@ -17,6 +17,7 @@ reader of records goes through it (``read_records`` is the raw JSON-lines layer 
 ...                 {"question_id": "a", "status": "ok"}])["a"]["status"]
 'ok'
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,10 @@ WINDOWS_FILE = "windows.jsonl"  # read by lazymem.notebooks.load_window_records
 RESULT_FILES = (RECORDS_FILE, ERRORS_FILE, SUMMARY_FILE, WINDOWS_FILE)  # what force_new=True sets aside
 LOCK_FILE = ".lock"  # flock'ed by the one run writing the folder
 LOCK_INFO_FILE = ".lock.json"  # who holds it: pid, host, start, command
-WAY_OUT = ("rerun with --force-new (evaluate(..., force_new=True)) to move the old results aside into "
-           "{out}/previous-<time>/ and start afresh, or use another output folder")
+WAY_OUT = (
+    "rerun with --force-new (evaluate(..., force_new=True)) to move the old results aside into "
+    "{out}/previous-<time>/ and start afresh, or use another output folder"
+)
 
 
 # --- errors -----------------------------------------------------------------------------------------
@@ -57,11 +60,16 @@ class RunLockedError(ConfigError):
     def __init__(self, folder: str | os.PathLike, holder: Mapping | None):
         self.folder, self.holder = str(folder), dict(holder or {})
         h = self.holder
-        who = (f"pid {h.get('pid')} on host {h.get('host')}, started {h.get('start')}"
-               if h else f"holder unknown (no readable {LOCK_INFO_FILE})")
-        super().__init__(f"{self.folder} is locked by another run ({who}); one run writes a run folder at a time: "
-                         f"wait for it to end or use another output folder "
-                         f"(lock {Path(self.folder) / LOCK_FILE}, released by the OS when its holder dies)")
+        who = (
+            f"pid {h.get('pid')} on host {h.get('host')}, started {h.get('start')}"
+            if h
+            else f"holder unknown (no readable {LOCK_INFO_FILE})"
+        )
+        super().__init__(
+            f"{self.folder} is locked by another run ({who}); one run writes a run folder at a time: "
+            f"wait for it to end or use another output folder "
+            f"(lock {Path(self.folder) / LOCK_FILE}, released by the OS when its holder dies)"
+        )
 
 
 class ResumeMismatchError(ConfigError):
@@ -70,8 +78,12 @@ class ResumeMismatchError(ConfigError):
     def __init__(self, folder: str | os.PathLike, changes: list[str]):
         self.folder, self.changes = str(folder), list(changes)
         what = "a different configuration" if any(c.startswith("config") for c in changes) else "different inputs"
-        super().__init__(f"{self.folder} holds records of {what}; refusing to mix them: " + "; ".join(changes)
-                         + ". " + WAY_OUT.format(out=self.folder))
+        super().__init__(
+            f"{self.folder} holds records of {what}; refusing to mix them: "
+            + "; ".join(changes)
+            + ". "
+            + WAY_OUT.format(out=self.folder)
+        )
 
 
 class UnmanifestedRecordsError(ConfigError):
@@ -79,9 +91,11 @@ class UnmanifestedRecordsError(ConfigError):
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = str(folder)
-        super().__init__(f"{self.folder} has {RECORDS_FILE} but no readable {MANIFEST_FILE}, so which config, "
-                         f"dataset and prompts made those records is unknown; refusing to resume them. "
-                         + WAY_OUT.format(out=self.folder))
+        super().__init__(
+            f"{self.folder} has {RECORDS_FILE} but no readable {MANIFEST_FILE}, so which config, "
+            f"dataset and prompts made those records is unknown; refusing to resume them. "
+            + WAY_OUT.format(out=self.folder)
+        )
 
 
 # --- reading ----------------------------------------------------------------------------------------
@@ -137,8 +151,10 @@ def window_lines(records: Iterable[RunRecord]) -> list[dict]:
             continue
         for i, w in enumerate(r.windows or ()):
             wj = w.to_json()
-            line = {"question_id": r.question_id, **{k: wj[k] for k in ("positions", "hits", "gold", "merged_id",
-                                                                         "sub_id", "verdict", "decisions")}}
+            line = {
+                "question_id": r.question_id,
+                **{k: wj[k] for k in ("positions", "hits", "gold", "merged_id", "sub_id", "verdict", "decisions")},
+            }
             if i == 0:
                 line.update(memory=r.memory, answer=r.answer, judge=None if r.judge is None else r.judge.to_json())
             out.append(line)
@@ -273,8 +289,9 @@ class RunLock:
 # --- resuming ----------------------------------------------------------------------------------------
 
 
-def run_identity(config_sha256: str | Sequence[str], dataset_sha256: str | None,
-                 prompt_hashes: Mapping[str, str]) -> dict:
+def run_identity(
+    config_sha256: str | Sequence[str], dataset_sha256: str | None, prompt_hashes: Mapping[str, str]
+) -> dict:
     """What decides whether earlier records belong to this run: config, dataset bytes, prompts.
 
     ``config_sha256`` may be several fingerprints (``eval.config.config_fingerprints``): the current
@@ -292,9 +309,11 @@ def run_identity(config_sha256: str | Sequence[str], dataset_sha256: str | None,
 
 def manifest_identity(manifest: Mapping) -> dict:
     """The run_identity a manifest recorded (None for what an older or damaged manifest lacks)."""
-    return {"config_sha256": manifest.get("config_sha256"),
-            "dataset_sha256": (manifest.get("dataset") or {}).get("sha256"),
-            "prompt_hashes": manifest.get("prompt_hashes")}
+    return {
+        "config_sha256": manifest.get("config_sha256"),
+        "dataset_sha256": (manifest.get("dataset") or {}).get("sha256"),
+        "prompt_hashes": manifest.get("prompt_hashes"),
+    }
 
 
 def _short(h: Any) -> str:
@@ -323,8 +342,10 @@ def identity_changes(old: Mapping, new: Mapping) -> list[str]:
     ['dataset sha256: unknown (not in the manifest) -> eeeeeeeeeeee', 'prompt hashes: unknown (not in the manifest)']
     """
     out = []
-    if "config_sha256" in new and old.get("config_sha256") not in (new["config_sha256"],
-                                                                   *new.get("config_sha256_also", ())):
+    if "config_sha256" in new and old.get("config_sha256") not in (
+        new["config_sha256"],
+        *new.get("config_sha256_also", ()),
+    ):
         was = UNKNOWN if old.get("config_sha256") is None else _short(old["config_sha256"])
         out.append(f"config_sha256: {was} -> {_short(new['config_sha256'])}")
     if "dataset_sha256" in new and old.get("dataset_sha256") != new["dataset_sha256"]:
@@ -358,8 +379,9 @@ def set_aside(out: Path) -> Path | None:
     return dest
 
 
-def resume(out: Path, identity: Mapping | str, old_manifest: Mapping | None,
-           masker: Masker) -> tuple[list[RunRecord], bool]:
+def resume(
+    out: Path, identity: Mapping | str, old_manifest: Mapping | None, masker: Masker
+) -> tuple[list[RunRecord], bool]:
     """Earlier ok records of `out` (one per question) and whether a cut-off last line was dropped.
 
     The records file is rewritten to hold exactly those; error records (to be redone) move to

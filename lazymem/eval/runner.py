@@ -29,6 +29,7 @@
 Model calls go through the LLM disk cache (``llm_cache_dir``, default
 ``$LAZYMEM_CACHE/llm``), so rerunning a finished configuration is cheap and identical.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -94,9 +95,17 @@ def _tokens(text: str) -> tuple[int | None, str]:
 
 def question_meta(q: Question) -> QuestionMeta:
     """The question fields copied into its record."""
-    return QuestionMeta(type=q.type, abbrev=q.abbrev, category=q.category, text=q.text, answer=q.answer,
-                        query_time=q.query_time, history_id=q.history_id, evidence=tuple(q.evidence),
-                        abstention=q.abstention)
+    return QuestionMeta(
+        type=q.type,
+        abbrev=q.abbrev,
+        category=q.category,
+        text=q.text,
+        answer=q.answer,
+        query_time=q.query_time,
+        history_id=q.history_id,
+        evidence=tuple(q.evidence),
+        abstention=q.abstention,
+    )
 
 
 def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question, config: EvalConfig) -> RunRecord:
@@ -113,15 +122,28 @@ def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question
     except ModelLoadError:
         raise  # not this question's fault: the run stops and its manifest says why
     except Exception as e:  # a bug or bad input in one question must not end the run
-        rec = RunRecord.failed(question.id, pipeline.config.method, f"pipeline: {type(e).__name__}: {e}",
-                               traceback.format_exc(limit=6)[-3000:])
+        rec = RunRecord.failed(
+            question.id,
+            pipeline.config.method,
+            f"pipeline: {type(e).__name__}: {e}",
+            traceback.format_exc(limit=6)[-3000:],
+        )
         result = None
     gold_in_pool = len(set(rec.pool.positions) & set(question.evidence)) if rec.pool is not None else None
     if rec.pool is None and rec.gold_shown is not None:
         gold_in_pool = rec.gold_shown  # nanomemory: gold inside the sessions it showed
-    rec = rec.with_(question=question_meta(question), n_gold=len(question.evidence), gold_in_pool=gold_in_pool,
-                    memory_tokens=None, tokenizer=None, locomo_f1=None, answer_f1=None, answer_contains=None,
-                    judge=None, memory_measures=None)
+    rec = rec.with_(
+        question=question_meta(question),
+        n_gold=len(question.evidence),
+        gold_in_pool=gold_in_pool,
+        memory_tokens=None,
+        tokenizer=None,
+        locomo_f1=None,
+        answer_f1=None,
+        answer_contains=None,
+        judge=None,
+        memory_measures=None,
+    )
     if result is None:
         return rec
     try:  # the memory's own measures (not the answer's): a bug here must not end the run, nor pass unseen
@@ -138,13 +160,24 @@ def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question
     if question.category is not None:
         rec = rec.with_(locomo_f1=locomo_f1(result.answer, question.answer, question.category))
     elif question.answer:  # a proxy for runs without a judge; not a metric of the paper
-        rec = rec.with_(answer_f1=token_f1(result.answer, question.answer),
-                        answer_contains=contains_gold(result.answer, question.answer))
+        rec = rec.with_(
+            answer_f1=token_f1(result.answer, question.answer),
+            answer_contains=contains_gold(result.answer, question.answer),
+        )
     if config.judge != "none":
         t0 = time.perf_counter()
-        judge = JudgeRecord.from_json(judge_answer(pipeline.client("judge"), question, result.answer, config.judge,
-                                                   seed=config.seed, max_tokens=config.judge_max_tokens,
-                                                   json_mode=config.judge_json_mode), "judge")
+        judge = JudgeRecord.from_json(
+            judge_answer(
+                pipeline.client("judge"),
+                question,
+                result.answer,
+                config.judge,
+                seed=config.seed,
+                max_tokens=config.judge_max_tokens,
+                json_mode=config.judge_json_mode,
+            ),
+            "judge",
+        )
         rec = rec.with_(judge=judge, timings=rec.timings.with_(judge=time.perf_counter() - t0))
         if judge.error is not None:
             rec = rec.with_(status="error", error=f"judge: {judge.error}")
@@ -154,10 +187,18 @@ def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question
 # --- the run -----------------------------------------------------------------------------------------
 
 
-def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = True, *,
-             clients: Mapping[str, LLMClient] | None = None, dataset: Dataset | None = None,
-             retriever: Any = None, overwrite: bool = False, command: Sequence[str] | None = None,
-             force_new: bool = False) -> dict:
+def evaluate(
+    config: EvalConfig,
+    out_dir: str | os.PathLike,
+    progress: bool = True,
+    *,
+    clients: Mapping[str, LLMClient] | None = None,
+    dataset: Dataset | None = None,
+    retriever: Any = None,
+    overwrite: bool = False,
+    command: Sequence[str] | None = None,
+    force_new: bool = False,
+) -> dict:
     """Run (or resume) an evaluation into `out_dir`; returns the summary (also in summary.json).
 
     Args:
@@ -180,8 +221,17 @@ def evaluate(config: EvalConfig, out_dir: str | os.PathLike, progress: bool = Tr
     out = Path(out_dir)
     lock = RunLock(out).acquire()  # before anything in the folder is read or written
     try:
-        return _evaluate(config, out, progress, clients=clients, dataset=dataset, retriever=retriever,
-                         force_new=force_new or overwrite, command=command, lock=lock)
+        return _evaluate(
+            config,
+            out,
+            progress,
+            clients=clients,
+            dataset=dataset,
+            retriever=retriever,
+            force_new=force_new or overwrite,
+            command=command,
+            lock=lock,
+        )
     finally:
         lock.release()
 
@@ -194,8 +244,11 @@ def sigterm_exits():
     """For command lines that run ``evaluate``: SIGTERM raises SystemExit(143) in the main thread, so the
     run's ``finally`` writes its summary and the manifest status ``interrupted`` (SIGTERM's default
     action ends the process on the spot). Library callers (notebooks, tests) keep their own handling."""
-    if _terminated or threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        _terminated
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield  # a host that handles SIGTERM itself (or a worker thread) keeps its own handling
         return
 
@@ -221,14 +274,25 @@ def mark_killed_runs(manifest: Mapping | None) -> Mapping | None:
     """
     if not isinstance(manifest, Mapping) or not isinstance(manifest.get("runs"), list):
         return manifest
-    runs = [dict(r, status="interrupted", killed=True) if isinstance(r, Mapping) and r.get("status") == "running"
-            else r for r in manifest["runs"]]
+    runs = [
+        dict(r, status="interrupted", killed=True) if isinstance(r, Mapping) and r.get("status") == "running" else r
+        for r in manifest["runs"]
+    ]
     return dict(manifest, runs=runs)
 
 
-def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping[str, LLMClient] | None,
-              dataset: Dataset | None, retriever: Any, force_new: bool, command: Sequence[str] | None,
-              lock: RunLock) -> dict:
+def _evaluate(
+    config: EvalConfig,
+    out: Path,
+    progress: bool,
+    *,
+    clients: Mapping[str, LLMClient] | None,
+    dataset: Dataset | None,
+    retriever: Any,
+    force_new: bool,
+    command: Sequence[str] | None,
+    lock: RunLock,
+) -> dict:
     """evaluate() with the folder's lock held."""
     from lazymem import prompts
     from lazymem.pipeline import LazyMemPipeline
@@ -252,8 +316,12 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
         if dest is not None:
             set_aside_to = dest.name
             if old_manifest:  # the history stays; each earlier run says where its results went
-                old_manifest = dict(old_manifest, runs=[r if r.get("moved_to") else dict(r, moved_to=dest.name)
-                                                        for r in old_manifest.get("runs", [])])
+                old_manifest = dict(
+                    old_manifest,
+                    runs=[
+                        r if r.get("moved_to") else dict(r, moved_to=dest.name) for r in old_manifest.get("runs", [])
+                    ],
+                )
     identity = run_identity(fingerprints, dataset.sha256, prompts.prompt_hashes())
     kept, truncated = resume(out, identity, old_manifest, masker)
     done = {r.question_id for r in kept}
@@ -261,12 +329,22 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
     todo = [q for q in questions if q.id not in done]
 
     run_id = uuid.uuid4().hex[:12]
-    run_info = {"run_id": run_id, "start": now(), "end": None, "status": "running", "pid": os.getpid(),
-                "host": (lock.info or {}).get("host"),
-                "command": list(command if command is not None else sys.argv), "questions_todo": len(todo),
-                "resumed_ok": len(done & {q.id for q in questions}), "dropped_truncated_line": truncated,
-                "force_new": force_new, "set_aside_to": set_aside_to,
-                "dataset_sha256": dataset.sha256, "config_sha256": fingerprint}
+    run_info = {
+        "run_id": run_id,
+        "start": now(),
+        "end": None,
+        "status": "running",
+        "pid": os.getpid(),
+        "host": (lock.info or {}).get("host"),
+        "command": list(command if command is not None else sys.argv),
+        "questions_todo": len(todo),
+        "resumed_ok": len(done & {q.id for q in questions}),
+        "dropped_truncated_line": truncated,
+        "force_new": force_new,
+        "set_aside_to": set_aside_to,
+        "dataset_sha256": dataset.sha256,
+        "config_sha256": fingerprint,
+    }
     p = config.pipeline
     manifest = new_manifest(config, dataset, len(questions), fingerprint, cache_dir, clients, old_manifest, run_info)
     write_atomic(manifest_path, masker.dumps(manifest, indent=2) + "\n")
@@ -286,6 +364,7 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
         if todo:
             pipeline.warm_up()
         with open(records_path, "a", encoding="utf-8") as f:
+
             def write(rec: RunRecord) -> None:
                 rec = rec.with_(run_id=run_id, attempt=attempts[rec.question_id] + 1, recorded_at=now())
                 line = masker.dumps(rec.to_json()) + "\n"
@@ -328,8 +407,11 @@ def _evaluate(config: EvalConfig, out: Path, progress: bool, *, clients: Mapping
         summary["run_dir"] = str(out)
         if config.baseline:
             base = read_json(Path(config.baseline) / SUMMARY_FILE)
-            summary["baseline"] = (compare_with_baseline(summary, base, config.baseline) if base is not None
-                                   else {"baseline_dir": config.baseline, "error": "no summary.json there"})
+            summary["baseline"] = (
+                compare_with_baseline(summary, base, config.baseline)
+                if base is not None
+                else {"baseline_dir": config.baseline, "error": "no summary.json there"}
+            )
         write_atomic(out / SUMMARY_FILE, masker.dumps(summary, indent=2) + "\n")
         write_atomic(out / WINDOWS_FILE, "".join(masker.dumps(w) + "\n" for w in window_lines(records)))
         run_info.update(end=now(), status=status, questions_done=scores.n_new, errors=scores.n_new_errors)

@@ -13,6 +13,7 @@ records that were counted, never a mean of the few counts it has (nor 0).
 >>> percentiles([1.0, 2.0, 3.0, 4.0])["median"]
 2.5
 """
+
 from __future__ import annotations
 
 import statistics
@@ -34,8 +35,9 @@ def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def summarize(records: Iterable[RunRecord | Mapping], judge: str = "none",
-              selected: Sequence[str] | None = None) -> dict:
+def summarize(
+    records: Iterable[RunRecord | Mapping], judge: str = "none", selected: Sequence[str] | None = None
+) -> dict:
     """The run's numbers from its records (the last record per question counts).
 
     Accuracy is the mean judge label over ok records with a label; Gate Fmt. is the share of
@@ -47,11 +49,14 @@ def summarize(records: Iterable[RunRecord | Mapping], judge: str = "none",
     if selected is not None:
         latest = {i: latest[i] for i in selected if i in latest}
     ok = [r for r in latest.values() if r.ok]
-    counts = {"selected": len(selected) if selected is not None else len(latest), "recorded": len(latest),
-              "ok": len(ok), "error": sum(not r.ok for r in latest.values())}
+    counts = {
+        "selected": len(selected) if selected is not None else len(latest),
+        "recorded": len(latest),
+        "ok": len(ok),
+        "error": sum(not r.ok for r in latest.values()),
+    }
     counts["missing"] = counts["selected"] - counts["recorded"]
-    out: dict[str, Any] = {"counts": counts, "judge": judge,
-                           "method": next((r.method for r in latest.values()), None)}
+    out: dict[str, Any] = {"counts": counts, "judge": judge, "method": next((r.method for r in latest.values()), None)}
 
     def by_group(key, value) -> dict:
         groups: dict[str, list[float]] = defaultdict(list)
@@ -67,7 +72,8 @@ def summarize(records: Iterable[RunRecord | Mapping], judge: str = "none",
     if judge != "none":
         labels = [r.label for r in ok if r.label is not None]
         out["accuracy"] = {
-            "overall": _mean([float(x) for x in labels]), "n": len(labels),
+            "overall": _mean([float(x) for x in labels]),
+            "n": len(labels),
             "unjudged": sum(1 for r in ok if r.label is None),
             "skipped": sum(1 for r in ok if r.judge and r.judge.skipped),
             "unparseable": sum(1 for r in ok if r.judge and r.judge.unparseable),
@@ -80,15 +86,27 @@ def summarize(records: Iterable[RunRecord | Mapping], judge: str = "none",
     else:
         out["accuracy"] = None
     f1 = [r.locomo_f1 for r in ok if r.locomo_f1 is not None]
-    out["locomo_f1"] = None if not f1 else {
-        "overall": statistics.fmean(f1), "n": len(f1),
-        "by_category": by_group(lambda r: r.question.type, lambda r: r.locomo_f1)}
+    out["locomo_f1"] = (
+        None
+        if not f1
+        else {
+            "overall": statistics.fmean(f1),
+            "n": len(f1),
+            "by_category": by_group(lambda r: r.question.type, lambda r: r.locomo_f1),
+        }
+    )
     pf = [r.answer_f1 for r in ok if r.answer_f1 is not None]
-    out["proxy"] = None if not pf else {
-        "note": "token F1 / normalised containment of the gold answer: quick proxies, not the paper's LLM-judge score",
-        "answer_f1": statistics.fmean(pf), "answer_contains": _mean([float(r.answer_contains) for r in ok
-                                                                     if r.answer_contains is not None]),
-        "n": len(pf), "answer_f1_by_type": by_group(abbrev, lambda r: r.answer_f1)}
+    out["proxy"] = (
+        None
+        if not pf
+        else {
+            "note": "token F1 / normalised containment of the gold answer: quick proxies, not the paper's LLM-judge score",
+            "answer_f1": statistics.fmean(pf),
+            "answer_contains": _mean([float(r.answer_contains) for r in ok if r.answer_contains is not None]),
+            "n": len(pf),
+            "answer_f1_by_type": by_group(abbrev, lambda r: r.answer_f1),
+        }
+    )
     cons = [r.construction for r in ok if r.construction]
     if cons:
         tot = {k: sum(getattr(c, k) for c in cons) for k in _COUNTS}
@@ -97,32 +115,49 @@ def summarize(records: Iterable[RunRecord | Mapping], judge: str = "none",
             failures.update(c.failures or {})
         n_rewritten, rate = rewritten_rate(cons)  # None for records made before n_rewritten existed
         out["construction"] = {
-            **tot, "gate_fmt": tot["n_fmt"] / tot["n_windows"] if tot["n_windows"] else None,
-            "n_rewritten": n_rewritten, "rewritten_rate": rate,
+            **tot,
+            "gate_fmt": tot["n_fmt"] / tot["n_windows"] if tot["n_windows"] else None,
+            "n_rewritten": n_rewritten,
+            "rewritten_rate": rate,
             "gate_pass_rate": tot["n_valid"] / tot["n_windows"] if tot["n_windows"] else None,
             "gold_keep_recall": tot["n_gold_kept"] / tot["n_gold"] if tot["n_gold"] else None,
-            "kept_per_question": tot["n_kept"] / len(cons), "windows_per_question": tot["n_windows"] / len(cons),
-            "failures": dict(sorted(failures.items())), "n_questions": len(cons),
+            "kept_per_question": tot["n_kept"] / len(cons),
+            "windows_per_question": tot["n_windows"] / len(cons),
+            "failures": dict(sorted(failures.items())),
+            "n_questions": len(cons),
             # All@k of the windows: questions whose every gold message the memory step was shown
-            "all_gold_shown": _mean([float(r.construction.n_gold >= r.n_gold) for r in ok
-                                     if r.construction and r.n_gold])}
+            "all_gold_shown": _mean(
+                [float(r.construction.n_gold >= r.n_gold) for r in ok if r.construction and r.n_gold]
+            ),
+        }
     else:
         out["construction"] = None
     pooled = [r for r in ok if r.gold_in_pool is not None]
     n_gold = sum(r.n_gold for r in pooled)
-    out["retrieval"] = None if not pooled else {
-        "gold_in_pool": sum(r.gold_in_pool for r in pooled), "n_gold": n_gold,
-        "gold_recall": sum(r.gold_in_pool for r in pooled) / n_gold if n_gold else None,
-        "rerankers": sorted({r.pool.reranker for r in pooled if r.pool}, key=str)}
+    out["retrieval"] = (
+        None
+        if not pooled
+        else {
+            "gold_in_pool": sum(r.gold_in_pool for r in pooled),
+            "n_gold": n_gold,
+            "gold_recall": sum(r.gold_in_pool for r in pooled) / n_gold if n_gold else None,
+            "rerankers": sorted({r.pool.reranker for r in pooled if r.pool}, key=str),
+        }
+    )
     out["memory_tokens"] = memory_tokens(ok)
     out["memory_measures"] = summarize_measures(ok)
-    out["latency_s"] = {s: percentiles([r.stage_seconds(s) for r in ok if r.stage_seconds(s) is not None])
-                        for s in STAGES}
+    out["latency_s"] = {
+        s: percentiles([r.stage_seconds(s) for r in ok if r.stage_seconds(s) is not None]) for s in STAGES
+    }
     calls = [w.output for r in ok for w in r.windows or () if w.output]
     answers = [r.answer_output for r in ok if r.answer_output]
-    out["calls"] = {"mpm": len(calls), "mpm_cached": sum(bool(c.cached) for c in calls),
-                    "answer": len(answers), "answer_cached": sum(bool(c.cached) for c in answers),
-                    "note": "latencies of cached calls are cache reads, not model time"}
+    out["calls"] = {
+        "mpm": len(calls),
+        "mpm_cached": sum(bool(c.cached) for c in calls),
+        "answer": len(answers),
+        "answer_cached": sum(bool(c.cached) for c in answers),
+        "note": "latencies of cached calls are cache reads, not model time",
+    }
     return out
 
 
@@ -210,6 +245,7 @@ def compare_with_baseline(summary: Mapping, baseline: Mapping, baseline_dir: str
     >>> compare_with_baseline({"memory_tokens": {"mean": 100.0}}, {"memory_tokens": {"mean": 6870.0}})["memory_tokens"]
     {'ours': 100.0, 'baseline': 6870.0, 'reduction': 68.7}
     """
+
     def get(d, *path):
         for p in path:
             if not isinstance(d, Mapping) or d.get(p) is None:
@@ -229,66 +265,87 @@ def compare_with_baseline(summary: Mapping, baseline: Mapping, baseline_dir: str
                 res["ratio"] = a / b if b else None
         return res
 
-    return {"baseline_dir": baseline_dir, "method": get(baseline, "method"),
-            "accuracy": pair(("accuracy", "overall"), "delta"),
-            "locomo_f1": pair(("locomo_f1", "overall"), "delta"),
-            "memory_tokens": pair(("memory_tokens", "mean"), "reduction"),
-            "evidence_recall": pair(("memory_measures", "evidence_recall", "mean"), "delta"),
-            "latency_total_mean": pair(("latency_s", "total", "mean"), "ratio")}
+    return {
+        "baseline_dir": baseline_dir,
+        "method": get(baseline, "method"),
+        "accuracy": pair(("accuracy", "overall"), "delta"),
+        "locomo_f1": pair(("locomo_f1", "overall"), "delta"),
+        "memory_tokens": pair(("memory_tokens", "mean"), "reduction"),
+        "evidence_recall": pair(("memory_measures", "evidence_recall", "mean"), "delta"),
+        "latency_total_mean": pair(("latency_s", "total", "mean"), "ratio"),
+    }
 
 
 def summary_text(s: Mapping) -> str:
     """A short human-readable summary."""
+
     def f(x, d=3):
         return "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
 
     c = s["counts"]
-    lines = [f"{s.get('method')} on {s.get('dataset')}: {c['ok']} ok, {c['error']} error, {c['missing']} missing "
-             f"of {c['selected']} selected"]
+    lines = [
+        f"{s.get('method')} on {s.get('dataset')}: {c['ok']} ok, {c['error']} error, {c['missing']} missing "
+        f"of {c['selected']} selected"
+    ]
     if s.get("accuracy"):
         a = s["accuracy"]
-        lines.append(f"accuracy ({s['judge']} judge) {f(a['overall'])} over {a['n']}  "
-                     + "  ".join(f"{t} {f(v['mean'])}" for t, v in a["by_type"].items())
-                     + f"  (unparseable judge replies counted wrong: {a.get('unparseable', 0)}, skipped "
-                       f"{a.get('skipped', 0)}, errored questions {a.get('question_errors', c['error'])}"
-                       + (f", of them judge replies with no verdict: {a['judge_no_verdict']}"
-                          if a.get("judge_no_verdict") else "") + ")")
+        lines.append(
+            f"accuracy ({s['judge']} judge) {f(a['overall'])} over {a['n']}  "
+            + "  ".join(f"{t} {f(v['mean'])}" for t, v in a["by_type"].items())
+            + f"  (unparseable judge replies counted wrong: {a.get('unparseable', 0)}, skipped "
+            f"{a.get('skipped', 0)}, errored questions {a.get('question_errors', c['error'])}"
+            + (f", of them judge replies with no verdict: {a['judge_no_verdict']}" if a.get("judge_no_verdict") else "")
+            + ")"
+        )
     if s.get("locomo_f1"):
         lf = s["locomo_f1"]
-        lines.append(f"LoCoMo F1 {f(lf['overall'])}  "
-                     + "  ".join(f"{t} {f(v['mean'])}" for t, v in lf["by_category"].items()))
+        lines.append(
+            f"LoCoMo F1 {f(lf['overall'])}  " + "  ".join(f"{t} {f(v['mean'])}" for t, v in lf["by_category"].items())
+        )
     if s.get("proxy"):
         pr = s["proxy"]
-        lines.append(f"proxy (not the paper's metric): answer F1 {f(pr['answer_f1'])}, "
-                     f"contains gold {f(pr['answer_contains'])}")
+        lines.append(
+            f"proxy (not the paper's metric): answer F1 {f(pr['answer_f1'])}, contains gold {f(pr['answer_contains'])}"
+        )
     if s.get("construction"):
         k = s["construction"]
-        lines.append(f"gate fmt {f(k['gate_fmt'])}, rewritten {f(k.get('rewritten_rate'))}, "
-                     f"gate pass {f(k['gate_pass_rate'])}, gold-keep recall "
-                     f"{f(k['gold_keep_recall'])}, {f(k['windows_per_question'], 1)} windows and "
-                     f"{f(k['kept_per_question'], 1)} kept messages per question; failures {k['failures']}")
+        lines.append(
+            f"gate fmt {f(k['gate_fmt'])}, rewritten {f(k.get('rewritten_rate'))}, "
+            f"gate pass {f(k['gate_pass_rate'])}, gold-keep recall "
+            f"{f(k['gold_keep_recall'])}, {f(k['windows_per_question'], 1)} windows and "
+            f"{f(k['kept_per_question'], 1)} kept messages per question; failures {k['failures']}"
+        )
     mm = s.get("memory_measures") or {}
     if mm:
-        lines.append(f"memory: evidence recall {f((mm.get('evidence_recall') or {}).get('mean'))}, answer recall in "
-                     f"memory {f((mm.get('answer_recall_in_memory') or {}).get('mean'))} (match "
-                     + (", ".join(f"{k} {v}" for k, v in mm.get("evidence_match", {}).items()) or "-")
-                     + (f"; {mm['unmeasured']} records without measures" if mm.get("unmeasured") else "") + ")")
+        lines.append(
+            f"memory: evidence recall {f((mm.get('evidence_recall') or {}).get('mean'))}, answer recall in "
+            f"memory {f((mm.get('answer_recall_in_memory') or {}).get('mean'))} (match "
+            + (", ".join(f"{k} {v}" for k, v in mm.get("evidence_match", {}).items()) or "-")
+            + (f"; {mm['unmeasured']} records without measures" if mm.get("unmeasured") else "")
+            + ")"
+        )
     m = s["memory_tokens"]
     if m["mean"] is None and m["tokenizer"] == "missing":
         from lazymem.llm.tokens import FETCH_COMMAND
 
-        lines.append(f"memory tokens missing: the Qwen3 tokenizer was not found ({m['n']} of {c['ok']} ok records "
-                     f"counted); fetch it with `{FETCH_COMMAND}` and rerun")
+        lines.append(
+            f"memory tokens missing: the Qwen3 tokenizer was not found ({m['n']} of {c['ok']} ok records "
+            f"counted); fetch it with `{FETCH_COMMAND}` and rerun"
+        )
     else:
         lines.append(f"memory tokens mean {f(m['mean'], 1)} (tokenizer {m['tokenizer']})")
     lat = s["latency_s"]
-    lines.append("latency s (mean/p95): " + "  ".join(
-        f"{st} {f(lat[st]['mean'], 2)}/{f(lat[st]['p95'], 2)}" for st in STAGES if lat[st]["n"]))
+    lines.append(
+        "latency s (mean/p95): "
+        + "  ".join(f"{st} {f(lat[st]['mean'], 2)}/{f(lat[st]['p95'], 2)}" for st in STAGES if lat[st]["n"])
+    )
     if s.get("baseline") and "memory_tokens" in s["baseline"]:
         b = s["baseline"]
-        lines.append(f"vs baseline {b['baseline_dir']}: memory tokens reduction "
-                     f"{f(b['memory_tokens'].get('reduction'), 1)}x, "
-                     f"accuracy delta {f(b['accuracy'].get('delta'))}")
+        lines.append(
+            f"vs baseline {b['baseline_dir']}: memory tokens reduction "
+            f"{f(b['memory_tokens'].get('reduction'), 1)}x, "
+            f"accuracy delta {f(b['accuracy'].get('delta'))}"
+        )
     return "\n".join(lines)
 
 

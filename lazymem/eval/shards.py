@@ -13,6 +13,7 @@ with the unsharded config (nothing left to do); its manifest says where its reco
 >>> [shard_questions(list("abcdefg"), i, 3) for i in range(3)]
 [['a', 'd', 'g'], ['b', 'e'], ['c', 'f']]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -106,9 +107,14 @@ class Part:
     def provenance(self) -> dict:
         """Its entry in the merged manifest's ``merged_from``."""
         run_ids = list(dict.fromkeys(r.run_id for r in self.records.values()))
-        return {"run_dir": str(self.run_dir), "shard": (self.manifest.get("config") or {}).get("shard"),
-                "run_ids": run_ids, "questions": len(self.records), "end": self.manifest.get("end"),
-                "git_commit": self.manifest.get("git_commit")}
+        return {
+            "run_dir": str(self.run_dir),
+            "shard": (self.manifest.get("config") or {}).get("shard"),
+            "run_ids": run_ids,
+            "questions": len(self.records),
+            "end": self.manifest.get("end"),
+            "git_commit": self.manifest.get("git_commit"),
+        }
 
 
 def _refuse(what: str) -> ConfigError:
@@ -122,17 +128,23 @@ def _read_part(d: Path) -> Part:
         raise _refuse(f"{d} has no readable {MANIFEST_FILE}: not a lazymem eval run folder")
     status = m.get("status")
     if status != "done":
-        why = {"running": "its manifest says running, but nobody holds its lock: it was killed; rerun it to finish",
-               "done_with_errors": "some of its questions failed; rerun it to redo them"}
-        raise _refuse(f"{d} is not finished: status {status!r}" + (f" ({why[status]})" if status in why else
-                                                                   "; rerun it to finish"))
+        why = {
+            "running": "its manifest says running, but nobody holds its lock: it was killed; rerun it to finish",
+            "done_with_errors": "some of its questions failed; rerun it to redo them",
+        }
+        raise _refuse(
+            f"{d} is not finished: status {status!r}"
+            + (f" ({why[status]})" if status in why else "; rerun it to finish")
+        )
     try:
         config = dataclasses.replace(EvalConfig.from_dict(m["config"]), shard=None)
     except (ConfigError, TypeError) as e:
         raise _refuse(f"{d / MANIFEST_FILE}: its config does not load: {e}") from None
     if m.get("config_sha256") not in config_fingerprints(config):
-        raise _refuse(f"{d / MANIFEST_FILE}: its config does not give its config_sha256 "
-                      f"{str(m.get('config_sha256'))[:12]} (edited, or a secret in it redacted)")
+        raise _refuse(
+            f"{d / MANIFEST_FILE}: its config does not give its config_sha256 "
+            f"{str(m.get('config_sha256'))[:12]} (edited, or a secret in it redacted)"
+        )
     records, truncated = load_records(d / RECORDS_FILE)
     latest = latest_records(records)
     bad = [i for i, r in latest.items() if not r.ok]
@@ -144,25 +156,36 @@ def _read_part(d: Path) -> Part:
 
 def _differences(parts: Sequence[Part]) -> list[str]:
     """What the parts disagree on, each as 'what: value in [folders]; value in [folders]'."""
+
     def sel(p: Part) -> dict:
         c = p.config.to_dict()
         return {k: c[k] for k in SELECTION}
 
-    checks = {"config_sha256": lambda p: manifest_identity(p.manifest)["config_sha256"],
-              "dataset sha256": lambda p: manifest_identity(p.manifest)["dataset_sha256"],
-              "prompt hashes": lambda p: manifest_identity(p.manifest)["prompt_hashes"]}
+    checks = {
+        "config_sha256": lambda p: manifest_identity(p.manifest)["config_sha256"],
+        "dataset sha256": lambda p: manifest_identity(p.manifest)["dataset_sha256"],
+        "prompt hashes": lambda p: manifest_identity(p.manifest)["prompt_hashes"],
+    }
     checks.update({f"EvalConfig.{k}": (lambda p, k=k: sel(p)[k]) for k in SELECTION})
     out = []
     for what, value in checks.items():
         groups: dict[str, list[str]] = {}
         for p in parts:
             v = value(p)
-            shown = v[:12] if isinstance(v, str) and len(v) == 64 else repr(v) if not isinstance(v, dict) else \
-                "{" + ", ".join(f"{n}: {str(h)[:12]}" for n, h in sorted(v.items())) + "}"
+            shown = (
+                v[:12]
+                if isinstance(v, str) and len(v) == 64
+                else repr(v)
+                if not isinstance(v, dict)
+                else "{" + ", ".join(f"{n}: {str(h)[:12]}" for n, h in sorted(v.items())) + "}"
+            )
             groups.setdefault(shown, []).append(str(p.run_dir))
         if len(groups) > 1:
-            out.append(f"{what} differs: " + "; ".join(f"{v} in {dirs}" for v, dirs in groups.items())
-                       + (_config_keys(parts) if what == "config_sha256" else ""))
+            out.append(
+                f"{what} differs: "
+                + "; ".join(f"{v} in {dirs}" for v, dirs in groups.items())
+                + (_config_keys(parts) if what == "config_sha256" else "")
+            )
     return out
 
 
@@ -177,8 +200,11 @@ def _config_keys(parts: Sequence[Part]) -> str:
     """' (config keys that differ: a.b: 3 / 4, ...)': the recorded configs' differences, cache folders and
     the question selection left out."""
     flat = [_flat(p.config.to_dict()) for p in parts]
-    keys = sorted(k for k in set().union(*flat) if not k.endswith("cache_dir") and k not in SELECTION
-                  and len({f.get(k) for f in flat}) > 1)
+    keys = sorted(
+        k
+        for k in set().union(*flat)
+        if not k.endswith("cache_dir") and k not in SELECTION and len({f.get(k) for f in flat}) > 1
+    )
     shown = [f"{k}: {' / '.join(dict.fromkeys(str(f.get(k)) for f in flat))}" for k in keys[:6]]
     return f" (config keys that differ: {', '.join(shown)})" if shown else ""
 
@@ -196,8 +222,10 @@ def _check_questions(parts: Sequence[Part], wanted: Sequence[str]) -> None:
     problems = [f"{len(ids)} question(s) in both {a} and {b}, e.g. {ids[:3]}" for (a, b), ids in overlap.items()]
     extra = [q for q in owner if q not in set(wanted)]
     if extra:
-        problems.append(f"{len(extra)} question(s) not in the unsharded selection, e.g. {extra[:3]} "
-                        f"(in {sorted({str(owner[q]) for q in extra})})")
+        problems.append(
+            f"{len(extra)} question(s) not in the unsharded selection, e.g. {extra[:3]} "
+            f"(in {sorted({str(owner[q]) for q in extra})})"
+        )
     missing = [q for q in wanted if q not in owner]
     if missing:
         shards = [(p.manifest.get("config") or {}).get("shard") for p in parts]
@@ -206,27 +234,43 @@ def _check_questions(parts: Sequence[Part], wanted: Sequence[str]) -> None:
         if len(ks) == 1 and None not in shards:
             k = ks.pop()
             hint = f"; shard(s) not given: {sorted(set(shard_names(k)) - set(shards))}"
-        problems.append(f"{len(missing)} of the {len(wanted)} selected question(s) in no folder, "
-                        f"e.g. {missing[:3]}{hint}")
+        problems.append(
+            f"{len(missing)} of the {len(wanted)} selected question(s) in no folder, e.g. {missing[:3]}{hint}"
+        )
     if problems:
         raise _refuse("the folders' questions must be disjoint and complete: " + "; ".join(problems))
 
 
 def _same_merge(old: Mapping | None, merged_from: list[dict]) -> bool:
     """Whether an existing manifest of the output folder records this very merge."""
+
     def key(entries: Any) -> Any:  # the same folders, runs and questions (a shard resumed since still counts)
-        return [{k: e.get(k) for k in ("run_dir", "shard", "run_ids", "questions")} if isinstance(e, Mapping)
-                else e for e in entries] if isinstance(entries, list) else None
+        return (
+            [
+                {k: e.get(k) for k in ("run_dir", "shard", "run_ids", "questions")} if isinstance(e, Mapping) else e
+                for e in entries
+            ]
+            if isinstance(entries, list)
+            else None
+        )
 
     if not isinstance(old, Mapping):
         return False
     runs = old.get("runs") if isinstance(old.get("runs"), list) else []
-    return key(merged_from) in [key(old.get("merged_from")), *(key(r.get("merged_from")) for r in runs
-                                                               if isinstance(r, Mapping))]
+    return key(merged_from) in [
+        key(old.get("merged_from")),
+        *(key(r.get("merged_from")) for r in runs if isinstance(r, Mapping)),
+    ]
 
 
-def merge_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike, progress: bool = False, *,
-               dataset: Dataset | None = None, command: Sequence[str] | None = None) -> dict:
+def merge_runs(
+    run_dirs: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    progress: bool = False,
+    *,
+    dataset: Dataset | None = None,
+    command: Sequence[str] | None = None,
+) -> dict:
     """Merge the run folders of a cell's shards into ``out``; returns the merged summary (also in summary.json).
 
     Writes records.jsonl (in the unsharded selection's order, each line as in its shard), errors.jsonl
@@ -271,8 +315,10 @@ def merge_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike, pr
 
             dataset = load_dataset(spec.get("spec") or config.dataset, subset=spec.get("subset"))
         if dataset.sha256 != spec.get("sha256"):
-            raise _refuse(f"the dataset {spec.get('spec') or dataset.name!r} is now sha256 {dataset.sha256[:12]}, "
-                          f"the folders' records were made on {str(spec.get('sha256'))[:12]}")
+            raise _refuse(
+                f"the dataset {spec.get('spec') or dataset.name!r} is now sha256 {dataset.sha256[:12]}, "
+                f"the folders' records were made on {str(spec.get('sha256'))[:12]}"
+            )
         questions = select_questions(dataset, config)
         wanted = [q.id for q in questions]
         _check_questions(parts, wanted)
@@ -292,17 +338,39 @@ def merge_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike, pr
         summary["run_dir"] = str(Path(out))
         if config.baseline:
             base = read_json(Path(config.baseline) / SUMMARY_FILE)
-            summary["baseline"] = (compare_with_baseline(summary, base, config.baseline) if base is not None
-                                   else {"baseline_dir": config.baseline, "error": "no summary.json there"})
-        run_info = {"run_id": uuid.uuid4().hex[:12], "start": now(), "end": None, "status": "running",
-                    "pid": os.getpid(), "host": (lock.info or {}).get("host"),
-                    "command": list(command if command is not None else sys.argv), "questions_todo": 0,
-                    "resumed_ok": len(records), "dropped_truncated_line": False, "force_new": False,
-                    "set_aside_to": None, "dataset_sha256": dataset.sha256, "config_sha256": m0["config_sha256"],
-                    "merged_from": merged_from}
+            summary["baseline"] = (
+                compare_with_baseline(summary, base, config.baseline)
+                if base is not None
+                else {"baseline_dir": config.baseline, "error": "no summary.json there"}
+            )
+        run_info = {
+            "run_id": uuid.uuid4().hex[:12],
+            "start": now(),
+            "end": None,
+            "status": "running",
+            "pid": os.getpid(),
+            "host": (lock.info or {}).get("host"),
+            "command": list(command if command is not None else sys.argv),
+            "questions_todo": 0,
+            "resumed_ok": len(records),
+            "dropped_truncated_line": False,
+            "force_new": False,
+            "set_aside_to": None,
+            "dataset_sha256": dataset.sha256,
+            "config_sha256": m0["config_sha256"],
+            "merged_from": merged_from,
+        }
         injected = {name: None for p in parts for name in p.manifest.get("injected_clients") or ()}
-        manifest = new_manifest(config, dataset, len(questions), m0["config_sha256"], m0.get("llm_cache_dir"),
-                                injected, old if _same_merge(old, merged_from) else None, run_info)
+        manifest = new_manifest(
+            config,
+            dataset,
+            len(questions),
+            m0["config_sha256"],
+            m0.get("llm_cache_dir"),
+            injected,
+            old if _same_merge(old, merged_from) else None,
+            run_info,
+        )
         manifest["prompt_hashes"] = m0.get("prompt_hashes")  # the records' prompts, not this process's
         manifest["merged_from"] = merged_from
         write_atomic(held, "".join(masker.dumps(r.to_json()) + "\n" for r in records))
@@ -329,9 +397,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     >>> add_arguments(argparse.ArgumentParser()).parse_args(["a", "b", "--out", "m"]).run_dirs
     ['a', 'b']
     """
-    parser.description = HELP + (": only when they share the config fingerprint, question selection, dataset "
-                                 "sha256 and prompt hashes, are finished with every record ok, and their questions "
-                                 "are disjoint and together the unsharded selection")
+    parser.description = HELP + (
+        ": only when they share the config fingerprint, question selection, dataset "
+        "sha256 and prompt hashes, are finished with every record ok, and their questions "
+        "are disjoint and together the unsharded selection"
+    )
     parser.epilog = "exit status: 0 merged; 2 refused (one line naming what differs and which folders)"
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="the shards' lazymem eval run folders")
     parser.add_argument("--out", required=True, help="the merged run folder (empty, or this same merge's)")

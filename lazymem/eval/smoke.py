@@ -21,6 +21,7 @@ It prints what it replaced, runs the cells through ``run_eval_table`` into a fre
 reply with no verdict, a judge that gives the wrong verdict on the gold answer or on a wrong one, an
 answerer's reasoning lost, an MPM output the gate cannot read, a prompt over the served context.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -77,21 +78,29 @@ def cell_smoke_overrides(cfg: Any, url: str, cell: str, plan: Plan) -> list[str]
     p = cfg.pipeline
     for role in ("mpm", "answer", "judge"):
         llm = getattr(p, role)
-        if llm is None or (role == "mpm" and not method_class(p.method).uses_mpm) \
-                or (role == "judge" and cfg.judge == "none"):
+        if (
+            llm is None
+            or (role == "mpm" and not method_class(p.method).uses_mpm)
+            or (role == "judge" and cfg.judge == "none")
+        ):
             continue
         if llm.backend == "openai":
             out.append(f"pipeline.{role}.base_url={url}")
-            plan.add(f"pipeline.{role}", f"{llm.model} at {redact_urls(llm.base_url or 'api.openai.com')}",
-                     f"{llm.model} on the scripted Qwen3-family server", cell)
+            plan.add(
+                f"pipeline.{role}",
+                f"{llm.model} at {redact_urls(llm.base_url or 'api.openai.com')}",
+                f"{llm.model} on the scripted Qwen3-family server",
+                cell,
+            )
         elif llm.device != "cpu":
             out.append(f"pipeline.{role}.device=cpu")
             engine = llm.backend
             if llm.backend == "transformers" and llm.model == "smollm2-offline" and _gguf_ok(smollm2_gguf):
                 out.append(f"pipeline.{role}.backend=llamacpp")
                 engine = "llamacpp"
-            plan.add(f"pipeline.{role}", f"{llm.model} ({llm.backend}, {llm.device})",
-                     f"{llm.model} ({engine}, cpu)", cell)
+            plan.add(
+                f"pipeline.{role}", f"{llm.model} ({llm.backend}, {llm.device})", f"{llm.model} ({engine}, cpu)", cell
+            )
     r = p.retrieval
     if r.dense_model and r.dense_model != MINILM and not r.dense_base_url:
         out.append(f"pipeline.retrieval.dense_model={MINILM}")
@@ -127,8 +136,10 @@ def set_smoke_overrides(cfg: Any, questions: int, data: str | None, cell: str, p
     if spec is None:
         spec = LONGMEMEVAL_LOCAL if Path(LONGMEMEVAL_LOCAL).exists() and cfg.judge != "locomo" else None
         if spec is None and cfg.judge == "locomo":
-            raise SmokeFailed(f"{cell}: the LoCoMo dataset {cfg.dataset!r} is not on disk; give a local copy with "
-                              "--smoke-data PATH#paper")
+            raise SmokeFailed(
+                f"{cell}: the LoCoMo dataset {cfg.dataset!r} is not on disk; give a local copy with "
+                "--smoke-data PATH#paper"
+            )
         spec = spec or SYNTHETIC
     if spec != cfg.dataset:
         out.append(f"dataset={spec}")
@@ -150,8 +161,10 @@ def smoke_table(config: Any, url: str, questions: int, data: str | None, output_
     rows, sets = {}, {}
     for set_name in config.sets:
         first = EvalConfig.from_yaml(config.base, config.cell_overrides(set_name, next(iter(config.rows))))
-        sets[set_name] = [*_overrides(config.sets[set_name] or {}, f"sets.{set_name}"),
-                          *set_smoke_overrides(first, questions, data, set_name, plan)]
+        sets[set_name] = [
+            *_overrides(config.sets[set_name] or {}, f"sets.{set_name}"),
+            *set_smoke_overrides(first, questions, data, set_name, plan),
+        ]
     for row in config.rows:
         extra: list[str] = []
         for set_name in config.sets:
@@ -181,11 +194,20 @@ def judge_probe(cfg: Any, dataset: Any) -> list[str]:
         return ["judge probe: no question with a gold answer among the selected ones"]
     q, client, fails = qs[0], make_client(cfg.pipeline.judge), []
     for response, want in ((q.answer, True), (WRONG_ANSWER, False)):
-        got = judge_answer(client, q, response, cfg.judge, seed=cfg.seed, max_tokens=cfg.judge_max_tokens,
-                           json_mode=cfg.judge_json_mode)
+        got = judge_answer(
+            client,
+            q,
+            response,
+            cfg.judge,
+            seed=cfg.seed,
+            max_tokens=cfg.judge_max_tokens,
+            json_mode=cfg.judge_json_mode,
+        )
         if got["label"] is not want:
-            fails.append(f"judge probe on {q.id}: the {'gold' if want else 'wrong'} answer got label "
-                         f"{got['label']!r} (error: {got['error']}; reply {str(got['response'])[:80]!r})")
+            fails.append(
+                f"judge probe on {q.id}: the {'gold' if want else 'wrong'} answer got label "
+                f"{got['label']!r} (error: {got['error']}; reply {str(got['response'])[:80]!r})"
+            )
     return fails
 
 
@@ -216,15 +238,19 @@ def check_cells(config: Any, out: Path, family: Any) -> tuple[list[str], list[st
                 if acc.get("judge_no_verdict") or acc.get("judge_errors"):
                     failed.append(f"{name}: {acc.get('judge_no_verdict')} judge replies with no verdict")
                 else:
-                    passed.append(f"{name}: {acc.get('n')} judged, every reply a verdict (accuracy "
-                                  f"{acc.get('overall')})")
-            thinks = (cfg.pipeline.answer.backend == "openai"
-                      and (cfg.pipeline.answer.chat_template_kwargs or {}).get("enable_thinking", True) is not False)
+                    passed.append(
+                        f"{name}: {acc.get('n')} judged, every reply a verdict (accuracy {acc.get('overall')})"
+                    )
+            thinks = (
+                cfg.pipeline.answer.backend == "openai"
+                and (cfg.pipeline.answer.chat_template_kwargs or {}).get("enable_thinking", True) is not False
+            )
             if thinks:
                 lost = [r["question_id"] for r in recs if not r.get("answer_think") or "<think>" in r.get("answer", "")]
                 (failed if lost else passed).append(
-                    f"{name}: answerer's reasoning " + (f"lost on {lost[:3]}" if lost else
-                                                       f"kept beside the answer on {len(recs)} of {len(recs)}"))
+                    f"{name}: answerer's reasoning "
+                    + (f"lost on {lost[:3]}" if lost else f"kept beside the answer on {len(recs)} of {len(recs)}")
+                )
             empty = [r["question_id"] for r in recs if not (r.get("memory") or "").strip()]
             if len(empty) == len(recs):  # a method that builds nothing (Mem0 extracting no fact) is broken
                 failed.append(f"{name}: empty memory on every question ({len(recs)})")
@@ -233,14 +259,16 @@ def check_cells(config: Any, out: Path, family: Any) -> tuple[list[str], list[st
             if cons.get("n_windows") and served_mpm:
                 fmt = cons.get("gate_fmt")
                 (failed if fmt != 1.0 else passed).append(
-                    f"{name}: MPM outputs the gate reads: {fmt} of {cons.get('n_windows')} windows")
+                    f"{name}: MPM outputs the gate reads: {fmt} of {cons.get('n_windows')} windows"
+                )
             if cfg.judge != "none" and not probed:
                 probed = True
                 fails = judge_probe(cfg, prepared(_Cell((set_name, row)))[1])
                 failed += [f"{set_name}: {f}" for f in fails]
                 if not fails:
-                    passed.append(f"{set_name}: the judge as configured says correct to the gold answer and wrong "
-                                  "to a wrong one")
+                    passed.append(
+                        f"{set_name}: the judge as configured says correct to the gold answer and wrong to a wrong one"
+                    )
     for model, n in sorted(family.max_prompt_tokens.items()):
         passed.append(f"{model}: longest prompt {n:,} tokens (context {family.max_model_len:,})")
     return passed, failed
@@ -274,8 +302,14 @@ def fresh_stores(root: Path):
             os.environ[CACHE_ENV] = before
 
 
-def run_smoke(config: Any, questions: int = 1, data: str | None = None, output_dir: str | None = None,
-              progress: bool = True, echo=print) -> dict:
+def run_smoke(
+    config: Any,
+    questions: int = 1,
+    data: str | None = None,
+    output_dir: str | None = None,
+    progress: bool = True,
+    echo=print,
+) -> dict:
     """Run the table's smoke (see the module docstring); the report, or SmokeFailed."""
     from lazymem.eval.table import run_eval_table
     from lazymem.llm.scripted import ScriptedQwen3, ScriptedServer
@@ -283,8 +317,9 @@ def run_smoke(config: Any, questions: int = 1, data: str | None = None, output_d
     t0 = time.perf_counter()
     out = Path(output_dir or f"runs/smoke/{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.iterdir()):
-        raise SmokeFailed(f"smoke output folder {out} is not empty: a smoke run starts from nothing (give another "
-                          "--out)")
+        raise SmokeFailed(
+            f"smoke output folder {out} is not empty: a smoke run starts from nothing (give another --out)"
+        )
     family = ScriptedQwen3()
     with fresh_stores(out / "cache"), ScriptedServer(family) as url:
         smoke, plan = smoke_table(config, url, questions, data, str(out))
@@ -298,12 +333,22 @@ def run_smoke(config: Any, questions: int = 1, data: str | None = None, output_d
         echo(f"  ok    {line}")
     for line in failed:
         echo(f"  FAIL  {line}")
-    echo(f"smoke {'FAILED' if failed else 'passed'} in {seconds:.0f} s ({len(family.requests)} requests to the "
-         f"scripted server); table: {out / 'table.md'}")
-    report = {"output_dir": str(out), "seconds": seconds, "passed": passed, "failed": failed,
-              "replaced": [{"setting": s, "config": a, "smoke": b, "cells": sorted(c)}
-                           for (s, a, b), c in sorted(plan.replaced.items())],
-              "requests": len(family.requests), "table": table}
+    echo(
+        f"smoke {'FAILED' if failed else 'passed'} in {seconds:.0f} s ({len(family.requests)} requests to the "
+        f"scripted server); table: {out / 'table.md'}"
+    )
+    report = {
+        "output_dir": str(out),
+        "seconds": seconds,
+        "passed": passed,
+        "failed": failed,
+        "replaced": [
+            {"setting": s, "config": a, "smoke": b, "cells": sorted(c)}
+            for (s, a, b), c in sorted(plan.replaced.items())
+        ],
+        "requests": len(family.requests),
+        "table": table,
+    }
     (out / "smoke.json").write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
     if failed:
         raise SmokeFailed("smoke run failed:\n" + "\n".join(f"  {f}" for f in failed))

@@ -25,6 +25,7 @@ finished cell costs nothing), then writes ``table.md`` / ``table.json`` with, pe
 >>> c["nongold_drop_rate"], c["ratio_to_ref"]
 (0.75, 0.25)
 """
+
 from __future__ import annotations
 
 import json
@@ -37,18 +38,32 @@ from lazymem.errors import ConfigError
 from lazymem.eval.paper import NOT_IN_PAPER, not_in_paper
 from lazymem.fields import h
 
-COLUMNS = ("questions", "judge_accuracy", "judge_errors", "all_gold_shown", "gate_fmt", "rewritten_rate",
-           "gold_keep_recall", "nongold_drop_rate",
-           "evidence_recall", "answer_recall_in_memory", "memory_tokens", "ratio_to_ref", "locomo_f1", "answer_f1",
-           "processing_s")
+COLUMNS = (
+    "questions",
+    "judge_accuracy",
+    "judge_errors",
+    "all_gold_shown",
+    "gate_fmt",
+    "rewritten_rate",
+    "gold_keep_recall",
+    "nongold_drop_rate",
+    "evidence_recall",
+    "answer_recall_in_memory",
+    "memory_tokens",
+    "ratio_to_ref",
+    "locomo_f1",
+    "answer_f1",
+    "processing_s",
+)
 
 
 RESERVED_NAMES = ("table.md", "table.json")  # the table's own files in output_dir (lazymem.sweep.TABLE_FILES)
-MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other inputs (set aside in its folder's "
-                            "previous-<time>/)",
-              "stale": "stale, not shown: its results are of other inputs and `only` left it out (rerun it, e.g. "
-                       "--set only=[row])",
-              "failed": "failed as a job (lazymem jobs <output_dir> shows its log and the command that reruns it)"}
+MARK_TEXTS = {
+    "recomputed": "recomputed: its earlier results were of other inputs (set aside in its folder's previous-<time>/)",
+    "stale": "stale, not shown: its results are of other inputs and `only` left it out (rerun it, e.g. "
+    "--set only=[row])",
+    "failed": "failed as a job (lazymem jobs <output_dir> shows its log and the command that reruns it)",
+}
 # the notes under a table, per mark
 
 
@@ -64,14 +79,22 @@ def check_name(name: Any, where: str) -> str:
     lazymem.errors.ConfigError: EvalTableConfig.rows: name '../x' must be one folder name (no '/', '\\', NUL, '.' or '..'): it names the cell's folder <output_dir>/<set>/<row>
     """  # noqa: E501  (a doctest's expected output is one line)
     if not isinstance(name, str):
-        raise ConfigError(f"{where}: name {name!r} is a {type(name).__name__}, not a string; names are folder names: "
-                          f"quote it in the YAML ('{name}': ...)")
-    if (not name.strip() or any(c in name for c in "/\\\0") or name in (".", "..") or name in RESERVED_NAMES
-            or name != name.strip()):
-        raise ConfigError(f"{where}: name {name!r} must be one folder name (no '/', '\\', NUL, '.' or '..'): "
-                          "it names the cell's folder <output_dir>/<set>/<row>"
-                          + (f"; {', '.join(RESERVED_NAMES)} are the table's own files"
-                             if name in RESERVED_NAMES else ""))
+        raise ConfigError(
+            f"{where}: name {name!r} is a {type(name).__name__}, not a string; names are folder names: "
+            f"quote it in the YAML ('{name}': ...)"
+        )
+    if (
+        not name.strip()
+        or any(c in name for c in "/\\\0")
+        or name in (".", "..")
+        or name in RESERVED_NAMES
+        or name != name.strip()
+    ):
+        raise ConfigError(
+            f"{where}: name {name!r} must be one folder name (no '/', '\\', NUL, '.' or '..'): "
+            "it names the cell's folder <output_dir>/<set>/<row>"
+            + (f"; {', '.join(RESERVED_NAMES)} are the table's own files" if name in RESERVED_NAMES else "")
+        )
     return name
 
 
@@ -94,14 +117,26 @@ class EvalTableConfig:
     reference: str | None = field(default=None, metadata=h("the row memory tokens are compared with (RAG Top50)"))
     only: tuple[str, ...] = field(default=(), metadata=h("run only these rows (finished cells are always shown)"))
     output_dir: str = field(default="runs/eval_table", metadata=h("<set>/<row>/ run folders, table.md/json"))
-    executor: Any = field(default=None, metadata=h(
-        "where cells run: inline (default), local or slurm, or lazymem.jobs.JobsConfig keys (partition, ...)"))
+    executor: Any = field(
+        default=None,
+        metadata=h(
+            "where cells run: inline (default), local or slurm, or lazymem.jobs.JobsConfig keys (partition, ...)"
+        ),
+    )
     shards: int = field(default=1, metadata=h("jobs per cell (local/slurm), each a part of its questions, merged"))
-    not_in_paper: tuple[str, ...] = field(default=(), metadata=h(
-        "rows the paper's table does not have (the project's own systems or models): marked 'ours, not in the paper'"))
-    paper_systems_not_run: Mapping[str, str] = field(default_factory=dict, metadata=h(
-        "systems of the paper's Table 1 this table cannot run -> why; the dry run and table.md show the paper's "
-        "reported numbers for them (lazymem.eval.paper.REPORTED), labelled reported"))
+    not_in_paper: tuple[str, ...] = field(
+        default=(),
+        metadata=h(
+            "rows the paper's table does not have (the project's own systems or models): marked 'ours, not in the paper'"
+        ),
+    )
+    paper_systems_not_run: Mapping[str, str] = field(
+        default_factory=dict,
+        metadata=h(
+            "systems of the paper's Table 1 this table cannot run -> why; the dry run and table.md show the paper's "
+            "reported numbers for them (lazymem.eval.paper.REPORTED), labelled reported"
+        ),
+    )
 
     def __post_init__(self):
         from lazymem.eval.paper import REPORTED
@@ -111,11 +146,15 @@ class EvalTableConfig:
         if type(self.shards) is not int or self.shards < 1:
             raise ConfigError(f"EvalTableConfig.shards: {self.shards!r} must be an integer >= 1")
         if self.shards > 1 and self.executor.inline:
-            raise ConfigError(f"EvalTableConfig.shards={self.shards}: shards are jobs; choose executor local or slurm "
-                              "(--executor local)")
+            raise ConfigError(
+                f"EvalTableConfig.shards={self.shards}: shards are jobs; choose executor local or slurm "
+                "(--executor local)"
+            )
         if not self.base or not isinstance(self.base, str):
-            raise ConfigError("EvalTableConfig.base: the base eval recipe (a configs/eval/*.yaml path) is required, "
-                              f"as one path (got {self.base!r})")
+            raise ConfigError(
+                "EvalTableConfig.base: the base eval recipe (a configs/eval/*.yaml path) is required, "
+                f"as one path (got {self.base!r})"
+            )
         for name in ("output_dir", "reference"):
             v = getattr(self, name)
             if not (isinstance(v, str) and v) and not (name == "reference" and v is None):
@@ -139,16 +178,22 @@ class EvalTableConfig:
         object.__setattr__(self, "not_in_paper", ext)
         systems = self.paper_systems_not_run or {}
         if not isinstance(systems, Mapping) or not all(isinstance(v, str) for v in systems.values()):
-            raise ConfigError("EvalTableConfig.paper_systems_not_run: a mapping of the paper's system name -> why "
-                              f"it is not run (a string), got {systems!r}")
+            raise ConfigError(
+                "EvalTableConfig.paper_systems_not_run: a mapping of the paper's system name -> why "
+                f"it is not run (a string), got {systems!r}"
+            )
         known = set(REPORTED["longmemeval"]) | set(REPORTED["locomo"])
         if unknown := [k for k in systems if k not in known]:
-            raise ConfigError(f"EvalTableConfig.paper_systems_not_run: {unknown} are not systems of the paper's "
-                              f"Table 1 (known: {', '.join(sorted(known))})")
+            raise ConfigError(
+                f"EvalTableConfig.paper_systems_not_run: {unknown} are not systems of the paper's "
+                f"Table 1 (known: {', '.join(sorted(known))})"
+            )
 
     def cell_overrides(self, set_name: str, row: str) -> list[str]:
-        return [*_overrides(self.sets[set_name] or {}, f"sets.{set_name}"),
-                *_overrides(self.rows[row] or {}, f"rows.{row}")]
+        return [
+            *_overrides(self.sets[set_name] or {}, f"sets.{set_name}"),
+            *_overrides(self.rows[row] or {}, f"rows.{row}"),
+        ]
 
 
 def reported_only(systems: Mapping[str, str], dataset: str | None) -> list[dict]:
@@ -163,8 +208,15 @@ def reported_only(systems: Mapping[str, str], dataset: str | None) -> list[dict]
     out = []
     for system, why in systems.items():
         rep = REPORTED.get(bench, {}).get(system) if bench else None
-        out.append({"system": system, "why": why, "mpm": rep["mpm"] if rep else None,
-                    "lj": rep["lj"] if rep else None, "tokens": rep["tokens"] if rep else None})
+        out.append(
+            {
+                "system": system,
+                "why": why,
+                "mpm": rep["mpm"] if rep else None,
+                "lj": rep["lj"] if rep else None,
+                "tokens": rep["tokens"] if rep else None,
+            }
+        )
     return out
 
 
@@ -174,8 +226,11 @@ def reported_only_markdown(rows: Sequence[Mapping]) -> list[str]:
         return []
     lines = ["Systems of the paper's Table 1 not run here (the paper's reported numbers, not measured):", ""]
     for r in rows:
-        nums = "not reported on this benchmark" if r["lj"] is None else (
-            f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})")
+        nums = (
+            "not reported on this benchmark"
+            if r["lj"] is None
+            else (f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})")
+        )
         lines.append(f"- {r['system']}: {nums}; {r['why']}")
     return [*lines, ""]
 
@@ -202,12 +257,14 @@ def table_row(summary: Mapping, reference: Mapping | None = None, extension: boo
         "judge_accuracy": acc.get("overall"),
         "judge_errors": acc.get("judge_errors") if acc else None,
         "all_gold_shown": c.get("all_gold_shown"),
-        "gate_fmt": c.get("gate_fmt"), "rewritten_rate": c.get("rewritten_rate"),
+        "gate_fmt": c.get("gate_fmt"),
+        "rewritten_rate": c.get("rewritten_rate"),
         "gold_keep_recall": c.get("gold_keep_recall"),
         "nongold_drop_rate": (1 - (c["n_kept"] - c["n_gold_kept"]) / rest) if c and rest else None,
         "evidence_recall": (measures.get("evidence_recall") or {}).get("mean"),
         "answer_recall_in_memory": (measures.get("answer_recall_in_memory") or {}).get("mean"),
-        "memory_tokens": tokens, "ratio_to_ref": tokens / ref if tokens is not None and ref else None,
+        "memory_tokens": tokens,
+        "ratio_to_ref": tokens / ref if tokens is not None and ref else None,
         "locomo_f1": (summary.get("locomo_f1") or {}).get("overall"),
         "answer_f1": (summary.get("proxy") or {}).get("answer_f1"),
         "processing_s": proc,
@@ -238,13 +295,13 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
         return None
     if not manifest:
         return [f"no readable {MANIFEST_FILE} beside {RECORDS_FILE}: inputs unknown"]
-    identity = run_identity(config_fingerprints(resolve_cache(seeded(cfg))[0]), dataset.sha256,
-                            prompts.prompt_hashes())
+    identity = run_identity(config_fingerprints(resolve_cache(seeded(cfg))[0]), dataset.sha256, prompts.prompt_hashes())
     return identity_changes(manifest_identity(manifest), identity)
 
 
-def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: Any = None,
-                   command: Sequence[str] | None = None) -> dict:
+def run_eval_table(
+    config: EvalTableConfig, progress: bool = True, clients_for: Any = None, command: Sequence[str] | None = None
+) -> dict:
     """Run every unfinished cell, then write and return {set: {row: columns}}.
 
     The cells go through the sweep engine (``lazymem.sweep.run_cells``). A finished cell is reused
@@ -266,8 +323,11 @@ def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: 
     from lazymem.sweep import Cell, run_cells, write_table
 
     out = Path(config.output_dir)
-    cells = [Cell((s, r), out / s / r, selected=not config.only or r in config.only)
-             for s in config.sets for r in config.rows]
+    cells = [
+        Cell((s, r), out / s / r, selected=not config.only or r in config.only)
+        for s in config.sets
+        for r in config.rows
+    ]
     prepared = CellInputs(config)
 
     def check(cell: Cell) -> list[str] | None:
@@ -277,31 +337,64 @@ def run_eval_table(config: EvalTableConfig, progress: bool = True, clients_for: 
 
     def run(cell: Cell, changes: tuple[str, ...]) -> dict:
         cfg, dataset = prepared(cell)
-        return evaluate(cfg, cell.folder, progress=progress, clients=clients_for(*cell.key) if clients_for else None,
-                        dataset=dataset, force_new=bool(changes), command=["lazymem", "eval-table", *cell.key])
+        return evaluate(
+            cfg,
+            cell.folder,
+            progress=progress,
+            clients=clients_for(*cell.key) if clients_for else None,
+            dataset=dataset,
+            force_new=bool(changes),
+            command=["lazymem", "eval-table", *cell.key],
+        )
 
     jobs = None
     if not config.executor.inline:
         if clients_for is not None:
-            raise ConfigError("run_eval_table: clients_for= gives ready clients, which cannot cross into a job; "
-                              f"executor {config.executor.kind!r} builds each cell's clients in its job")
+            raise ConfigError(
+                "run_eval_table: clients_for= gives ready clients, which cannot cross into a job; "
+                f"executor {config.executor.kind!r} builds each cell's clients in its job"
+            )
         jobs = CellJobs(config, prepared, command or ["lazymem", "eval-table"]).plan(out)
-    outcomes = run_cells(cells, check=check, run=run, load=lambda cell: read_json(cell.folder / SUMMARY_FILE),
-                         resume=True, catch=jobs is not None, progress="lines" if progress else None,
-                         label="eval-table", jobs=jobs)
+    outcomes = run_cells(
+        cells,
+        check=check,
+        run=run,
+        load=lambda cell: read_json(cell.folder / SUMMARY_FILE),
+        resume=True,
+        catch=jobs is not None,
+        progress="lines" if progress else None,
+        label="eval-table",
+        jobs=jobs,
+    )
     summaries: dict[str, dict[str, dict]] = {}
     for o in outcomes:
         if o.shown or o.status in ("stale", "failed"):  # a stale or failed cell shows no numbers, only its mark
             summaries.setdefault(o.cell.key[0], {})[o.cell.key[1]] = o.result if o.shown else {}
     marks = {o.cell.key: o.mark() for o in outcomes}
-    table = {s: {r: dict(table_row(v, rows.get(config.reference) if config.reference else None,
-                                   extension=r in config.not_in_paper), **marks[(s, r)])
-                 for r, v in rows.items()} for s, rows in summaries.items()}
+    table = {
+        s: {
+            r: dict(
+                table_row(
+                    v, rows.get(config.reference) if config.reference else None, extension=r in config.not_in_paper
+                ),
+                **marks[(s, r)],
+            )
+            for r, v in rows.items()
+        }
+        for s, rows in summaries.items()
+    }
     text = table_markdown(table, config.reference)
     if config.paper_systems_not_run:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(
-            line for s in table for line in [f"### {s}", ""]
-            + reported_only_markdown(reported_only(config.paper_systems_not_run, set_dataset(config, s))))
+        text = (
+            text.rstrip("\n")
+            + "\n\n"
+            + "\n".join(
+                line
+                for s in table
+                for line in [f"### {s}", ""]
+                + reported_only_markdown(reported_only(config.paper_systems_not_run, set_dataset(config, s)))
+            )
+        )
     text = text.rstrip("\n") + "\n\n" + "\n".join(provenance_lines(out, table, command)) + "\n"
     write_table(out, table, text)
     return table
@@ -319,10 +412,13 @@ def provenance_lines(out: Path, table: Mapping[str, Mapping], command: Sequence[
             m = read_json(out / set_name / row / MANIFEST_FILE) or {}
             if m.get("status") == "done":
                 made.setdefault((m.get("git_commit") or "unknown")[:7], []).append(
-                    (str(m.get("end") or m.get("start") or "")[:10], f"{set_name}/{row}"))
+                    (str(m.get("end") or m.get("start") or "")[:10], f"{set_name}/{row}")
+                )
     shown = " ".join(command) if command else "lazymem eval-table --config <this table's config>"
-    lines = [f"Remade by `{shown}` (lazymem {__version__}): finished cells whose config, dataset and prompts "
-             "still match are read back, others are run."]
+    lines = [
+        f"Remade by `{shown}` (lazymem {__version__}): finished cells whose config, dataset and prompts "
+        "still match are read back, others are run."
+    ]
     for commit, cells in sorted(made.items(), key=lambda kv: min(d for d, _ in kv[1])):
         dates = sorted(d for d, _ in cells)
         span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
@@ -379,10 +475,18 @@ class CellJobs:
             try:
                 from lazymem.eval import shards  # noqa: F401  (merge_runs, EvalConfig.shard)
             except ImportError:
-                raise ConfigError("EvalTableConfig.shards: shards need lazymem.eval.shards (merge_runs), "
-                                  "which this install lacks") from None
-        return Jobs(self.config.executor, out, tasks=self.tasks, finish=self.finish, done=self.done,
-                    command=self.command, only_index=1)
+                raise ConfigError(
+                    "EvalTableConfig.shards: shards need lazymem.eval.shards (merge_runs), which this install lacks"
+                ) from None
+        return Jobs(
+            self.config.executor,
+            out,
+            tasks=self.tasks,
+            finish=self.finish,
+            done=self.done,
+            command=self.command,
+            only_index=1,
+        )
 
     def shard_dirs(self, cell: Any) -> list[Path]:
         k = self.config.shards
@@ -397,8 +501,16 @@ class CellJobs:
         if self.config.shards == 1:
             return [Task(cell.key, cell.folder, run_cell_job, (cfg, str(cell.folder), bool(changes), self.command))]
         k = self.config.shards
-        return [Task(cell.key, d, run_cell_job, (replace(cfg, shard=f"{i}/{k}"), str(d), bool(changes), self.command),
-                     name=d.name) for i, d in enumerate(self.shard_dirs(cell))]
+        return [
+            Task(
+                cell.key,
+                d,
+                run_cell_job,
+                (replace(cfg, shard=f"{i}/{k}"), str(d), bool(changes), self.command),
+                name=d.name,
+            )
+            for i, d in enumerate(self.shard_dirs(cell))
+        ]
 
     def finish(self, cell: Any, changes: tuple[str, ...], results: list) -> dict:
         if self.config.shards == 1:
@@ -419,8 +531,9 @@ class CellJobs:
         return (read_json(cell.folder / MANIFEST_FILE) or {}).get("status") == "done"
 
 
-def table_markdown(table: Mapping[str, Mapping[str, Mapping]], reference: str | None = None,
-                   columns: Sequence[str] = COLUMNS) -> str:
+def table_markdown(
+    table: Mapping[str, Mapping[str, Mapping]], reference: str | None = None, columns: Sequence[str] = COLUMNS
+) -> str:
     """One markdown table per question set, a row per method; empty columns left out."""
     from lazymem.sweep import mark_notes
 

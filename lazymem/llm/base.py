@@ -14,6 +14,7 @@ call time; it is never stored in the config, the cache, errors or logs.
 >>> Sampling(max_tokens=10, stop=["\\n"]).as_dict()["stop"]
 ['\\n']
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,69 +59,144 @@ class Sampling:
     top_p: float = field(default=1.0, metadata=h("nucleus mass in (0, 1]"))
     max_tokens: int = field(default=512, metadata=h("most new tokens per completion"))
     seed: int | None = field(default=0, metadata=h("sampling seed (servers may ignore it)"))
-    stop: tuple[str, ...] | None = field(default=None, metadata=h(
-        "strings that end a completion; not included in the text"))
+    stop: tuple[str, ...] | None = field(
+        default=None, metadata=h("strings that end a completion; not included in the text")
+    )
     json_schema: dict | None = field(default=None, metadata=h("request output matching this JSON schema"))
-    logit_bias: dict | None = field(default=None, metadata=h(
-        "additive logit bias by token TEXT (its first token), e.g. {' KEEP': 2.2}: a decision prior "
-        "correction; transformers and vLLM engines (an OpenAI server needs token ids: not supported)"))
-    grounded: tuple[str, ...] | None = field(default=None, metadata=h(
-        "grounded decoding: one text per decision (a window's messages, in order); item i's compressed_content "
-        "can only be a verbatim span of text i (lazymem.llm.grounding); backends transformers and llamacpp"))
-    trace_keep_bias: tuple[float, ...] | None = field(default=None, metadata=h(
-        "one number per line of a <think> decision trace: added to ' KEEP''s logit where line i's op is written "
-        "(after its '->'), on top of logit_bias (a per-message KEEP prior, e.g. pipeline.keep_prior); backends "
-        "transformers and llamacpp"))
-    trace_independent: bool = field(default=False, metadata=h(
-        "decide each <think> trace line's op without the ops before it: at line i's '->' the op is KEEP when "
-        "' KEEP''s logit (logit_bias and trace_keep_bias added) is at least ' DROP''s, and the model is made to "
-        "write DROP, so every line is read with the earlier ops DROP; the array then follows the recorded "
-        "decisions (lazymem.llm.trace.IndependentOps). Needs a decision schema whose array follows its trace "
-        "(pipeline.structured_trace); backends transformers and llamacpp"))
+    logit_bias: dict | None = field(
+        default=None,
+        metadata=h(
+            "additive logit bias by token TEXT (its first token), e.g. {' KEEP': 2.2}: a decision prior "
+            "correction; transformers and vLLM engines (an OpenAI server needs token ids: not supported)"
+        ),
+    )
+    grounded: tuple[str, ...] | None = field(
+        default=None,
+        metadata=h(
+            "grounded decoding: one text per decision (a window's messages, in order); item i's compressed_content "
+            "can only be a verbatim span of text i (lazymem.llm.grounding); backends transformers and llamacpp"
+        ),
+    )
+    trace_keep_bias: tuple[float, ...] | None = field(
+        default=None,
+        metadata=h(
+            "one number per line of a <think> decision trace: added to ' KEEP''s logit where line i's op is written "
+            "(after its '->'), on top of logit_bias (a per-message KEEP prior, e.g. pipeline.keep_prior); backends "
+            "transformers and llamacpp"
+        ),
+    )
+    trace_independent: bool = field(
+        default=False,
+        metadata=h(
+            "decide each <think> trace line's op without the ops before it: at line i's '->' the op is KEEP when "
+            "' KEEP''s logit (logit_bias and trace_keep_bias added) is at least ' DROP''s, and the model is made to "
+            "write DROP, so every line is read with the earlier ops DROP; the array then follows the recorded "
+            "decisions (lazymem.llm.trace.IndependentOps). Needs a decision schema whose array follows its trace "
+            "(pipeline.structured_trace); backends transformers and llamacpp"
+        ),
+    )
 
     def __post_init__(self):
         num = (int, float)
-        require(isinstance(self.temperature, num) and not isinstance(self.temperature, bool)
-                and math.isfinite(self.temperature) and self.temperature >= 0,
-                "Sampling", "temperature", self.temperature, "must be a number >= 0")
-        require(isinstance(self.top_p, num) and 0 < self.top_p <= 1, "Sampling", "top_p", self.top_p,
-                "must be in (0, 1]")
-        require(isinstance(self.max_tokens, int) and not isinstance(self.max_tokens, bool) and self.max_tokens >= 1,
-                "Sampling", "max_tokens", self.max_tokens, "must be an integer >= 1")
-        require(self.seed is None or (isinstance(self.seed, int) and not isinstance(self.seed, bool)),
-                "Sampling", "seed", self.seed, "must be an integer or None")
+        require(
+            isinstance(self.temperature, num)
+            and not isinstance(self.temperature, bool)
+            and math.isfinite(self.temperature)
+            and self.temperature >= 0,
+            "Sampling",
+            "temperature",
+            self.temperature,
+            "must be a number >= 0",
+        )
+        require(
+            isinstance(self.top_p, num) and 0 < self.top_p <= 1, "Sampling", "top_p", self.top_p, "must be in (0, 1]"
+        )
+        require(
+            isinstance(self.max_tokens, int) and not isinstance(self.max_tokens, bool) and self.max_tokens >= 1,
+            "Sampling",
+            "max_tokens",
+            self.max_tokens,
+            "must be an integer >= 1",
+        )
+        require(
+            self.seed is None or (isinstance(self.seed, int) and not isinstance(self.seed, bool)),
+            "Sampling",
+            "seed",
+            self.seed,
+            "must be an integer or None",
+        )
         if isinstance(self.stop, (list, str)):  # accept a list (YAML) or one string; store a tuple
             object.__setattr__(self, "stop", (self.stop,) if isinstance(self.stop, str) else tuple(self.stop))
-        require(self.stop is None or (all(isinstance(s, str) and s for s in self.stop) and len(self.stop) > 0),
-                "Sampling", "stop", self.stop, "must be None or non-empty strings")
+        require(
+            self.stop is None or (all(isinstance(s, str) and s for s in self.stop) and len(self.stop) > 0),
+            "Sampling",
+            "stop",
+            self.stop,
+            "must be None or non-empty strings",
+        )
         if self.json_schema is not None:
-            require(isinstance(self.json_schema, Mapping), "Sampling", "json_schema", self.json_schema,
-                    "must be a JSON schema dict or None")
+            require(
+                isinstance(self.json_schema, Mapping),
+                "Sampling",
+                "json_schema",
+                self.json_schema,
+                "must be a JSON schema dict or None",
+            )
             try:
                 json.dumps(self.json_schema)
             except (TypeError, ValueError):
                 require(False, "Sampling", "json_schema", self.json_schema, "must be JSON-serialisable")
 
         if self.logit_bias is not None:
-            require(isinstance(self.logit_bias, Mapping) and len(self.logit_bias) > 0
-                    and all(isinstance(k, str) and k and isinstance(v, (int, float)) and not isinstance(v, bool)
-                            and math.isfinite(v) for k, v in self.logit_bias.items()),
-                    "Sampling", "logit_bias", self.logit_bias,
-                    "must be None or a non-empty {token text: finite number} mapping")
+            require(
+                isinstance(self.logit_bias, Mapping)
+                and len(self.logit_bias) > 0
+                and all(
+                    isinstance(k, str)
+                    and k
+                    and isinstance(v, (int, float))
+                    and not isinstance(v, bool)
+                    and math.isfinite(v)
+                    for k, v in self.logit_bias.items()
+                ),
+                "Sampling",
+                "logit_bias",
+                self.logit_bias,
+                "must be None or a non-empty {token text: finite number} mapping",
+            )
         if isinstance(self.grounded, list):
             object.__setattr__(self, "grounded", tuple(self.grounded))
-        require(self.grounded is None
-                or (isinstance(self.grounded, tuple) and all(isinstance(t, str) for t in self.grounded)),
-                "Sampling", "grounded", self.grounded, "must be None or a list of message texts")
+        require(
+            self.grounded is None
+            or (isinstance(self.grounded, tuple) and all(isinstance(t, str) for t in self.grounded)),
+            "Sampling",
+            "grounded",
+            self.grounded,
+            "must be None or a list of message texts",
+        )
         if isinstance(self.trace_keep_bias, list):
             object.__setattr__(self, "trace_keep_bias", tuple(self.trace_keep_bias))
-        require(self.trace_keep_bias is None
-                or (isinstance(self.trace_keep_bias, tuple) and all(
+        require(
+            self.trace_keep_bias is None
+            or (
+                isinstance(self.trace_keep_bias, tuple)
+                and all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                    for v in self.trace_keep_bias)),
-                "Sampling", "trace_keep_bias", self.trace_keep_bias, "must be None or a list of finite numbers")
-        require(isinstance(self.trace_independent, bool), "Sampling", "trace_independent", self.trace_independent,
-                "must be true or false")
+                    for v in self.trace_keep_bias
+                )
+            ),
+            "Sampling",
+            "trace_keep_bias",
+            self.trace_keep_bias,
+            "must be None or a list of finite numbers",
+        )
+        require(
+            isinstance(self.trace_independent, bool),
+            "Sampling",
+            "trace_independent",
+            self.trace_independent,
+            "must be true or false",
+        )
 
     @property
     def greedy(self) -> bool:
@@ -231,44 +307,68 @@ class LLMConfig:
     ``chat_template_kwargs: {enable_thinking: true}`` turns Qwen3's thinking on (its default).
     """
 
-    backend: str = field(default="transformers", metadata=h(
-        f"one of {BACKENDS}, or 'auto': llamacpp where llama-cpp-python is installed and the model is a GGUF "
-        "('smollm2-offline' or a .gguf file), else transformers"))
+    backend: str = field(
+        default="transformers",
+        metadata=h(
+            f"one of {BACKENDS}, or 'auto': llamacpp where llama-cpp-python is installed and the model is a GGUF "
+            "('smollm2-offline' or a .gguf file), else transformers"
+        ),
+    )
     model: str = field(
         default="smollm2-offline",
-        metadata=h("hub id or local dir; transformers also takes 'smollm2-offline'; for "
-                   "openai the server's model name"))
+        metadata=h(
+            "hub id or local dir; transformers also takes 'smollm2-offline'; for openai the server's model name"
+        ),
+    )
     base_url: str | None = field(default=None, metadata=h("openai: server URL ending in /v1; None = api.openai.com"))
     api_key_env: str = field(
-        default="OPENAI_API_KEY", metadata=h("NAME of the environment variable holding the API key (never the key)"))
+        default="OPENAI_API_KEY", metadata=h("NAME of the environment variable holding the API key (never the key)")
+    )
     concurrency: int = field(default=64, metadata=h("openai: requests in flight at once"))
     timeout: float = field(default=180.0, metadata=h("openai: seconds per request attempt"))
     max_retries: int = field(default=3, metadata=h("openai: retries after the first attempt (0 = none)"))
-    retry_wait: float = field(default=1.0, metadata=h(
-        "openai: first backoff wait in seconds (doubles, jittered, <= 60)"))
+    retry_wait: float = field(
+        default=1.0, metadata=h("openai: first backoff wait in seconds (doubles, jittered, <= 60)")
+    )
     batch_size: int = field(default=8, metadata=h("transformers: prompts per generate batch"))
     device: str = field(default="cpu", metadata=h("transformers: torch device"))
     adapter: str | None = field(
-        default=None, metadata=h("transformers: a PEFT adapter directory loaded on top of `model` (merged at load); "
-                                 "'lazymem-135m' = the shipped LazyMem-135M adapter (model: smollm2-offline)"))
-    num_threads: int | None = field(default=None, metadata=h(
-        "transformers: torch CPU threads while generating; None = torch's setting"))
+        default=None,
+        metadata=h(
+            "transformers: a PEFT adapter directory loaded on top of `model` (merged at load); "
+            "'lazymem-135m' = the shipped LazyMem-135M adapter (model: smollm2-offline)"
+        ),
+    )
+    num_threads: int | None = field(
+        default=None, metadata=h("transformers: torch CPU threads while generating; None = torch's setting")
+    )
     dtype: str = field(default="auto", metadata=h(f"one of {DTYPES}; auto = float32 on CPU, the checkpoint's on GPU"))
     cache_dir: str | None = field(default=None, metadata=h("directory of the call cache (sqlite); None = no cache"))
     extra_body: dict | None = field(
         default=None,
-        metadata=h("backend-specific sampling extras (top_k, repetition_penalty, ...): openai extra_body, "
-                   "vllm SamplingParams kwargs, transformers generate kwargs; llamacpp: quant, n_ctx; "
-                   "llamacpp and transformers: content_adapter (a second adapter writes a trace-following "
-                   "decoding's array pass)"))
+        metadata=h(
+            "backend-specific sampling extras (top_k, repetition_penalty, ...): openai extra_body, "
+            "vllm SamplingParams kwargs, transformers generate kwargs; llamacpp: quant, n_ctx; "
+            "llamacpp and transformers: content_adapter (a second adapter writes a trace-following "
+            "decoding's array pass)"
+        ),
+    )
     chat_template_kwargs: dict | None = field(
-        default=None, metadata=h("passed to the chat template, e.g. {'enable_thinking': false} for Qwen3"))
+        default=None, metadata=h("passed to the chat template, e.g. {'enable_thinking': false} for Qwen3")
+    )
     structured_output: str = field(
-        default="response_format", metadata=h(f"openai: how a json_schema is sent, one of {STRUCTURED_OUTPUTS}"))
-    thinking_budget: int | None = field(default=None, metadata=h(
-        "openai: most reasoning tokens before the answer must start (the paper's judge: 512); None = no cap"))
-    thinking_budget_mode: str = field(default="two_phase", metadata=h(
-        f"openai: how thinking_budget is applied, one of {THINKING_BUDGET_MODES} (see the class docstring)"))
+        default="response_format", metadata=h(f"openai: how a json_schema is sent, one of {STRUCTURED_OUTPUTS}")
+    )
+    thinking_budget: int | None = field(
+        default=None,
+        metadata=h(
+            "openai: most reasoning tokens before the answer must start (the paper's judge: 512); None = no cap"
+        ),
+    )
+    thinking_budget_mode: str = field(
+        default="two_phase",
+        metadata=h(f"openai: how thinking_budget is applied, one of {THINKING_BUDGET_MODES} (see the class docstring)"),
+    )
 
     def __post_init__(self):
         if self.backend == "auto":  # the fastest engine installed here for this model, fixed at load
@@ -276,64 +376,148 @@ class LLMConfig:
         if self.adapter is not None and (not isinstance(self.adapter, str) or not self.adapter.strip()):
             raise ConfigError(f"LLMConfig.adapter={self.adapter!r}: must be an adapter directory or None")
         if self.adapter is not None and self.backend not in ("transformers", "llamacpp", "fake"):
-            raise ConfigError("LLMConfig.adapter is for backends 'transformers' and "
-                              f"'llamacpp' (got {self.backend!r}); "
-                              "serve an adapter with vLLM's --lora-modules and name it as the model instead")
+            raise ConfigError(
+                "LLMConfig.adapter is for backends 'transformers' and "
+                f"'llamacpp' (got {self.backend!r}); "
+                "serve an adapter with vLLM's --lora-modules and name it as the model instead"
+            )
 
         if "content_adapter" in (self.extra_body or {}):
             content = self.extra_body["content_adapter"]
             if self.backend not in CONTENT_ADAPTER_BACKENDS:
-                raise ConfigError(f"LLMConfig.extra_body.content_adapter is an option of the in-process engines "
-                                  f"('llamacpp', 'transformers'; got backend {self.backend!r}): the array pass "
-                                  "written by a second adapter on the same base")
+                raise ConfigError(
+                    f"LLMConfig.extra_body.content_adapter is an option of the in-process engines "
+                    f"('llamacpp', 'transformers'; got backend {self.backend!r}): the array pass "
+                    "written by a second adapter on the same base"
+                )
             if not isinstance(content, str) or not content.strip():
-                raise ConfigError(f"LLMConfig.extra_body.content_adapter={content!r}: must be an adapter directory "
-                                  "(or a shipped name such as 'lazymem-135m')")
+                raise ConfigError(
+                    f"LLMConfig.extra_body.content_adapter={content!r}: must be an adapter directory "
+                    "(or a shipped name such as 'lazymem-135m')"
+                )
 
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
 
         require(self.backend in BACKENDS, "LLMConfig", "backend", self.backend, f"must be one of {BACKENDS}")
-        require(isinstance(self.model, str) and self.model.strip() != "", "LLMConfig", "model", self.model,
-                "must be a model name or path")
-        require(self.base_url is None or (isinstance(self.base_url, str) and re.match(r"https?://", self.base_url)),
-                "LLMConfig", "base_url", self.base_url, "must be None or an http(s):// URL")
+        require(
+            isinstance(self.model, str) and self.model.strip() != "",
+            "LLMConfig",
+            "model",
+            self.model,
+            "must be a model name or path",
+        )
+        require(
+            self.base_url is None or (isinstance(self.base_url, str) and re.match(r"https?://", self.base_url)),
+            "LLMConfig",
+            "base_url",
+            self.base_url,
+            "must be None or an http(s):// URL",
+        )
         # The value is never echoed: a key pasted here by mistake must not reach a log.
-        if not (isinstance(self.api_key_env, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", self.api_key_env)
-                is not None and not self.api_key_env.lower().startswith("sk")):
-            raise ConfigError("LLMConfig.api_key_env: must be the NAME of an environment "
-                              "variable (e.g. OPENAI_API_KEY), "
-                              "not the key itself")
-        require(is_int(self.concurrency) and self.concurrency >= 1, "LLMConfig", "concurrency", self.concurrency,
-                "must be an integer >= 1")
-        require(isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool) and self.timeout > 0,
-                "LLMConfig", "timeout", self.timeout, "must be a number of seconds > 0")
-        require(is_int(self.max_retries) and self.max_retries >= 0, "LLMConfig", "max_retries", self.max_retries,
-                "must be an integer >= 0")
-        require(isinstance(self.retry_wait, (int, float)) and self.retry_wait >= 0,
-                "LLMConfig", "retry_wait", self.retry_wait, "must be >= 0")
-        require(is_int(self.batch_size) and self.batch_size >= 1, "LLMConfig", "batch_size", self.batch_size,
-                "must be an integer >= 1")
-        require(isinstance(self.device, str) and self.device != "", "LLMConfig", "device", self.device,
-                "must be a torch device such as 'cpu'")
-        require(self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
-                "LLMConfig", "num_threads", self.num_threads, "must be None or an integer >= 1")
+        if not (
+            isinstance(self.api_key_env, str)
+            and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", self.api_key_env) is not None
+            and not self.api_key_env.lower().startswith("sk")
+        ):
+            raise ConfigError(
+                "LLMConfig.api_key_env: must be the NAME of an environment "
+                "variable (e.g. OPENAI_API_KEY), "
+                "not the key itself"
+            )
+        require(
+            is_int(self.concurrency) and self.concurrency >= 1,
+            "LLMConfig",
+            "concurrency",
+            self.concurrency,
+            "must be an integer >= 1",
+        )
+        require(
+            isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool) and self.timeout > 0,
+            "LLMConfig",
+            "timeout",
+            self.timeout,
+            "must be a number of seconds > 0",
+        )
+        require(
+            is_int(self.max_retries) and self.max_retries >= 0,
+            "LLMConfig",
+            "max_retries",
+            self.max_retries,
+            "must be an integer >= 0",
+        )
+        require(
+            isinstance(self.retry_wait, (int, float)) and self.retry_wait >= 0,
+            "LLMConfig",
+            "retry_wait",
+            self.retry_wait,
+            "must be >= 0",
+        )
+        require(
+            is_int(self.batch_size) and self.batch_size >= 1,
+            "LLMConfig",
+            "batch_size",
+            self.batch_size,
+            "must be an integer >= 1",
+        )
+        require(
+            isinstance(self.device, str) and self.device != "",
+            "LLMConfig",
+            "device",
+            self.device,
+            "must be a torch device such as 'cpu'",
+        )
+        require(
+            self.num_threads is None or (is_int(self.num_threads) and self.num_threads >= 1),
+            "LLMConfig",
+            "num_threads",
+            self.num_threads,
+            "must be None or an integer >= 1",
+        )
         require(self.dtype in DTYPES, "LLMConfig", "dtype", self.dtype, f"must be one of {DTYPES}")
-        require(self.cache_dir is None or isinstance(self.cache_dir, str), "LLMConfig", "cache_dir", self.cache_dir,
-                "must be a path string or None")
+        require(
+            self.cache_dir is None or isinstance(self.cache_dir, str),
+            "LLMConfig",
+            "cache_dir",
+            self.cache_dir,
+            "must be a path string or None",
+        )
         for name in ("extra_body", "chat_template_kwargs"):
-            require(getattr(self, name) is None or isinstance(getattr(self, name), Mapping),
-                    "LLMConfig", name, getattr(self, name), "must be a mapping or None")
-        require(self.structured_output in STRUCTURED_OUTPUTS, "LLMConfig", "structured_output", self.structured_output,
-                f"must be one of {STRUCTURED_OUTPUTS}")
-        require(self.thinking_budget is None or (is_int(self.thinking_budget) and self.thinking_budget >= 1),
-                "LLMConfig", "thinking_budget", self.thinking_budget, "must be None or an integer >= 1 (tokens)")
-        require(self.thinking_budget is None or self.backend in ("openai", "fake"),
-                "LLMConfig", "thinking_budget", self.thinking_budget,
-                f"is applied by backend 'openai' only (got backend {self.backend!r}); set it to null")
-        require(self.thinking_budget_mode in THINKING_BUDGET_MODES,
-                "LLMConfig", "thinking_budget_mode", self.thinking_budget_mode,
-                f"must be one of {THINKING_BUDGET_MODES}")
+            require(
+                getattr(self, name) is None or isinstance(getattr(self, name), Mapping),
+                "LLMConfig",
+                name,
+                getattr(self, name),
+                "must be a mapping or None",
+            )
+        require(
+            self.structured_output in STRUCTURED_OUTPUTS,
+            "LLMConfig",
+            "structured_output",
+            self.structured_output,
+            f"must be one of {STRUCTURED_OUTPUTS}",
+        )
+        require(
+            self.thinking_budget is None or (is_int(self.thinking_budget) and self.thinking_budget >= 1),
+            "LLMConfig",
+            "thinking_budget",
+            self.thinking_budget,
+            "must be None or an integer >= 1 (tokens)",
+        )
+        require(
+            self.thinking_budget is None or self.backend in ("openai", "fake"),
+            "LLMConfig",
+            "thinking_budget",
+            self.thinking_budget,
+            f"is applied by backend 'openai' only (got backend {self.backend!r}); set it to null",
+        )
+        require(
+            self.thinking_budget_mode in THINKING_BUDGET_MODES,
+            "LLMConfig",
+            "thinking_budget_mode",
+            self.thinking_budget_mode,
+            f"must be one of {THINKING_BUDGET_MODES}",
+        )
 
     @classmethod
     def from_dict(cls, values: Mapping) -> LLMConfig:
@@ -363,9 +547,13 @@ class LLMConfig:
         extra = self.extra_body
         if extra and extra.get("content_adapter"):  # its weights' hash, not only its path, as for ``adapter``
             extra = {**extra, "content_adapter": _adapter_identity(extra["content_adapter"])}
-        out = {"backend": self.backend, "model": self.model, "extra_body": extra,
-               "chat_template_kwargs": self.chat_template_kwargs,
-               "structured_output": self.structured_output if self.backend == "openai" else None}
+        out = {
+            "backend": self.backend,
+            "model": self.model,
+            "extra_body": extra,
+            "chat_template_kwargs": self.chat_template_kwargs,
+            "structured_output": self.structured_output if self.backend == "openai" else None,
+        }
         if self.adapter is not None:  # only when set, so caches made before adapters existed stay valid
             out["adapter"] = _adapter_identity(self.adapter)
         if self.thinking_budget is not None:  # likewise
@@ -380,8 +568,7 @@ class LLMClient(Protocol):
     model_id: str
     identity: dict
 
-    def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
-        ...
+    def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]: ...
 
 
 def cpu_backend(model: str) -> str:

@@ -19,6 +19,7 @@ keep hitting); the stored ``request`` column holds the redacted request.
 >>> "sk-abcdefgh123" in r, '"<redacted>"' in r
 (False, True)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,8 +62,10 @@ class CachedClient:
         self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")  # readers in other processes do not block writers
-            self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                             "request TEXT NOT NULL, completion TEXT NOT NULL, created REAL NOT NULL)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                "request TEXT NOT NULL, completion TEXT NOT NULL, created REAL NOT NULL)"
+            )
             self._db.commit()
 
     def request_json(self, prompt: Prompt, sampling: Sampling = Sampling()) -> str:
@@ -71,9 +74,15 @@ class CachedClient:
         return self._request(prompt, sampling)
 
     def _request(self, prompt: Prompt, sampling: Sampling) -> str:
-        return json.dumps({"model": self._key_identity,
-                           "prompt": prompt if isinstance(prompt, str) else to_messages(prompt),
-                           "sampling": sampling.as_dict()}, sort_keys=True, ensure_ascii=False)
+        return json.dumps(
+            {
+                "model": self._key_identity,
+                "prompt": prompt if isinstance(prompt, str) else to_messages(prompt),
+                "sampling": sampling.as_dict(),
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
 
     @staticmethod
     def key_of(request: str) -> str:
@@ -87,16 +96,19 @@ class CachedClient:
         found: dict[str, Completion] = {}
         with self._lock:
             for start in range(0, len(keys), 500):  # stay under sqlite's parameter limit
-                chunk = keys[start:start + 500]
-                rows = self._db.execute("SELECT key, completion FROM calls WHERE key IN "
-                                        f"({','.join('?' * len(chunk))})",
-                                        chunk).fetchall()
+                chunk = keys[start : start + 500]
+                rows = self._db.execute(
+                    f"SELECT key, completion FROM calls WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                ).fetchall()
                 found.update((k, Completion.from_dict(json.loads(c))) for k, c in rows)
         return found
 
     def _store(self, items: list[tuple[str, str, Completion]]) -> None:
-        rows = [(k, c.model or self.model_id, req, json.dumps(c.to_dict(), ensure_ascii=False), time.time())
-                for k, req, c in items if c.error is None]
+        rows = [
+            (k, c.model or self.model_id, req, json.dumps(c.to_dict(), ensure_ascii=False), time.time())
+            for k, req, c in items
+            if c.error is None
+        ]
         if rows:
             with self._lock:
                 self._db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?)", rows)

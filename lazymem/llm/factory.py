@@ -4,6 +4,7 @@ Backends: ``openai`` (server.OpenAIBackend), ``transformers`` (hf.TransformersBa
 ``llamacpp`` (llamacpp.LlamaCppBackend, GGUF on CPU), ``vllm`` (vllm_engine.VLLMBackend) and ``fake``
 (fake.FakeBackend, scripted, for tests).
 """
+
 from __future__ import annotations
 
 import logging

@@ -5,6 +5,7 @@ No production module imports it; ``make_client`` loads it only for ``backend="fa
 >>> FakeBackend(["KEEP"]).generate(["window 1"])[0].text
 'KEEP'
 """
+
 from __future__ import annotations
 
 import threading
@@ -12,8 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from lazymem.llm.base import Completion, Prompt, Sampling, error_completion
 
-Script = (Sequence[str | BaseException] | Mapping[str, str | BaseException]
-          | Callable[[Prompt, Sampling], str | BaseException] | None)
+Script = (
+    Sequence[str | BaseException]
+    | Mapping[str, str | BaseException]
+    | Callable[[Prompt, Sampling], str | BaseException]
+    | None
+)
 
 
 def _prompt_text(prompt: Prompt) -> str:
@@ -63,9 +68,16 @@ class FakeBackend:
                 out.append(error_completion(a, self.model_id))
                 continue
             n = len(a.split())
-            out.append(Completion(text=a, prompt_tokens=len(_prompt_text(p).split()), completion_tokens=n,
-                                  latency_s=0.0, model=self.model_id,
-                                  finish_reason="length" if n > sampling.max_tokens else "stop"))
+            out.append(
+                Completion(
+                    text=a,
+                    prompt_tokens=len(_prompt_text(p).split()),
+                    completion_tokens=n,
+                    latency_s=0.0,
+                    model=self.model_id,
+                    finish_reason="length" if n > sampling.max_tokens else "stop",
+                )
+            )
         return out
 
     async def agenerate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:

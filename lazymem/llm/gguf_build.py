@@ -7,6 +7,7 @@ for q/k), and is stored as Q8_0; the others are copied as they are. ``quant: q8_
 re-quantises every linear weight of a plain model too (Q4_1's prefill is about half as fast);
 ``original`` keeps the file's own types.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,8 +37,10 @@ def gguf_source(model: str) -> tuple[Path, str]:
     p = Path(model).expanduser()
     if p.suffix == ".gguf" and p.is_file():
         return p, str(p.parent)
-    raise ConfigError(f"LLMConfig.model={model!r}: backend 'llamacpp' takes 'smollm2-offline' or a .gguf file "
-                      "(with the Hugging Face tokenizer files in its folder)")
+    raise ConfigError(
+        f"LLMConfig.model={model!r}: backend 'llamacpp' takes 'smollm2-offline' or a .gguf file "
+        "(with the Hugging Face tokenizer files in its folder)"
+    )
 
 
 def _permute(w: Any, n_head: int) -> Any:
@@ -101,8 +104,9 @@ def _build_gguf(src: Path, hf_dir: str, adapter: str | None, quant: str, dest: P
         if field.name == Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
             continue
         vtype = field.types[0]
-        writer.add_key_value(field.name, field.contents(), vtype,
-                             sub_type=field.types[-1] if vtype == GGUFValueType.ARRAY else None)
+        writer.add_key_value(
+            field.name, field.contents(), vtype, sub_type=field.types[-1] if vtype == GGUFValueType.ARRAY else None
+        )
     tensors = []
     for t in reader.tensors:
         linear = t.name.startswith("blk.") and t.name.endswith(".weight") and len(t.shape) == 2
@@ -141,8 +145,9 @@ def gguf_for(model: str, adapter: str | None = None, quant: str = "q8_0", root: 
     src, hf_dir = gguf_source(model)
     if adapter is None and quant == "original":
         return src
-    tag = hashlib.sha256(json.dumps([_FORMAT, sha256_file(src), _adapter_identity(adapter) if adapter else None,
-                                     quant]).encode()).hexdigest()[:16]
+    tag = hashlib.sha256(
+        json.dumps([_FORMAT, sha256_file(src), _adapter_identity(adapter) if adapter else None, quant]).encode()
+    ).hexdigest()[:16]
     dest = (root or cache_root() / "models" / "gguf") / f"{src.stem}-{quant}-{tag}.gguf"
     if dest.is_file():
         return dest

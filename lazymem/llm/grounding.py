@@ -24,6 +24,7 @@ m0-2 ::= "hi"
 >>> (s.item, s.content, s.op)
 (0, 'Moved to', 'KEEP')
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,8 @@ _WORD = re.compile(r"\S+")
 # JSON string characters (llama.cpp's own json-schema-to-grammar rule) and optional whitespace.
 _COMMON_RULES = (
     'char ::= [^"\\\\\\x7F\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])\n'
-    'ws ::= | " " | "\\n" [ \\t]{0,20}\n')
+    'ws ::= | " " | "\\n" [ \\t]{0,20}\n'
+)
 
 
 def escaped(text: str) -> str:
@@ -51,8 +53,11 @@ def escaped(text: str) -> str:
 
 
 def _gbnf_literal(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") \
-        .replace("\t", "\\t") + '"'
+    return (
+        '"'
+        + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        + '"'
+    )
 
 
 def spans_gbnf_rule(name: str, text: str) -> str:
@@ -64,7 +69,7 @@ def spans_gbnf_rule(name: str, text: str) -> str:
     for j, m in enumerate(words):
         lit = _gbnf_literal(escaped(m.group()))
         if j + 1 < len(words):
-            gap = _gbnf_literal(escaped(text[m.end():words[j + 1].start()]))
+            gap = _gbnf_literal(escaped(text[m.end() : words[j + 1].start()]))
             lit += f" ({gap} {name}-{j + 1})?"
         lines.append(f"{name}-{j} ::= {lit}")
     return "\n".join(lines)
@@ -79,8 +84,13 @@ def trace_head(lines: int) -> str:
     return '"<think>\\n" ' + " ".join(["trace-line"] * int(lines)) + ' "</think>\\n"'
 
 
-def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_think: bool = False,
-                  max_reason: int | None = None, ops: Sequence[str | None] | None = None) -> str:
+def grounded_gbnf(
+    texts: Sequence[str],
+    think_lines: int | None = None,
+    free_think: bool = False,
+    max_reason: int | None = None,
+    ops: Sequence[str | None] | None = None,
+) -> str:
     """A llama.cpp grammar: exactly ``len(texts)`` decisions, KEEP content a span of its text.
 
     Args:
@@ -110,8 +120,9 @@ def grounded_gbnf(texts: Sequence[str], think_lines: int | None = None, free_thi
             choice = f"({drop})"
         else:
             choice = f"({keep})" if fixed == "KEEP" else f"({keep} | {drop})"
-        rules.append(f'item-{i} ::= '
-                     f'"{{" ws "\\"op\\"" ws ":" ws {choice} ws "," ws "\\"reason\\"" ws ":" ws reason ws "}}"')
+        rules.append(
+            f'item-{i} ::= "{{" ws "\\"op\\"" ws ":" ws {choice} ws "," ws "\\"reason\\"" ws ":" ws reason ws "}}"'
+        )
         if keep in choice:
             rules.append(spans_gbnf_rule(f"span-{i}", text))
     reps = "char*" if max_reason is None else f"char{{0,{int(max_reason)}}}"
@@ -169,9 +180,22 @@ class JsonScan:
     closed_content: list = field(default_factory=list)  # (item, raw content) of each closed content string
 
     def copy(self) -> JsonScan:
-        return JsonScan(self.pre, self.started, self.closed, list(self.stack), self.item, self.key, self.op,
-                        self.expect_key, self.in_str, self.esc, self.role, list(self.buf), self.value_done,
-                        list(self.closed_content))
+        return JsonScan(
+            self.pre,
+            self.started,
+            self.closed,
+            list(self.stack),
+            self.item,
+            self.key,
+            self.op,
+            self.expect_key,
+            self.in_str,
+            self.esc,
+            self.role,
+            list(self.buf),
+            self.value_done,
+            list(self.closed_content),
+        )
 
     @property
     def in_item(self) -> bool:
@@ -256,7 +280,7 @@ class SpanTokens:
                 continue
             self.by_text.setdefault(t, []).append(i)
             if '"' in t:
-                self.by_prequote.setdefault(t[:t.index('"')], []).append(i)
+                self.by_prequote.setdefault(t[: t.index('"')], []).append(i)
                 self.quoted.append(i)
         self.max_len = max((len(t) for t in self.texts), default=1)
 
@@ -264,7 +288,7 @@ class SpanTokens:
         """Tokens allowed inside a content string holding ``written``: a longer span, or its close."""
         out: set[int] = set()
         for end in span.at(written):
-            rest = span.esc[end:end + self.max_len]
+            rest = span.esc[end : end + self.max_len]
             for n in range(1, len(rest) + 1):
                 out.update(self.by_text.get(rest[:n], ()))
             for n in range(len(rest) + 1):
@@ -291,7 +315,7 @@ class SpanTokens:
     @staticmethod
     def _opens_well(scan: JsonScan, spans: Sequence[SpanText], token: str) -> bool:
         after = scan.copy().feed(token)
-        for item, value in after.closed_content[len(scan.closed_content):]:
+        for item, value in after.closed_content[len(scan.closed_content) :]:
             if item < len(spans) and value and not any(e in spans[item].ends for e in spans[item].at(value)):
                 return False
             if item < len(spans) and not value and after.op == "KEEP":

@@ -22,6 +22,7 @@ array. The first pass stops at ``</think>``; the second re-reads the prompt, is 
 decided token by token (``Forced``), then writes the array under the same grammar, ``FollowTrace`` and
 ``Grounded``. The decisions stay the first adapter's; each KEEP's content is the second's.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -83,9 +84,11 @@ class TransformersBackend:
             check_device(self.config.device, "LLMConfig.device")
             path = resolve_model(self.config.model)
             if str(path).startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(str(path))):
-                raise ConfigError(f"LLMConfig.model={self.config.model!r}: no model directory there (a local path "
-                                  "must hold config.json and weights; offline, "
-                                  "'smollm2-offline' ships with the package)")
+                raise ConfigError(
+                    f"LLMConfig.model={self.config.model!r}: no model directory there (a local path "
+                    "must hold config.json and weights; offline, "
+                    "'smollm2-offline' ships with the package)"
+                )
             tok = AutoTokenizer.from_pretrained(path, padding_side="left")
             if tok.pad_token is None:
                 tok.pad_token = tok.eos_token
@@ -125,8 +128,9 @@ class TransformersBackend:
             if isinstance(prompt, str):  # a base model without a template reads the text as is
                 return prompt
             raise ConfigError(f"model {self.config.model!r} has no chat template; pass plain strings")
-        return tok.apply_chat_template(to_messages(prompt), tokenize=False, add_generation_prompt=True,
-                                       **(self.config.chat_template_kwargs or {}))
+        return tok.apply_chat_template(
+            to_messages(prompt), tokenize=False, add_generation_prompt=True, **(self.config.chat_template_kwargs or {})
+        )
 
     def _json_processor(self, schema: Mapping):
         """A fresh outlines logits processor for `schema` (its Index is built once and reused)."""
@@ -137,7 +141,8 @@ class TransformersBackend:
             from outlines_core.json_schema import build_regex_from_schema
         except ImportError as e:
             raise ModelLoadError(
-                f"json_schema with backend='transformers' needs outlines ({e}): pip install outlines==1.3.3") from e
+                f"json_schema with backend='transformers' needs outlines ({e}): pip install outlines==1.3.3"
+            ) from e
         model, tok = self.load()
         if self._outlines is None:
             self._outlines = OutlinesCoreBackend(from_transformers(model, tok))
@@ -171,9 +176,12 @@ class TransformersBackend:
             def mask(keep) -> Any:
                 return torch.tensor([bool(keep(t)) for t in texts], device=model.device)
 
-            self._op_tokens = {"texts": texts, "K": mask(lambda t: t.startswith("K")),
-                               "D": mask(lambda t: t.startswith("D")),
-                               "quoted": mask(lambda t: '"' in t and ("K" in t or "D" in t))}
+            self._op_tokens = {
+                "texts": texts,
+                "K": mask(lambda t: t.startswith("K")),
+                "D": mask(lambda t: t.startswith("D")),
+                "quoted": mask(lambda t: '"' in t and ("K" in t or "D" in t)),
+            }
         return self._op_tokens
 
     def _generate_batch(self, texts: list[str], s: Sampling) -> list[Completion]:
@@ -191,16 +199,27 @@ class TransformersBackend:
             return first
         return self._content_pass(enc, s, first)
 
-    def _run(self, model: Any, enc: Any, s: Sampling, trace: Any = None, decided: Any = None, stop: Sequence[str] = (),
-             forced: Sequence[Sequence[int]] | None = None) -> list[Completion]:
+    def _run(
+        self,
+        model: Any,
+        enc: Any,
+        s: Sampling,
+        trace: Any = None,
+        decided: Any = None,
+        stop: Sequence[str] = (),
+        forced: Sequence[Sequence[int]] | None = None,
+    ) -> list[Completion]:
         """One ``generate`` of ``model`` on the batch ``enc`` under ``s``'s processors (``trace``: a
         ``TraceKeepBias``; ``stop``: extra stop strings, kept in the text; ``forced``: each row's first tokens)."""
         import torch
 
         tok = self._tokenizer
         width = enc["input_ids"].shape[1]
-        kwargs: dict[str, Any] = {"max_new_tokens": s.max_tokens, "do_sample": not s.greedy,
-                                  "pad_token_id": tok.pad_token_id}
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": s.max_tokens,
+            "do_sample": not s.greedy,
+            "pad_token_id": tok.pad_token_id,
+        }
         if not s.greedy:
             kwargs.update(temperature=s.temperature, top_p=s.top_p, top_k=0)  # OpenAI semantics: no top-k
         if s.stop or stop:
@@ -242,8 +261,16 @@ class TransformersBackend:
             if cut >= 0:  # HF keeps the stop string; OpenAI servers do not
                 text = text[:cut]
             finish = "stop" if end is not None or cut >= 0 else "length"
-            results.append(Completion(text=text, prompt_tokens=int(n_prompt), completion_tokens=len(ids),
-                                      latency_s=latency, model=self.model_id, finish_reason=finish))
+            results.append(
+                Completion(
+                    text=text,
+                    prompt_tokens=int(n_prompt),
+                    completion_tokens=len(ids),
+                    latency_s=latency,
+                    model=self.model_id,
+                    finish_reason=finish,
+                )
+            )
         return results
 
     def _content_pass(self, enc: Any, s: Sampling, first: list[Completion]) -> list[Completion]:
@@ -271,9 +298,11 @@ class TransformersBackend:
             return []
         require_followed_trace(sampling)
         if self.content_adapter is not None and not (sampling.json_schema or {}).get(ARRAY_FOLLOWS_TRACE):
-            raise ConfigError("LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
-                              "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
-                              "structured_trace); this sampling has no such trace")
+            raise ConfigError(
+                "LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
+                "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
+                "structured_trace); this sampling has no such trace"
+            )
         import torch
 
         with self._lock, torch_threads(self.config.num_threads):
@@ -293,13 +322,17 @@ class TransformersBackend:
             limit = getattr(self.load()[0].config, "max_position_embeddings", None)
             for i, n in enumerate(lengths):
                 if limit and n + sampling.max_tokens > limit:
-                    out[i] = error_completion(ValueError(
-                        f"Requested tokens ({n} in the prompt + {sampling.max_tokens} max_tokens) exceed the model's "
-                        f"context of {limit} (max_position_embeddings)"), self.model_id)
+                    out[i] = error_completion(
+                        ValueError(
+                            f"Requested tokens ({n} in the prompt + {sampling.max_tokens} max_tokens) exceed the model's "
+                            f"context of {limit} (max_position_embeddings)"
+                        ),
+                        self.model_id,
+                    )
             order = [i for i in order if out[i] is None]
             bs = self.config.batch_size
             for start in range(0, len(order), bs):
-                idx = order[start:start + bs]
+                idx = order[start : start + bs]
                 try:
                     done = self._generate_batch([texts[i] for i in idx], sampling)
                 except Exception as e:  # e.g. CUDA out of memory: record it per prompt, go on

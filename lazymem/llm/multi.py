@@ -10,6 +10,7 @@ and an in-process model still batches them), and returns ``n`` completions per p
 >>> [[c.text for c in row] for row in out]
 [['a/5', 'a/6'], ['b/5', 'b/6']]
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,6 +28,9 @@ def generate_n(client: LLMClient, prompts: Sequence[Prompt], sampling: Sampling,
         raise ConfigError("generate_n: n > 1 with temperature 0 gives n identical samples; set a temperature")
     if n > 1 and sampling.seed is None:
         raise ConfigError("generate_n: n > 1 needs a sampling seed (the k-th sample uses seed + k)")
-    rounds = [client.generate(list(prompts), dataclasses.replace(sampling, seed=(sampling.seed or 0) + k))
-              for k in range(n)] if n > 1 else [client.generate(list(prompts), sampling)]
+    rounds = (
+        [client.generate(list(prompts), dataclasses.replace(sampling, seed=(sampling.seed or 0) + k)) for k in range(n)]
+        if n > 1
+        else [client.generate(list(prompts), sampling)]
+    )
     return [[r[i] for r in rounds] for i in range(len(prompts))]

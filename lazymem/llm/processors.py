@@ -21,6 +21,7 @@ imported on first call.
 >>> Forced(width=1, ids=[[3, 1]])(torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 4)).tolist()
 [[-inf, 0.0, -inf, -inf]]
 """
+
 from __future__ import annotations
 
 import re
@@ -51,7 +52,7 @@ class FollowTrace:
         import torch
 
         for row in range(input_ids.shape[0]):
-            text = self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True)
+            text = self.tok.decode(input_ids[row, self.width :].tolist(), skip_special_tokens=True)
             end = text.find("</think>")
             if end < 0:
                 continue
@@ -94,7 +95,7 @@ class Grounded:
         done, scan = self.rows.get(row, ("", None))
         if scan is None or not text.startswith(done):  # a byte-level token may rewrite the last character
             done, scan = "", JsonScan()
-        scan.feed(text[len(done):])
+        scan.feed(text[len(done) :])
         self.rows[row] = (text, scan)
         return scan
 
@@ -102,12 +103,13 @@ class Grounded:
         import torch
 
         for row in range(input_ids.shape[0]):
-            text = self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True)
+            text = self.tok.decode(input_ids[row, self.width :].tolist(), skip_special_tokens=True)
             scan = self._scan(row, text)
             allowed = self.vocab.allowed(scan, self.spans)
             if allowed is not None:
-                idx = torch.tensor(sorted(t for t in allowed if t < scores.shape[1]), dtype=torch.long,
-                                   device=scores.device)
+                idx = torch.tensor(
+                    sorted(t for t in allowed if t < scores.shape[1]), dtype=torch.long, device=scores.device
+                )
                 if idx.numel() and bool(torch.isfinite(scores[row, idx]).any()):
                     kept = scores[row, idx].clone()
                     scores[row] = float("-inf")
@@ -135,11 +137,14 @@ class TraceKeepBias:
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         for row in range(input_ids.shape[0]):
-            line = trace_op_line(self.tok.decode(input_ids[row, self.width:].tolist(), skip_special_tokens=True))
+            line = trace_op_line(self.tok.decode(input_ids[row, self.width :].tolist(), skip_special_tokens=True))
             if line is not None and line < len(self.lines):
                 scores[row, self.keep] += self.lines[line]
-            if line is not None and self.decided is not None and self.decided[row].decide(
-                    line, float(scores[row, self.keep]), float(scores[row, self.drop])):
+            if (
+                line is not None
+                and self.decided is not None
+                and self.decided[row].decide(line, float(scores[row, self.keep]), float(scores[row, self.drop]))
+            ):
                 scores[row, self.drop] = scores[row].max() + 1000.0  # written DROP, whatever was decided
         return scores
 

@@ -28,6 +28,7 @@ line, an answerer the first memory line. Nothing here is a model; every count is
 ...                  "Response: She moved to Lisbon.\\n\\nIs the model response correct? Answer yes or no only."}])
 'yes'
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,8 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     "a an the and or of to in on at for with by from is are was were be been do does did what when where who whom "
     "which why how i you he she it we they my your his her its our their me him us them this that these those "
-    "has have had not no yes any some about as if so than then there here can could would should will".split())
+    "has have had not no yes any some about as if so than then there here can could would should will".split()
+)
 
 
 def _words(text: str) -> set[str]:
@@ -63,8 +65,11 @@ def _supports(gold: str, response: str) -> bool:
 
 
 def _judge_longmemeval(prompt: str) -> str:
-    gold = (_between(prompt, "Correct Answer: ", "\n\nModel Response:") or _between(prompt, "Rubric: ", "\n\nModel")
-            or _between(prompt, "Explanation: ", "\n\nModel"))
+    gold = (
+        _between(prompt, "Correct Answer: ", "\n\nModel Response:")
+        or _between(prompt, "Rubric: ", "\n\nModel")
+        or _between(prompt, "Explanation: ", "\n\nModel")
+    )
     response = _between(prompt, "Model Response: ", "\n\n")
     if "correctly identify the question as unanswerable" in prompt:
         return "yes" if re.search(r"\b(not|no|unknown|don't|cannot|unanswerable)\b", response.lower()) else "no"
@@ -88,8 +93,13 @@ def _window_decisions(prompt: str) -> str:
     for part in ("previous_bridge", "core_messages", "next_bridge"):
         for m in window.get(part, []):
             keep = bool(want & _words(m["content"]))
-            out.append({"op": "KEEP" if keep else "DROP", "compressed_content": m["content"][:200] if keep else "",
-                        "reason": "shares the query's words" if keep else "unrelated to the query"})
+            out.append(
+                {
+                    "op": "KEEP" if keep else "DROP",
+                    "compressed_content": m["content"][:200] if keep else "",
+                    "reason": "shares the query's words" if keep else "unrelated to the query",
+                }
+            )
     return json.dumps(out, ensure_ascii=False)
 
 
@@ -103,7 +113,7 @@ def _prune(prompt: str) -> str:
 
 def _mem0_extraction(prompt: str) -> str:
     section = prompt.split("## New Messages\n", 1)[1].split("\n\n## ", 1)[0] if "## New Messages\n" in prompt else ""
-    users = [line[len("user: "):] for line in section.splitlines() if line.startswith("user: ")]
+    users = [line[len("user: ") :] for line in section.splitlines() if line.startswith("user: ")]
     return json.dumps({"memory": [{"text": u[:300]} for u in users[-1:]]})
 
 
@@ -131,8 +141,10 @@ def content_words(text: str) -> set[str]:
 def scripted_reply(messages: Sequence[dict]) -> str:
     """What the family says to a chat request (its answer part; the think trace is added around it)."""
     prompt = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
-    if "Is the model response correct? Answer yes or no only." in prompt \
-            or "Does the model correctly identify the question as unanswerable?" in prompt:
+    if (
+        "Is the model response correct? Answer yes or no only." in prompt
+        or "Does the model correctly identify the question as unanswerable?" in prompt
+    ):
         return _judge_longmemeval(prompt)
     if "Generated answer: " in prompt and "CORRECT" in prompt:
         return _judge_locomo(prompt)
@@ -167,9 +179,13 @@ class ScriptedQwen3:
     ``max_prompt_tokens`` the longest prompt seen per served model name.
     """
 
-    def __init__(self, reply: Callable[[Sequence[dict]], str | tuple[str, str]] = scripted_reply,
-                 reasoning_field: str | None = "reasoning", max_model_len: int = QWEN3_MAX_MODEL_LEN,
-                 think_tokens: int | None = None):
+    def __init__(
+        self,
+        reply: Callable[[Sequence[dict]], str | tuple[str, str]] = scripted_reply,
+        reasoning_field: str | None = "reasoning",
+        max_model_len: int = QWEN3_MAX_MODEL_LEN,
+        think_tokens: int | None = None,
+    ):
         from transformers import AutoTokenizer
 
         from lazymem.llm.tokens import require_qwen3_tokenizer
@@ -194,8 +210,8 @@ class ScriptedQwen3:
             filler = self.tokenizer.encode(_FILLER, add_special_tokens=False)
             while len(ids) < self.think_tokens:
                 ids += filler
-            ids = ids[:self.think_tokens]
-        return ids if budget is None else ids[:int(budget)]
+            ids = ids[: self.think_tokens]
+        return ids if budget is None else ids[: int(budget)]
 
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
@@ -204,8 +220,12 @@ class ScriptedQwen3:
         kwargs = dict(body.get("chat_template_kwargs") or {})
         cont = bool(body.get("continue_final_message"))
         ids = self.tokenizer.apply_chat_template(
-            body["messages"], tokenize=True, add_generation_prompt=body.get("add_generation_prompt", not cont),
-            continue_final_message=cont, **kwargs)
+            body["messages"],
+            tokenize=True,
+            add_generation_prompt=body.get("add_generation_prompt", not cont),
+            continue_final_message=cont,
+            **kwargs,
+        )
         return len(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
 
     def complete(self, body: dict) -> tuple[int, dict]:
@@ -217,10 +237,16 @@ class ScriptedQwen3:
             model = str(body.get("model"))
             self.max_prompt_tokens[model] = max(self.max_prompt_tokens[model], n_prompt)
         if n_prompt + max_tokens > self.max_model_len:  # vLLM's check, its message
-            return 400, {"object": "error", "type": "BadRequestError", "code": 400, "message": (
-                f"This model's maximum context length is {self.max_model_len} tokens. However, you requested "
-                f"{n_prompt + max_tokens} tokens ({n_prompt} in the messages, {max_tokens} in the completion). "
-                "Please reduce the length of the messages or completion.")}
+            return 400, {
+                "object": "error",
+                "type": "BadRequestError",
+                "code": 400,
+                "message": (
+                    f"This model's maximum context length is {self.max_model_len} tokens. However, you requested "
+                    f"{n_prompt + max_tokens} tokens ({n_prompt} in the messages, {max_tokens} in the completion). "
+                    "Please reduce the length of the messages or completion."
+                ),
+            }
         said = self.reply(messages)
         trace, answer = said if isinstance(said, tuple) else (_think_text(messages), said)
         last = messages[-1] if messages else {}
@@ -230,29 +256,39 @@ class ScriptedQwen3:
         if (continues and THINK_CLOSE in str(last.get("content"))) or not thinking:
             ids = answer_ids
         else:
-            ids = (self.tokenizer.encode(THINK_OPEN + "\n", add_special_tokens=False)
-                   + self.trace_ids(trace, body.get("thinking_token_budget"))
-                   + self.tokenizer.encode("\n" + THINK_CLOSE + "\n\n", add_special_tokens=False) + answer_ids)
+            ids = (
+                self.tokenizer.encode(THINK_OPEN + "\n", add_special_tokens=False)
+                + self.trace_ids(trace, body.get("thinking_token_budget"))
+                + self.tokenizer.encode("\n" + THINK_CLOSE + "\n\n", add_special_tokens=False)
+                + answer_ids
+            )
         finish = "stop"
         if len(ids) > max_tokens:
             ids, finish = ids[:max_tokens], "length"
         text = self.tokenizer.decode(ids)
         for stop in body.get("stop") or []:
             if stop in text:
-                text, finish = text[:text.index(stop)], "stop"
+                text, finish = text[: text.index(stop)], "stop"
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if self.reasoning_field and text.startswith(THINK_OPEN):
-            inner, closed, rest = text[len(THINK_OPEN):].partition(THINK_CLOSE)
-            message = {"role": "assistant", "content": rest.strip() if closed else None,
-                       self.reasoning_field: inner.strip()}
+            inner, closed, rest = text[len(THINK_OPEN) :].partition(THINK_CLOSE)
+            message = {
+                "role": "assistant",
+                "content": rest.strip() if closed else None,
+                self.reasoning_field: inner.strip(),
+            }
         with self.lock:
             self.requests.append(body)
             self.finishes.append(finish)
         n_out = self.count(text)
-        return 200, {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
-                     "model": body.get("model"),
-                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                     "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out}}
+        return 200, {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
+        }
 
 
 class ScriptedServer:

@@ -10,6 +10,7 @@ older vLLM; ``message.reasoning``: vLLM with a reasoning parser) is kept in
 ``Completion.reasoning``. ``LLMConfig.thinking_budget`` caps a thinking model's reasoning, by two
 requests or by vLLM's ``thinking_token_budget`` (see ``LLMConfig``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,7 +52,7 @@ def _think_trace(text: str) -> str:
     'step 1\\nstep 2'
     """
     text = text.strip()
-    text = text[len("<think>"):] if text.startswith("<think>") else text
+    text = text[len("<think>") :] if text.startswith("<think>") else text
     return text.split(THINK_END, 1)[0].strip()
 
 
@@ -73,8 +74,10 @@ class OpenAIBackend:
             import openai  # noqa: F401
             import tenacity  # noqa: F401
         except ImportError as e:
-            raise RuntimeError(f"backend='openai' needs the openai and tenacity packages ({e}): "
-                               "pip install openai==3.57.0 tenacity==9.2.1") from e
+            raise RuntimeError(
+                f"backend='openai' needs the openai and tenacity packages ({e}): "
+                "pip install openai==3.57.0 tenacity==9.2.1"
+            ) from e
         self.config = config
         self.model_id = config.model
         self.identity = config.identity()
@@ -84,18 +87,27 @@ class OpenAIBackend:
         if key:
             return key
         if self.config.base_url is None:
-            raise ConfigError(f"backend='openai' without base_url talks to api.openai.com and needs an API key "
-                              f"in the environment variable {self.config.api_key_env}")
+            raise ConfigError(
+                f"backend='openai' without base_url talks to api.openai.com and needs an API key "
+                f"in the environment variable {self.config.api_key_env}"
+            )
         return "EMPTY"  # local servers (vLLM, transformers serve) accept any key unless started with one
 
     def _request(self, prompt: Prompt, s: Sampling) -> dict:
         c = self.config
         if s.logit_bias:
-            raise ConfigError(f"Sampling.logit_bias {dict(s.logit_bias)!r} with backend='openai' ({c.model}): an "
-                              "OpenAI-compatible server takes token ids, not texts; use backend 'transformers' or "
-                              "'vllm', or put the server's own ids in extra_body.logit_bias")
-        kwargs: dict[str, Any] = {"model": c.model, "messages": to_messages(prompt), "temperature": s.temperature,
-                                  "top_p": s.top_p, "max_tokens": s.max_tokens}
+            raise ConfigError(
+                f"Sampling.logit_bias {dict(s.logit_bias)!r} with backend='openai' ({c.model}): an "
+                "OpenAI-compatible server takes token ids, not texts; use backend 'transformers' or "
+                "'vllm', or put the server's own ids in extra_body.logit_bias"
+            )
+        kwargs: dict[str, Any] = {
+            "model": c.model,
+            "messages": to_messages(prompt),
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "max_tokens": s.max_tokens,
+        }
         if s.seed is not None:
             kwargs["seed"] = s.seed
         if s.stop:
@@ -104,8 +116,10 @@ class OpenAIBackend:
         if c.chat_template_kwargs:
             extra["chat_template_kwargs"] = dict(c.chat_template_kwargs)
         if s.json_schema is not None and c.structured_output == "response_format":
-            kwargs["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": "output", "schema": s.json_schema}}
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": s.json_schema},
+            }
         elif s.json_schema is not None and c.structured_output == "structured_outputs":
             extra["structured_outputs"] = {"json": s.json_schema}
         if c.thinking_budget is not None and c.thinking_budget_mode == "server":
@@ -121,49 +135,69 @@ class OpenAIBackend:
         c = self.config
 
         def note_retry(state):
-            log.warning("%s: retry %d after %s", c.model, state.attempt_number,
-                        type(state.outcome.exception()).__name__)
+            log.warning(
+                "%s: retry %d after %s", c.model, state.attempt_number, type(state.outcome.exception()).__name__
+            )
 
         async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(c.max_retries + 1), reraise=True,
-                wait=wait_random_exponential(multiplier=c.retry_wait, max=60),
-                retry=retry_if_exception(_retryable), before_sleep=note_retry):
+            stop=stop_after_attempt(c.max_retries + 1),
+            reraise=True,
+            wait=wait_random_exponential(multiplier=c.retry_wait, max=60),
+            retry=retry_if_exception(_retryable),
+            before_sleep=note_retry,
+        ):
             with attempt:
                 return await client.chat.completions.create(**request)
 
     def _completion(self, resp, t0: float) -> Completion:
         choice, usage = resp.choices[0], resp.usage
         return Completion(
-            text=choice.message.content or "", reasoning=reasoning_of(choice.message),
+            text=choice.message.content or "",
+            reasoning=reasoning_of(choice.message),
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
-            latency_s=time.perf_counter() - t0, model=resp.model or self.config.model,
-            finish_reason=choice.finish_reason)
+            latency_s=time.perf_counter() - t0,
+            model=resp.model or self.config.model,
+            finish_reason=choice.finish_reason,
+        )
 
     async def _two_phase(self, client, prompt: Prompt, s: Sampling, t0: float) -> Completion:
         """Think with at most ``thinking_budget`` tokens, then answer after the (possibly cut)
         trace with the tokens left (LLMConfig's docstring, "two_phase")."""
         budget = self.config.thinking_budget
-        think = self._completion(await self._create(client, self._request(prompt, dataclasses.replace(
-            s, max_tokens=budget, stop=(THINK_END,), json_schema=None))), t0)
+        think = self._completion(
+            await self._create(
+                client,
+                self._request(prompt, dataclasses.replace(s, max_tokens=budget, stop=(THINK_END,), json_schema=None)),
+            ),
+            t0,
+        )
         inline = think.text.lstrip().startswith("<think>")
         if think.reasoning is None and not inline and think.finish_reason == "stop":
             return think  # the model answered without thinking (thinking off): that is the answer
         trace = _think_trace(think.reasoning or think.text)  # a reasoning parser's field, or the inline trace
         used = think.completion_tokens if think.completion_tokens is not None else budget
-        request = self._request(to_messages(prompt) + [
-            {"role": "assistant", "content": f"<think>\n{trace}\n{THINK_END}\n\n"}],
-            dataclasses.replace(s, max_tokens=max(1, s.max_tokens - used)))
-        request["extra_body"] = {**request.get("extra_body", {}), "continue_final_message": True,
-                                 "add_generation_prompt": False}
+        request = self._request(
+            to_messages(prompt) + [{"role": "assistant", "content": f"<think>\n{trace}\n{THINK_END}\n\n"}],
+            dataclasses.replace(s, max_tokens=max(1, s.max_tokens - used)),
+        )
+        request["extra_body"] = {
+            **request.get("extra_body", {}),
+            "continue_final_message": True,
+            "add_generation_prompt": False,
+        }
         answer = self._completion(await self._create(client, request), t0)
         # After the closed trace everything is the answer, even where a reasoning parser that saw
         # no </think> in the new tokens labelled it reasoning.
         text = answer.text or answer.reasoning or ""
-        tokens = (None if answer.completion_tokens is None or think.completion_tokens is None
-                  else think.completion_tokens + answer.completion_tokens)
-        return dataclasses.replace(answer, text=text, reasoning=trace, completion_tokens=tokens,
-                                   prompt_tokens=think.prompt_tokens)
+        tokens = (
+            None
+            if answer.completion_tokens is None or think.completion_tokens is None
+            else think.completion_tokens + answer.completion_tokens
+        )
+        return dataclasses.replace(
+            answer, text=text, reasoning=trace, completion_tokens=tokens, prompt_tokens=think.prompt_tokens
+        )
 
     async def _one(self, client, sem: asyncio.Semaphore, prompt: Prompt, s: Sampling, key: str) -> Completion:
         c = self.config
@@ -182,20 +216,26 @@ class OpenAIBackend:
         from openai import AsyncOpenAI
 
         if sampling.grounded is not None:
-            raise ConfigError("backend 'openai': grounded decoding (each KEEP's content a span of its message) needs "
-                              "token-level control an OpenAI-compatible server does not give; use backend "
-                              "'transformers' or 'llamacpp', or pipeline.grounded: false")
+            raise ConfigError(
+                "backend 'openai': grounded decoding (each KEEP's content a span of its message) needs "
+                "token-level control an OpenAI-compatible server does not give; use backend "
+                "'transformers' or 'llamacpp', or pipeline.grounded: false"
+            )
         if sampling.trace_keep_bias is not None:
-            raise ConfigError("backend 'openai': Sampling.trace_keep_bias (a per-message KEEP prior, "
-                              "pipeline.keep_prior) needs a logit bias that changes line by line, which an "
-                              "OpenAI-compatible server does not take; use backend 'transformers' or "
-                              "'llamacpp', or pipeline.keep_prior: 0")
+            raise ConfigError(
+                "backend 'openai': Sampling.trace_keep_bias (a per-message KEEP prior, "
+                "pipeline.keep_prior) needs a logit bias that changes line by line, which an "
+                "OpenAI-compatible server does not take; use backend 'transformers' or "
+                "'llamacpp', or pipeline.keep_prior: 0"
+            )
 
         key = self._api_key()
         budget = self.config.thinking_budget
         if budget is not None and self.config.thinking_budget_mode == "two_phase" and budget >= sampling.max_tokens:
-            raise ConfigError(f"LLMConfig.thinking_budget={budget} leaves none of Sampling.max_tokens="
-                              f"{sampling.max_tokens} for the answer; lower it or raise max_tokens")
+            raise ConfigError(
+                f"LLMConfig.thinking_budget={budget} leaves none of Sampling.max_tokens="
+                f"{sampling.max_tokens} for the answer; lower it or raise max_tokens"
+            )
         # max_retries=0: tenacity retries (with jitter, and logging that never shows the key)
         client = AsyncOpenAI(base_url=self.config.base_url, api_key=key, timeout=self.config.timeout, max_retries=0)
         sem = asyncio.Semaphore(self.config.concurrency)

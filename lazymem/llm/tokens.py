@@ -12,6 +12,7 @@ Every count needs the files, even the count of "" (0): a caller that gets a numb
 tokenizer was there, so a run without it records no count at all rather than 0 for its empty
 memories (and a mean of those zeros as the paper's efficiency metric).
 """
+
 from __future__ import annotations
 
 import functools

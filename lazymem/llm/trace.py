@@ -11,6 +11,7 @@ model write DROP, so each line is decided with every earlier op DROP (as ``lazym
 --set context=drop`` scores it) instead of after the ops the model itself wrote before it; ``set_ops``
 writes the recorded decisions into the finished trace, which the array then follows.
 """
+
 from __future__ import annotations
 
 import re
@@ -57,8 +58,10 @@ def require_followed_trace(sampling: Sampling) -> None:
     """Refuse ``Sampling.trace_independent`` without a decision schema whose array follows its trace: the
     decisions are written into the trace, and only such an array reads them (both engines, before a model loads)."""
     if sampling.trace_independent and not (sampling.json_schema or {}).get(ARRAY_FOLLOWS_TRACE):
-        raise ConfigError("Sampling.trace_independent: the array must follow a <think> trace (a decision schema "
-                          "with think=True, pipeline.structured_trace: true); this sampling has none")
+        raise ConfigError(
+            "Sampling.trace_independent: the array must follow a <think> trace (a decision schema "
+            "with think=True, pipeline.structured_trace: true); this sampling has none"
+        )
 
 
 class IndependentOps:
@@ -102,7 +105,7 @@ def set_ops(text: str, ops: dict[int, str]) -> str:
     lines = text[head:end].split("\n")
     for i, op in ops.items():
         if i < len(lines) and (m := _LINE_OP.search(lines[i])):
-            lines[i] = lines[i][:m.start(1)] + op + lines[i][m.end(1):]
+            lines[i] = lines[i][: m.start(1)] + op + lines[i][m.end(1) :]
     return text[:head] + "\n".join(lines) + text[end:]
 
 
@@ -116,5 +119,5 @@ def trace_ops(text: str) -> list[str | None]:
     end = text.find("\n</think>")
     if start < 0 or end < 0:
         return []
-    lines = text[start + len("<think>\n"):end].split("\n")
+    lines = text[start + len("<think>\n") : end].split("\n")
     return [m.group(1) if (m := _LINE_OP.search(line)) else None for line in lines]

@@ -26,6 +26,7 @@ Modules:
 Credentials are named and redacted by ``lazymem.secrets`` (``is_secret``, ``redact`` and
 ``REDACTED`` are re-exported here).
 """
+
 from lazymem.notebooks.ablations import UNCHANGED, ablation_config, ablation_point, ablation_sweep, run_all_at_k
 from lazymem.notebooks.explorer import (
     EXTRACTIVE_METHODS,
@@ -58,10 +59,36 @@ from lazymem.notebooks.tables import eval_overview, metrics_table, record_metric
 from lazymem.secrets import REDACTED, is_secret, redact
 
 __all__ = [
-    "UNCHANGED", "ablation_config", "ablation_point", "ablation_sweep", "run_all_at_k",
-    "EXTRACTIVE_METHODS", "WINDOW_RECORDS_FILE", "explore_question", "explorer_methods", "explorer_metrics",
-    "load_window_records", "question_options", "expand_grid", "load_grid", "notebook_parameters", "parse_param",
-    "project_root", "resolve_notebook", "run_id", "MANIFEST_PACKAGES", "METRICS_PARAM", "RunResult", "git_state",
-    "results_table", "run_grid", "sha256_file", "eval_overview", "metrics_table", "record_metrics", "REDACTED",
-    "is_secret", "redact",
+    "UNCHANGED",
+    "ablation_config",
+    "ablation_point",
+    "ablation_sweep",
+    "run_all_at_k",
+    "EXTRACTIVE_METHODS",
+    "WINDOW_RECORDS_FILE",
+    "explore_question",
+    "explorer_methods",
+    "explorer_metrics",
+    "load_window_records",
+    "question_options",
+    "expand_grid",
+    "load_grid",
+    "notebook_parameters",
+    "parse_param",
+    "project_root",
+    "resolve_notebook",
+    "run_id",
+    "MANIFEST_PACKAGES",
+    "METRICS_PARAM",
+    "RunResult",
+    "git_state",
+    "results_table",
+    "run_grid",
+    "sha256_file",
+    "eval_overview",
+    "metrics_table",
+    "record_metrics",
+    "REDACTED",
+    "is_secret",
+    "redact",
 ]

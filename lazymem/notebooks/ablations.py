@@ -5,6 +5,7 @@ the sweep engine (``lazymem.sweep``: a point of other inputs is recomputed, its 
 aside); its row is the report's (``lazymem.eval.report.build_report``) plus All@k over the run's own
 records (every gold message of a question among the positions its memory step saw).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -16,12 +17,28 @@ if TYPE_CHECKING:  # the eval package loads at call time, not when lazymem.noteb
     from lazymem.eval.records import RunRecord
 
 UNCHANGED = "keep"  # ``adapter`` value meaning: leave the memory-processing model's adapter as configured
-ROW_KEYS = {"gate_fmt": "gate_fmt", "strict_gate": "gate_strict", "gold_keep_recall": "gold_keep_recall",
-            "memory_tokens": "memory_tokens", "questions": "questions", "errors": "errors"}  # row key -> report's
+ROW_KEYS = {
+    "gate_fmt": "gate_fmt",
+    "strict_gate": "gate_strict",
+    "gold_keep_recall": "gold_keep_recall",
+    "memory_tokens": "memory_tokens",
+    "questions": "questions",
+    "errors": "errors",
+}  # row key -> report's
 
 
-def ablation_config(dataset: str, method: str, w: int, *, limit: int = 2, model: str = "smollm2-offline",
-                    base_url: str = "", n: int = 20, recipe: str = "", adapter: str | None = UNCHANGED) -> EvalConfig:
+def ablation_config(
+    dataset: str,
+    method: str,
+    w: int,
+    *,
+    limit: int = 2,
+    model: str = "smollm2-offline",
+    base_url: str = "",
+    n: int = 20,
+    recipe: str = "",
+    adapter: str | None = UNCHANGED,
+) -> EvalConfig:
     """One point's EvalConfig: windows of radius ``w`` (L 8, s 7), from ``recipe`` (an eval YAML,
     its models and pool kept) when given, else from ``quick_config`` with the notebook's parameters.
 
@@ -39,8 +56,12 @@ def ablation_config(dataset: str, method: str, w: int, *, limit: int = 2, model:
     from lazymem.eval import EvalConfig, quick_config
 
     if recipe:
-        sets = [f"dataset={dataset}", f"limit={limit}", f'pipeline.window={{"w": {w}, "L": 8, "s": 7}}',
-                f"pipeline.method={method}"]
+        sets = [
+            f"dataset={dataset}",
+            f"limit={limit}",
+            f'pipeline.window={{"w": {w}, "L": 8, "s": 7}}',
+            f"pipeline.method={method}",
+        ]
         if adapter != UNCHANGED:
             sets += [f"pipeline.mpm.adapter={adapter or 'null'}", f"pipeline.structured={adapter is None}"]
             if adapter is None:
@@ -73,8 +94,11 @@ def run_all_at_k(records: Iterable[RunRecord]) -> float | None:
     """
     from lazymem.eval.attribution import candidates
 
-    covered = [set(r.question.evidence) <= (candidates(r) or set()) for r in records
-               if r.ok and r.question is not None and r.question.evidence]
+    covered = [
+        set(r.question.evidence) <= (candidates(r) or set())
+        for r in records
+        if r.ok and r.question is not None and r.question.evidence
+    ]
     return sum(covered) / len(covered) if covered else None
 
 
@@ -106,13 +130,23 @@ def ablation_sweep(points: Mapping[Any, tuple[str | Path, EvalConfig]], n_resamp
         evaluate(cell.spec, cell.folder, progress=False, dataset=dataset(cell.spec), force_new=bool(changes))
         row = build_report([cell.folder], n_resamples=n_resamples)["rows"][0]
         records = latest_records(load_records(cell.folder / "records.jsonl")[0]).values()
-        return {"score": row["score"], "metric": row["metric"], "All@k": run_all_at_k(records),
-                **{k: row[v] for k, v in ROW_KEYS.items()}}
+        return {
+            "score": row["score"],
+            "metric": row["metric"],
+            "All@k": run_all_at_k(records),
+            **{k: row[v] for k, v in ROW_KEYS.items()},
+        }
 
     names = list(points)
     cells = [Cell((str(name),), Path(folder), cfg) for name, (folder, cfg) in points.items()]
-    outcomes = run_cells(cells, check=lambda cell: cell_changes(cell.folder, cell.spec, dataset(cell.spec)), run=run,
-                         resume=True, progress=None, label="ablations")
+    outcomes = run_cells(
+        cells,
+        check=lambda cell: cell_changes(cell.folder, cell.spec, dataset(cell.spec)),
+        run=run,
+        resume=True,
+        progress=None,
+        label="ablations",
+    )
     return {name: o.result for name, o in zip(names, outcomes, strict=True)}
 
 

@@ -12,6 +12,7 @@ checks that its cells equal the source's). Outputs are committed only for the ce
 offline) and copies those cells' outputs into the written file, so ``pytest --nbval-lax
 notebooks/`` has something to compare and a notebook's diff stays readable.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -120,14 +121,23 @@ def checked_outputs(notebook: Any, workdir: str | Path, timeout: int = 600) -> d
     from nbclient import NotebookClient
 
     run = copy.deepcopy(notebook)
-    NotebookClient(run, timeout=timeout, kernel_name=KERNELSPEC["name"],
-                   resources={"metadata": {"path": str(workdir)}}).execute()
-    return {c["id"]: (coalesce_streams(c.get("outputs", [])), c.get("execution_count")) for c in run.cells
-            if c.cell_type == "code" and is_checked(c.source)}
+    NotebookClient(
+        run, timeout=timeout, kernel_name=KERNELSPEC["name"], resources={"metadata": {"path": str(workdir)}}
+    ).execute()
+    return {
+        c["id"]: (coalesce_streams(c.get("outputs", [])), c.get("execution_count"))
+        for c in run.cells
+        if c.cell_type == "code" and is_checked(c.source)
+    }
 
 
-def build(names: Sequence[str] | None = None, execute: bool = True, timeout: int = 600,
-          root: str | Path | None = None, log: Any = print) -> list[Path]:
+def build(
+    names: Sequence[str] | None = None,
+    execute: bool = True,
+    timeout: int = 600,
+    root: str | Path | None = None,
+    log: Any = print,
+) -> list[Path]:
     """Write notebooks/<name>.ipynb for each source (None = all); with ``execute``, run each one
     (one at a time, offline) and store only the checked cells' outputs. Returns the paths written."""
     import nbformat
@@ -150,8 +160,11 @@ def build(names: Sequence[str] | None = None, execute: bool = True, timeout: int
         nbformat.write(notebook, path)
         written.append(path)
         if log:
-            done = f"executed in {time.perf_counter() - t0:.1f} s, {len(outputs)} checked cell(s) stored" if execute \
+            done = (
+                f"executed in {time.perf_counter() - t0:.1f} s, {len(outputs)} checked cell(s) stored"
+                if execute
                 else "not executed"
+            )
             log(f"wrote {path.relative_to(nb_dir.parent)} ({done})")
     return written
 

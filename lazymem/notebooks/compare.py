@@ -8,6 +8,7 @@ run folders: finished ones as given, else one quick run (or resume) per method. 
 {system: "docs/results/latency/x.json"}`` draws those systems' latency from ``lazymem bench
 latency`` (the paper's protocol) instead of the eval run's timings (``bench_latency``).
 """
+
 from __future__ import annotations
 
 import json
@@ -62,15 +63,26 @@ def report_figure(report: dict, dataset: str | None = None, latency: Mapping[str
     if dataset is not None and dataset not in REPORTED:
         raise ValueError(f"dataset {dataset!r}: the paper reports {sorted(REPORTED)}")
     rows = bench_latency_rows(report["rows"], bench_latency(latency)) if latency else report["rows"]
-    return pareto_figure(rows, "score", REPORTED.get(dataset) if dataset else None,
-                         metric_label=METRIC_LABELS.get(report["metric"], report["metric"]),
-                         title=f"Accuracy-efficiency trade-offs ({', '.join(r['system'] for r in report['rows'])})")
+    return pareto_figure(
+        rows,
+        "score",
+        REPORTED.get(dataset) if dataset else None,
+        metric_label=METRIC_LABELS.get(report["metric"], report["metric"]),
+        title=f"Accuracy-efficiency trade-offs ({', '.join(r['system'] for r in report['rows'])})",
+    )
 
 
-def report_with_figures(runs: Sequence[str | Path], names: Sequence[str] | None = None, metric: str | None = None,
-                        reference: str | None = None, dataset: str | None = None, out: str | Path | None = None,
-                        png: bool = True, n_resamples: int = 9999,
-                        latency: Mapping[str, str | Path | Mapping] | None = None) -> tuple[dict, Any]:
+def report_with_figures(
+    runs: Sequence[str | Path],
+    names: Sequence[str] | None = None,
+    metric: str | None = None,
+    reference: str | None = None,
+    dataset: str | None = None,
+    out: str | Path | None = None,
+    png: bool = True,
+    n_resamples: int = 9999,
+    latency: Mapping[str, str | Path | Mapping] | None = None,
+) -> tuple[dict, Any]:
     rep = build_report(runs, names, metric, reference, n_resamples=n_resamples)
     fig = report_figure(rep, dataset, latency)
     if out is not None:

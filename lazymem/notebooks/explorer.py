@@ -3,6 +3,7 @@
 The explorer shows either a training-free extractive processor run live, or a run folder's
 ``windows.jsonl`` (written by the evaluation runner); ``lazymem.viz`` draws what this returns.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,14 @@ def load_window_records(run_dir: str | Path, question_id: str) -> list[dict]:
     return out
 
 
-def explore_question(dataset: Any, question_id: str = "", method: str = "extractive", retriever: Any = None,
-                     window: Any = None, threshold: float = 0.25) -> dict:
+def explore_question(
+    dataset: Any,
+    question_id: str = "",
+    method: str = "extractive",
+    retriever: Any = None,
+    window: Any = None,
+    threshold: float = 0.25,
+) -> dict:
     """Everything the window explorer shows for one question, as plain records.
 
     ``method`` "extractive"/"extractive-key-span" retrieves the pool, builds the windows and
@@ -65,18 +72,28 @@ def explore_question(dataset: Any, question_id: str = "", method: str = "extract
     if method.startswith("run:"):
         recs = load_window_records(method[4:], question.id)
         extra = next((r for r in recs if "memory" in r or "answer" in r), {})
-        view.update(records=window_records(recs), memory=extra.get("memory"), answer=extra.get("answer"),
-                    judge=extra.get("judge"))
+        view.update(
+            records=window_records(recs),
+            memory=extra.get("memory"),
+            answer=extra.get("answer"),
+            judge=extra.get("judge"),
+        )
         return view
     if method not in EXTRACTIVE_METHODS:
         raise ConfigError(f"explorer method {method!r}: use one of {list(EXTRACTIVE_METHODS)} or 'run:<folder>'")
     retrieval = retriever.config if retriever is not None else RetrievalConfig()
-    config = PipelineConfig(method="extractive", retrieval=retrieval,
-                            window=window or WindowConfig(),
-                            extractive=ExtractiveConfig(threshold=threshold, mode=EXTRACTIVE_METHODS[method]))
+    config = PipelineConfig(
+        method="extractive",
+        retrieval=retrieval,
+        window=window or WindowConfig(),
+        extractive=ExtractiveConfig(threshold=threshold, mode=EXTRACTIVE_METHODS[method]),
+    )
     r = LazyMemPipeline(config, retriever=retriever).process(history, question)
-    view.update(records=window_records([w.window for w in r.windows], gate=[w.verdict for w in r.windows]),
-                memory=r.memory, stats=r.stats)
+    view.update(
+        records=window_records([w.window for w in r.windows], gate=[w.verdict for w in r.windows]),
+        memory=r.memory,
+        stats=r.stats,
+    )
     return view
 
 
@@ -97,8 +114,13 @@ def explorer_metrics(view: Mapping[str, Any]) -> dict:
     {'question': None, 'windows': 1, 'gate_ok': 1, 'messages': 2, 'kept': 1, 'gold_in_windows': 1, 'gold_kept': 1}
     """
     records = view["records"]
-    kept = {d["pos"] for r in records if (r.get("verdict") or {}).get("ok", True)
-            for d in r.get("decisions") or () if d["op"] == "KEEP"}
+    kept = {
+        d["pos"]
+        for r in records
+        if (r.get("verdict") or {}).get("ok", True)
+        for d in r.get("decisions") or ()
+        if d["op"] == "KEEP"
+    }
     gold = {p for r in records for p in r.get("gold") or ()}
     q = view.get("question")
     return {

@@ -18,6 +18,7 @@ a hash of all parameters (secrets hashed as "<redacted>"): ``w=2-89130767``.
 >>> run_id({"n": 50, "w": 2}, varying=["w"])
 'w=2-89130767'
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -86,8 +87,9 @@ def notebook_parameters(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{Path(path).name}: no code cell is tagged 'parameters'")
     out: dict[str, Any] = {}
     for node in ast.parse(cells[0].source).body:
-        targets = (node.targets if isinstance(node, ast.Assign)
-                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         for t in targets:
             if isinstance(t, ast.Name) and node.value is not None:
                 try:

@@ -12,6 +12,7 @@ and choices read a finished record back), so rerunning a whole list after an int
 >>> [s.name for s in RECIPE][:3]
 ['data', 'sft', 'dev-data']
 """
+
 from __future__ import annotations
 
 import time
@@ -62,10 +63,18 @@ RECIPE = (
     Step("dev-data-asked", f"{SHIPPED}/dev_data_asked.yaml", "sft-data"),
     Step("dev-data-locomo", f"{SHIPPED}/dev_data_locomo.yaml", "sft-data"),  # LoCoMo conversations 1-8
     Step("keep-bias", f"{SHIPPED}/keep_bias.yaml", "keep-bias"),
-    Step("keep-bias-dev", f"{SHIPPED}/keep_bias.yaml", "keep-bias",
-         _probe("lazymem135m_v2_dev", 160, f"{_DEV}/keep_bias_v2_drop_v2dev160.json")),
-    Step("keep-bias-locomo", f"{SHIPPED}/keep_bias.yaml", "keep-bias",  # reported beside the choice only
-         _probe("lazymem135m_locomo_dev", 80, "docs/results/lazymem-135m/locomo_dev/keep_bias_v2_drop.json")),
+    Step(
+        "keep-bias-dev",
+        f"{SHIPPED}/keep_bias.yaml",
+        "keep-bias",
+        _probe("lazymem135m_v2_dev", 160, f"{_DEV}/keep_bias_v2_drop_v2dev160.json"),
+    ),
+    Step(
+        "keep-bias-locomo",
+        f"{SHIPPED}/keep_bias.yaml",
+        "keep-bias",  # reported beside the choice only
+        _probe("lazymem135m_locomo_dev", 80, "docs/results/lazymem-135m/locomo_dev/keep_bias_v2_drop.json"),
+    ),
     Step("keep-prior", f"{SHIPPED}/keep_prior.yaml", "keep-prior"),
     Step("writer-data", f"{SHIPPED}/writer_data.yaml", "sft-data"),
     Step("writer-sft", f"{SHIPPED}/writer_sft.yaml", "sft"),
@@ -77,15 +86,25 @@ ABLATION = (
     Step("ablation-data", f"{ABLATION_DIR}/data.yaml", "sft-data"),
     Step("ablation-sft", f"{ABLATION_DIR}/sft.yaml", "sft"),  # ~8 h on 2 CPU cores
     Step("ablation-keep-bias", f"{ABLATION_DIR}/keep_bias.yaml", "keep-bias"),
-    Step("ablation-keep-bias-dev", f"{ABLATION_DIR}/keep_bias.yaml", "keep-bias",
-         _probe("lazymem135m_v2_dev", 160, f"{_ABL}/keep_bias_drop_v2dev160.json")),
-    Step("ablation-keep-bias-locomo", f"{ABLATION_DIR}/keep_bias.yaml", "keep-bias",
-         _probe("lazymem135m_locomo_dev", 80, f"{_ABL}/keep_bias_drop_locomo_dev.json")),
+    Step(
+        "ablation-keep-bias-dev",
+        f"{ABLATION_DIR}/keep_bias.yaml",
+        "keep-bias",
+        _probe("lazymem135m_v2_dev", 160, f"{_ABL}/keep_bias_drop_v2dev160.json"),
+    ),
+    Step(
+        "ablation-keep-bias-locomo",
+        f"{ABLATION_DIR}/keep_bias.yaml",
+        "keep-bias",
+        _probe("lazymem135m_locomo_dev", 80, f"{_ABL}/keep_bias_drop_locomo_dev.json"),
+    ),
     Step("ablation-keep-prior", f"{ABLATION_DIR}/keep_prior.yaml", "keep-prior"),
 )
 
-GPU_VARIANTS = {f"{SHIPPED}/sft_gpu.yaml": f"{SHIPPED}/sft.yaml",  # the same SFT as one batch of 8 in bf16
-                f"{ABLATION_DIR}/sft_gpu.yaml": f"{ABLATION_DIR}/sft.yaml"}
+GPU_VARIANTS = {
+    f"{SHIPPED}/sft_gpu.yaml": f"{SHIPPED}/sft.yaml",  # the same SFT as one batch of 8 in bf16
+    f"{ABLATION_DIR}/sft_gpu.yaml": f"{ABLATION_DIR}/sft.yaml",
+}
 
 
 @dataclass(frozen=True)
@@ -111,13 +130,22 @@ def choose_prior(config: KeepPriorConfig) -> dict:
     from lazymem.files import write_json
     from lazymem.train import prior
 
-    kwargs = {"priors": config.priors or prior.PRIORS, "biases": config.biases or prior.BIASES,
-              "dense_priors": config.dense_priors or prior.DENSE_PRIORS,
-              "dense_model": config.dense_model or prior.DEFAULT_DENSE_MODEL, "budget": config.budget}
-    want = {"select": list(config.select), "report": list(config.report),
-            "priors": [float(a) for a in kwargs["priors"]], "dense_priors": [float(d) for d in kwargs["dense_priors"]],
-            "dense_model": kwargs["dense_model"] if any(kwargs["dense_priors"]) else None,
-            "biases": [float(b) for b in kwargs["biases"]], "budget": config.budget}
+    kwargs = {
+        "priors": config.priors or prior.PRIORS,
+        "biases": config.biases or prior.BIASES,
+        "dense_priors": config.dense_priors or prior.DENSE_PRIORS,
+        "dense_model": config.dense_model or prior.DEFAULT_DENSE_MODEL,
+        "budget": config.budget,
+    }
+    want = {
+        "select": list(config.select),
+        "report": list(config.report),
+        "priors": [float(a) for a in kwargs["priors"]],
+        "dense_priors": [float(d) for d in kwargs["dense_priors"]],
+        "dense_model": kwargs["dense_model"] if any(kwargs["dense_priors"]) else None,
+        "biases": [float(b) for b in kwargs["biases"]],
+        "budget": config.budget,
+    }
     try:
         done = json.loads(Path(config.out).read_text(encoding="utf-8"))
         recorded = done["settings"]

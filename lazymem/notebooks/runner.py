@@ -13,6 +13,7 @@ changed notebook, ``force``, a failed or cut-short run) has them set aside into
 ``<run_id>/previous-<time>/`` first, never deleted; a failing point is recorded and the others still
 run. Grid files, parameters and run ids: ``lazymem.notebooks.params``.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,23 @@ from lazymem.runinfo import now
 from lazymem.secrets import REDACTED, is_secret, looks_secret, redact
 
 # Packages whose versions go into every manifest (those missing are recorded as None).
-MANIFEST_PACKAGES = ("lazymem", "papermill", "nbformat", "nbclient", "ipykernel", "numpy", "pandas", "plotly",
-                     "kaleido", "torch", "transformers", "sentence-transformers", "rank-bm25", "bm25s", "trl")
+MANIFEST_PACKAGES = (
+    "lazymem",
+    "papermill",
+    "nbformat",
+    "nbclient",
+    "ipykernel",
+    "numpy",
+    "pandas",
+    "plotly",
+    "kaleido",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "rank-bm25",
+    "bm25s",
+    "trl",
+)
 METRICS_PARAM = "metrics_path"
 MANIFEST_FILE, METRICS_FILE = "manifest.json", "metrics.json"  # a run folder's files (and the notebook)
 
@@ -61,8 +77,10 @@ class RunResult:
 
 # --- provenance -------------------------------------------------------------------------------
 
+
 def git_state(root: str | Path) -> dict:
     """``{"commit": sha or None, "dirty": bool or None}`` of the checkout at ``root``."""
+
     def git(*args: str) -> str | None:
         try:
             r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
@@ -77,6 +95,7 @@ def git_state(root: str | Path) -> dict:
 
 # --- the runner ---------------------------------------------------------------------------------
 
+
 def _secret_values(obj: Any) -> list[str]:
     """The values ``redact`` hides in a parameter tree (secret names, or values that look like
     credentials, at any depth), as text.
@@ -86,8 +105,7 @@ def _secret_values(obj: Any) -> list[str]:
     ['sk-1', '7', 'Bearer abcdef123456']
     """
     if isinstance(obj, Mapping):
-        return [v for k, x in obj.items()
-                for v in ([str(x)] if is_secret(k) and x is not None else _secret_values(x))]
+        return [v for k, x in obj.items() for v in ([str(x)] if is_secret(k) and x is not None else _secret_values(x))]
     if isinstance(obj, (list, tuple)):
         return [v for x in obj for v in _secret_values(x)]
     return [obj] if looks_secret(obj) else []
@@ -120,16 +138,16 @@ def _execute(nb_path: Path, out_nb: Path, params: dict, kernel: str, cwd: Path) 
 
     secrets = _secret_values(params)
     if not secrets:
-        pm.execute_notebook(str(nb_path), str(out_nb), parameters=params, kernel_name=kernel,
-                            progress_bar=False, cwd=str(cwd))
+        pm.execute_notebook(
+            str(nb_path), str(out_nb), parameters=params, kernel_name=kernel, progress_bar=False, cwd=str(cwd)
+        )
         return
     # papermill saves the notebook (with the injected values) while it runs: keep that copy
     # in a private temp file and only the scrubbed one in the run folder.
     fd, tmp = tempfile.mkstemp(suffix=".ipynb", prefix="lazymem-run-")
     os.close(fd)
     try:
-        pm.execute_notebook(str(nb_path), tmp, parameters=params, kernel_name=kernel, progress_bar=False,
-                            cwd=str(cwd))
+        pm.execute_notebook(str(nb_path), tmp, parameters=params, kernel_name=kernel, progress_bar=False, cwd=str(cwd))
     finally:
         if os.path.getsize(tmp):
             _scrub_notebook(Path(tmp), secrets, out_nb)
@@ -143,9 +161,17 @@ def _error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, params: Mapping[str, Any] | None = None,
-             out_root: str | Path = "papermill_runs", force: bool = False, kernel: str = "python3",
-             progress: bool = True, executor: Any = None, command: Sequence[str] | None = None) -> list[RunResult]:
+def run_grid(
+    notebook: str | None,
+    grid: str | Path | Mapping | None = None,
+    params: Mapping[str, Any] | None = None,
+    out_root: str | Path = "papermill_runs",
+    force: bool = False,
+    kernel: str = "python3",
+    progress: bool = True,
+    executor: Any = None,
+    command: Sequence[str] | None = None,
+) -> list[RunResult]:
     """Execute a notebook once per grid point with papermill; returns one RunResult per point.
 
     Args:
@@ -185,19 +211,28 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     declared = set(notebook_parameters(nb_path))
     unknown = sorted({k for p in points for k in p} - declared)
     if unknown:
-        raise ConfigError(f"{nb_path.name}: unknown parameter(s) {unknown}; its parameters cell defines "
-                          f"{sorted(declared)}")
+        raise ConfigError(
+            f"{nb_path.name}: unknown parameter(s) {unknown}; its parameters cell defines {sorted(declared)}"
+        )
     if METRICS_PARAM not in declared:
-        raise ConfigError(f"{nb_path.name}: the parameters cell must define {METRICS_PARAM!r} (where the last "
-                          "cell writes its metrics)")
+        raise ConfigError(
+            f"{nb_path.name}: the parameters cell must define {METRICS_PARAM!r} (where the last "
+            "cell writes its metrics)"
+        )
     varying = [k for k in (spec.get("grid") or {}) if k not in (params or {})]
     nb_sha = sha256_file(nb_path)
     root = project_root(nb_path.parent)
     from lazymem.eval import package_versions
 
-    common = {"notebook": str(nb_path), "notebook_sha256": nb_sha, "kernel": kernel, "git": git_state(root),
-              "lazymem_version": lazymem.__version__, "python": sys.version.split()[0],
-              "packages": package_versions(MANIFEST_PACKAGES)}  # every point's manifest holds these
+    common = {
+        "notebook": str(nb_path),
+        "notebook_sha256": nb_sha,
+        "kernel": kernel,
+        "git": git_state(root),
+        "lazymem_version": lazymem.__version__,
+        "python": sys.version.split()[0],
+        "packages": package_versions(MANIFEST_PACKAGES),
+    }  # every point's manifest holds these
     out_base = Path(out_root) / nb_path.stem
     out_base.mkdir(parents=True, exist_ok=True)  # a bad out_root (inside a file, unwritable) stops here: OSError
     cells = []
@@ -218,25 +253,59 @@ def run_grid(notebook: str | None, grid: str | Path | Mapping | None = None, par
     def run(cell: Cell, changes: tuple[str, ...]) -> dict:
         return _run_point(nb_path, cell.folder, cell.key[0], cell.spec, kernel, common)
 
-    jobs = None if executor.inline else Jobs(executor, out_base, tasks=lambda cell, changes: [Task(
-        cell.key, cell.folder, _run_point, (nb_path, cell.folder, cell.key[0], cell.spec, kernel, common))],
-        command=tuple(command or (Path(sys.argv[0]).name, *sys.argv[1:])))
-    outcomes = run_cells(cells, check=check, run=run, load=lambda cell: _read_json(cell.folder / METRICS_FILE) or {},
-                         catch=True, describe=_point_error, progress="bar" if progress else None, label=nb_path.stem,
-                         jobs=jobs)
+    jobs = (
+        None
+        if executor.inline
+        else Jobs(
+            executor,
+            out_base,
+            tasks=lambda cell, changes: [
+                Task(cell.key, cell.folder, _run_point, (nb_path, cell.folder, cell.key[0], cell.spec, kernel, common))
+            ],
+            command=tuple(command or (Path(sys.argv[0]).name, *sys.argv[1:])),
+        )
+    )
+    outcomes = run_cells(
+        cells,
+        check=check,
+        run=run,
+        load=lambda cell: _read_json(cell.folder / METRICS_FILE) or {},
+        catch=True,
+        describe=_point_error,
+        progress="bar" if progress else None,
+        label=nb_path.stem,
+        jobs=jobs,
+    )
     results = []
     for o in outcomes:
         cell = o.cell
         shown, run_dir = redact(cell.spec), str(cell.folder)
         if o.status == "reused":
-            results.append(RunResult(cell.key[0], shown, "skipped", run_dir, _read_json(cell.folder / METRICS_FILE),
-                                     notes=("ok run exists; force=True reruns",)))
+            results.append(
+                RunResult(
+                    cell.key[0],
+                    shown,
+                    "skipped",
+                    run_dir,
+                    _read_json(cell.folder / METRICS_FILE),
+                    notes=("ok run exists; force=True reruns",),
+                )
+            )
             continue
         notes = (f"rerun: {'; '.join(o.changes)}",) if o.changes and o.changes[0] != "force=True" else ()
         manifest = _read_json(cell.folder / MANIFEST_FILE) or {}
-        results.append(RunResult(cell.key[0], shown, "failed" if o.status == "failed" else "ok", run_dir,
-                                 o.result if o.status != "failed" else _read_json(cell.folder / METRICS_FILE),
-                                 o.error, manifest.get("duration_s") or o.duration_s, notes))
+        results.append(
+            RunResult(
+                cell.key[0],
+                shown,
+                "failed" if o.status == "failed" else "ok",
+                run_dir,
+                o.result if o.status != "failed" else _read_json(cell.folder / METRICS_FILE),
+                o.error,
+                manifest.get("duration_s") or o.duration_s,
+                notes,
+            )
+        )
     return results
 
 
@@ -255,10 +324,18 @@ def _run_point(nb_path: Path, run_dir: Path, rid: str, point: dict, kernel: str,
     run_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = (run_dir / METRICS_FILE).resolve()
     manifest = {
-        "run_id": rid, "notebook": common["notebook"], "notebook_sha256": common["notebook_sha256"],
-        "params": redact(point), **{k: common[k] for k in ("kernel", "git", "lazymem_version", "python", "packages")},
-        "start": now(), "end": None, "duration_s": None, "status": "running", "error": None,
-        "output_notebook": str(run_dir / nb_path.name), "metrics_path": str(metrics_path),
+        "run_id": rid,
+        "notebook": common["notebook"],
+        "notebook_sha256": common["notebook_sha256"],
+        "params": redact(point),
+        **{k: common[k] for k in ("kernel", "git", "lazymem_version", "python", "packages")},
+        "start": now(),
+        "end": None,
+        "duration_s": None,
+        "status": "running",
+        "error": None,
+        "output_notebook": str(run_dir / nb_path.name),
+        "metrics_path": str(metrics_path),
     }
     write_json(run_dir / MANIFEST_FILE, manifest, indent=2)
     t0 = time.perf_counter()

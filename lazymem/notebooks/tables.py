@@ -1,4 +1,5 @@
 """Notebook-side helpers: write and print a notebook's metrics, flatten evaluation summaries."""
+
 from __future__ import annotations
 
 import json
@@ -70,14 +71,23 @@ def eval_overview(summaries: Mapping[str, Mapping]) -> tuple[list[dict], list[di
         for t, g in groups.items():
             by_type.append({"method": method, "type": t, "score": g["mean"], "n": g["n"]})
         c, lat, mm = s.get("construction") or {}, s.get("latency_s") or {}, s.get("memory_measures") or {}
-        per_method.append({
-            "method": method, "score": score, "score_kind": kind, "questions_ok": s["counts"]["ok"],
-            "errors": s["counts"]["error"], "gate_fmt": c.get("gate_fmt"), "rewritten_rate": c.get("rewritten_rate"),
-            "gold_keep_recall": c.get("gold_keep_recall"),
-            "evidence_recall": (mm.get("evidence_recall") or {}).get("mean"),
-            "answer_recall_in_memory": (mm.get("answer_recall_in_memory") or {}).get("mean"),
-            "memory_tokens": (s.get("memory_tokens") or {}).get("mean"),
-            **{f"{stage}_median_s": (lat.get(stage) or {}).get("median")
-               for stage in ("retrieval", "processing", "answer")},
-        })
+        per_method.append(
+            {
+                "method": method,
+                "score": score,
+                "score_kind": kind,
+                "questions_ok": s["counts"]["ok"],
+                "errors": s["counts"]["error"],
+                "gate_fmt": c.get("gate_fmt"),
+                "rewritten_rate": c.get("rewritten_rate"),
+                "gold_keep_recall": c.get("gold_keep_recall"),
+                "evidence_recall": (mm.get("evidence_recall") or {}).get("mean"),
+                "answer_recall_in_memory": (mm.get("answer_recall_in_memory") or {}).get("mean"),
+                "memory_tokens": (s.get("memory_tokens") or {}).get("mean"),
+                **{
+                    f"{stage}_median_s": (lat.get(stage) or {}).get("median")
+                    for stage in ("retrieval", "processing", "answer")
+                },
+            }
+        )
     return by_type, per_method

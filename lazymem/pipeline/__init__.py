@@ -9,6 +9,7 @@
 - ``baselines`` (Oracle Session, NanoMemory) and ``mem0`` (Mem0 run locally: ``Mem0Store``, imported
   only by method ``mem0``): the algorithms behind the baseline methods.
 """
+
 from lazymem.pipeline.config import (
     DEFAULT_ANSWER_SAMPLING,
     DEFAULT_MPM_SAMPLING,
@@ -21,6 +22,17 @@ from lazymem.pipeline.query import LazyMemPipeline, question_windows
 from lazymem.pipeline.results import QueryResult, WindowResult
 
 __all__ = [
-    "DEFAULT_ANSWER_SAMPLING", "DEFAULT_MPM_SAMPLING", "METHODS", "ROLES", "PipelineConfig", "Method", "MethodOutput",
-    "method_class", "method_names", "LazyMemPipeline", "question_windows", "QueryResult", "WindowResult",
+    "DEFAULT_ANSWER_SAMPLING",
+    "DEFAULT_MPM_SAMPLING",
+    "METHODS",
+    "ROLES",
+    "PipelineConfig",
+    "Method",
+    "MethodOutput",
+    "method_class",
+    "method_names",
+    "LazyMemPipeline",
+    "question_windows",
+    "QueryResult",
+    "WindowResult",
 ]

@@ -24,6 +24,7 @@ fit (the lower-ranked rest is left out: fewer sessions); when even the top sessi
 not fit, it is cut to its best-matching turns (kept in their order) that fit, and a single turn
 still too long loses characters from its end. ``fit`` in the record says what was cut.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -77,16 +78,26 @@ def turn_text(turn: Sequence[Message]) -> str:
 class NanoMemory:
     """Session ranking by best-matching turn, and the pruning prompt (see the module docstring)."""
 
-    def __init__(self, retriever: Retriever, top_k: int = NANOMEMORY_TOP_K, budget: int | None = None,
-                 count: Callable[[str], int] | None = None, window: int | None = None):
+    def __init__(
+        self,
+        retriever: Retriever,
+        top_k: int = NANOMEMORY_TOP_K,
+        budget: int | None = None,
+        count: Callable[[str], int] | None = None,
+        window: int | None = None,
+    ):
         if retriever.encoder is None:
-            raise ConfigError("method nanomemory ranks sessions by dense similarity: set pipeline.retrieval."
-                              "dense_model (e.g. minilm-offline)")
+            raise ConfigError(
+                "method nanomemory ranks sessions by dense similarity: set pipeline.retrieval."
+                "dense_model (e.g. minilm-offline)"
+            )
         if top_k < 1:
             raise ConfigError(f"nanomemory top_k={top_k!r}: must be >= 1")
         if budget is not None and (count is None or budget < 1):
-            raise ConfigError(f"nanomemory prompt budget {budget!r}: needs a token counter and must be >= 1 "
-                              "(the window must be larger than mpm_sampling.max_tokens)")
+            raise ConfigError(
+                f"nanomemory prompt budget {budget!r}: needs a token counter and must be >= 1 "
+                "(the window must be larger than mpm_sampling.max_tokens)"
+            )
         self.retriever, self.top_k = retriever, top_k
         self.budget, self.count = budget, count  # the pruning prompt's most tokens (None: not fitted)
         self.window = window  # the pruning call's context window (recorded)
@@ -117,14 +128,22 @@ class NanoMemory:
         sims = embs @ q
         scored, start = [], 0
         for rank_in_history, (sid, date, turns) in enumerate(sessions):
-            turn_scores = [float(v) for v in sims[start:start + len(turns)]]
+            turn_scores = [float(v) for v in sims[start : start + len(turns)]]
             s = max(turn_scores) if turns else 0.0
             scored.append((-s, rank_in_history, sid, date, turns, turn_scores))
             start += len(turns)
         scored.sort(key=lambda x: (x[0], x[1]))
-        return [{"session_id": sid, "date": date, "score": -neg, "turns": turns, "turn_scores": turn_scores,
-                 "positions": [m.pos for t in turns for m in t]}
-                for neg, _, sid, date, turns, turn_scores in scored[: self.top_k]]
+        return [
+            {
+                "session_id": sid,
+                "date": date,
+                "score": -neg,
+                "turns": turns,
+                "turn_scores": turn_scores,
+                "positions": [m.pos for t in turns for m in t],
+            }
+            for neg, _, sid, date, turns, turn_scores in scored[: self.top_k]
+        ]
 
     @staticmethod
     def prompt(question: Question, sessions: Sequence[dict]) -> str:
@@ -133,8 +152,9 @@ class NanoMemory:
         for s in sessions:
             turns = s.get("turn_texts") or [turn_text(t) for t in s["turns"]]
             fused += f"\n### Session Date: {s['date']}\nSession Content:\n{turns}\n"
-        return PROMPTS["nanomemory_prune"].render(fused_event=fused, question=question.text,
-                                                  question_date=question.query_time or "None")
+        return PROMPTS["nanomemory_prune"].render(
+            fused_event=fused, question=question.text, question_date=question.query_time or "None"
+        )
 
     def fitted_prompt(self, question: Question, sessions: Sequence[dict]) -> tuple[str, list[dict], dict | None]:
         """(prompt, the sessions it shows, fit record) under this NanoMemory's budget (module docstring)."""
@@ -144,8 +164,9 @@ class NanoMemory:
         return prompt, shown, {"window": self.window, **fit}
 
 
-def fit_sessions(build: Callable[[Sequence[dict]], str], sessions: Sequence[dict], count: Callable[[str], int],
-                 budget: int) -> tuple[str, list[dict], dict]:
+def fit_sessions(
+    build: Callable[[Sequence[dict]], str], sessions: Sequence[dict], count: Callable[[str], int], budget: int
+) -> tuple[str, list[dict], dict]:
     """The most of ``sessions`` (rank order) whose prompt ``build(shown)`` counts at most ``budget`` tokens.
 
     Whole sessions while they fit; if the top one alone does not, its best-matching turns
@@ -164,12 +185,23 @@ def fit_sessions(build: Callable[[Sequence[dict]], str], sessions: Sequence[dict
     """
     full = build(sessions)
     n_full = count(full)
-    fit = {"budget": budget, "prompt_tokens_full": n_full, "sessions_ranked": len(sessions),
-           "sessions_kept": len(sessions), "sessions_dropped": [], "turns_cut": 0, "chars_cut": 0}
+    fit = {
+        "budget": budget,
+        "prompt_tokens_full": n_full,
+        "sessions_ranked": len(sessions),
+        "sessions_kept": len(sessions),
+        "sessions_dropped": [],
+        "turns_cut": 0,
+        "chars_cut": 0,
+    }
 
     def done(prompt: str, shown: list[dict], n: int) -> tuple[str, list[dict], dict]:
-        fit.update(prompt_tokens=n, tokens_cut=n_full - n, sessions_kept=len(shown),
-                   sessions_dropped=[s["session_id"] for s in sessions[len(shown):]])
+        fit.update(
+            prompt_tokens=n,
+            tokens_cut=n_full - n,
+            sessions_kept=len(shown),
+            sessions_dropped=[s["session_id"] for s in sessions[len(shown) :]],
+        )
         return prompt, shown, fit
 
     if n_full <= budget or not sessions:
@@ -191,8 +223,12 @@ def fit_sessions(build: Callable[[Sequence[dict]], str], sessions: Sequence[dict
     def with_turns(n_turns: int) -> dict:
         keep = sorted(order[:n_turns])
         turns = [top["turns"][i] for i in keep] if "turns" in top else []
-        return {**top, "turn_texts": [texts[i] for i in keep], "turns": turns,
-                "positions": [m.pos for t in turns for m in t]}
+        return {
+            **top,
+            "turn_texts": [texts[i] for i in keep],
+            "turns": turns,
+            "positions": [m.pos for t in turns for m in t],
+        }
 
     lo, hi = 1, len(texts) - 1  # the most turns that fit (len(texts) did not)
     while lo < hi:
@@ -212,9 +248,11 @@ def fit_sessions(build: Callable[[Sequence[dict]], str], sessions: Sequence[dict
     prompt = build([cut])
     n = count(prompt)
     if n > budget:
-        raise ConfigError(f"nanomemory: the pruning prompt without any session text is {n} tokens, over its budget "
-                          f"of {budget} (the window less mpm_sampling.max_tokens): raise the window or lower "
-                          "max_tokens")
+        raise ConfigError(
+            f"nanomemory: the pruning prompt without any session text is {n} tokens, over its budget "
+            f"of {budget} (the window less mpm_sampling.max_tokens): raise the window or lower "
+            "max_tokens"
+        )
     return done(prompt, [cut], n)
 
 
@@ -237,8 +275,10 @@ def prompt_budget(mpm: LLMConfig, reply_tokens: int | None, context: int | None)
         return None, None
     budget = int(context) - int(reply_tokens or 0)
     if budget < 1:
-        raise ConfigError(f"nanomemory: the pruning call's window ({context} tokens) leaves no room for a prompt "
-                          f"after mpm_sampling.max_tokens={reply_tokens}")
+        raise ConfigError(
+            f"nanomemory: the pruning call's window ({context} tokens) leaves no room for a prompt "
+            f"after mpm_sampling.max_tokens={reply_tokens}"
+        )
     return int(context), budget
 
 
@@ -259,11 +299,14 @@ def prompt_counter(mpm: LLMConfig) -> Callable[[str], int]:
     try:
         tok = AutoTokenizer.from_pretrained(hf_dir)
     except (OSError, ValueError) as e:
-        raise ConfigError(f"nanomemory: fitting the pruning prompt needs the mpm model's tokenizer ({mpm.model!r}): "
-                          f"{e}") from None
+        raise ConfigError(
+            f"nanomemory: fitting the pruning prompt needs the mpm model's tokenizer ({mpm.model!r}): {e}"
+        ) from None
 
     def count(text: str) -> int:
-        rendered = tok.apply_chat_template(to_messages(text), tokenize=False, add_generation_prompt=True,
-                                           **(mpm.chat_template_kwargs or {}))
+        rendered = tok.apply_chat_template(
+            to_messages(text), tokenize=False, add_generation_prompt=True, **(mpm.chat_template_kwargs or {})
+        )
         return len(tok(rendered, add_special_tokens=False)["input_ids"])
+
     return count

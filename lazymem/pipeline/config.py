@@ -22,6 +22,7 @@ on in Python. The flat spellings of earlier configs and manifests (``structured`
 >>> PipelineConfig.from_dict({"structured": True}) == PipelineConfig.from_dict({"lazymem": {"structured": True}})
 True
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,15 +54,35 @@ ROLES = ("mpm", "answer", "judge")
 DEFAULT_MPM_SAMPLING = Sampling(temperature=0.0, max_tokens=3072)
 DEFAULT_ANSWER_SAMPLING = Sampling(temperature=0.0, max_tokens=1024)
 # LazyMem's decoding settings were PipelineConfig fields before they became its section.
-LAZYMEM_FLAT = ("structured", "structured_trace", "grounded", "keep_prior", "keep_prior_dense", "keep_prior_model",
-                "trace_independent", "schema_max_content", "schema_max_reason")
+LAZYMEM_FLAT = (
+    "structured",
+    "structured_trace",
+    "grounded",
+    "keep_prior",
+    "keep_prior_dense",
+    "keep_prior_model",
+    "trace_independent",
+    "schema_max_content",
+    "schema_max_reason",
+)
 # Earlier configs and manifests spelled these settings flat: (section, field) of each old key.
-LEGACY_KEYS = {"nanomemory_top_k": ("nanomemory", "top_k"), "nanomemory_context": ("nanomemory", "context"),
-               "mem0_top_k": ("mem0", "top_k"), "mem0_chunk": ("mem0", "chunk"),
-               "mem0_observation_date": ("mem0", "observation_date"),
-               **{key: ("lazymem", key) for key in LAZYMEM_FLAT}}
-_PARTS = (("retrieval", RetrievalConfig), ("window", WindowConfig), ("mpm", LLMConfig), ("answer", LLMConfig),
-          ("judge", LLMConfig), ("mpm_sampling", Sampling), ("answer_sampling", Sampling))
+LEGACY_KEYS = {
+    "nanomemory_top_k": ("nanomemory", "top_k"),
+    "nanomemory_context": ("nanomemory", "context"),
+    "mem0_top_k": ("mem0", "top_k"),
+    "mem0_chunk": ("mem0", "chunk"),
+    "mem0_observation_date": ("mem0", "observation_date"),
+    **{key: ("lazymem", key) for key in LAZYMEM_FLAT},
+}
+_PARTS = (
+    ("retrieval", RetrievalConfig),
+    ("window", WindowConfig),
+    ("mpm", LLMConfig),
+    ("answer", LLMConfig),
+    ("judge", LLMConfig),
+    ("mpm_sampling", Sampling),
+    ("answer_sampling", Sampling),
+)
 
 
 def _section(cls, values: Any, where: str):
@@ -81,18 +102,22 @@ def _method_sections(given: Any) -> dict[str, Any]:
     """Every registered method's settings, in registry order: as given (a settings object, or a mapping of
     its fields; None: the defaults), the defaults for a method not given."""
     if not isinstance(given, Mapping):
-        raise ConfigError(f"PipelineConfig.sections: expected a mapping of method name -> settings, got "
-                          f"{type(given).__name__}")
+        raise ConfigError(
+            f"PipelineConfig.sections: expected a mapping of method name -> settings, got {type(given).__name__}"
+        )
     classes = settings_classes()
     unknown = sorted(set(given) - set(classes))
     if unknown:
-        raise ConfigError(f"PipelineConfig.sections: {unknown} are not methods with settings; those are "
-                          f"{list(classes)}")
+        raise ConfigError(
+            f"PipelineConfig.sections: {unknown} are not methods with settings; those are {list(classes)}"
+        )
     clash = sorted(set(classes) & {f.name for f in dataclasses.fields(PipelineConfig)})
     if clash:
         raise ConfigError(f"method registry: {clash} name both a method with settings and a PipelineConfig field")
-    return {name: _section(cls, {} if given.get(name) is None else given[name], f"pipeline.{name}")
-            for name, cls in classes.items()}
+    return {
+        name: _section(cls, {} if given.get(name) is None else given[name], f"pipeline.{name}")
+        for name, cls in classes.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -114,39 +139,74 @@ class PipelineConfig:
     mpm: LLMConfig = field(default_factory=LLMConfig, metadata=h("the memory-processing model (method lazymem)"))
     answer: LLMConfig = field(default_factory=LLMConfig, metadata=h("the frozen answer model"))
     judge: LLMConfig | None = field(default=None, metadata=h("the LLM judge (None = no judge model)"))
-    mpm_sampling: Sampling = field(default=DEFAULT_MPM_SAMPLING,
-                                   metadata=h("MPM decoding (json_schema is set per window)"))
+    mpm_sampling: Sampling = field(
+        default=DEFAULT_MPM_SAMPLING, metadata=h("MPM decoding (json_schema is set per window)")
+    )
     answer_sampling: Sampling = field(default=DEFAULT_ANSWER_SAMPLING, metadata=h("answer decoding"))
-    strip_think: bool = field(default=True,
-                              metadata=h("drop a leading <think>...</think> from MPM and answer outputs"))
+    strip_think: bool = field(default=True, metadata=h("drop a leading <think>...</think> from MPM and answer outputs"))
     bridges: str = field(
         default="none",
-        metadata=h("the constructing methods' windows (lazymem, extractive): 'none': every window message is a core "
-                   "message; 'overlap': messages a sub-window shares with its neighbour sub-window are shown as "
-                   "previous_bridge / next_bridge"))
-    sections: Mapping[str, Any] = field(default_factory=dict, metadata=h(
-        "each method's own settings by method name (its Method.settings_class; YAML: pipeline.<method>); a method "
-        "left out gets its defaults"))
+        metadata=h(
+            "the constructing methods' windows (lazymem, extractive): 'none': every window message is a core "
+            "message; 'overlap': messages a sub-window shares with its neighbour sub-window are shown as "
+            "previous_bridge / next_bridge"
+        ),
+    )
+    sections: Mapping[str, Any] = field(
+        default_factory=dict,
+        metadata=h(
+            "each method's own settings by method name (its Method.settings_class; YAML: pipeline.<method>); a method "
+            "left out gets its defaults"
+        ),
+    )
 
     def __post_init__(self):
-        require(self.method in method_names(), "PipelineConfig", "method", self.method,
-                f"must be one of {method_names()}")
+        require(
+            self.method in method_names(), "PipelineConfig", "method", self.method, f"must be one of {method_names()}"
+        )
         for name, cls in _PARTS:
             if name != "judge":
-                require(isinstance(getattr(self, name), cls), "PipelineConfig", name, getattr(self, name),
-                        f"must be a {cls.__name__}")
-        require(self.judge is None or isinstance(self.judge, LLMConfig), "PipelineConfig", "judge", self.judge,
-                "must be an LLMConfig or None")
+                require(
+                    isinstance(getattr(self, name), cls),
+                    "PipelineConfig",
+                    name,
+                    getattr(self, name),
+                    f"must be a {cls.__name__}",
+                )
+        require(
+            self.judge is None or isinstance(self.judge, LLMConfig),
+            "PipelineConfig",
+            "judge",
+            self.judge,
+            "must be an LLMConfig or None",
+        )
         # The window's decoding is set per window from pipeline.lazymem: one way to ask for each.
-        for key, how in (("json_schema", "set lazymem.structured: true and each window gets decision_schema(n)"),
-                         ("grounded", "set lazymem.grounded: true and each window gets its message texts"),
-                         ("trace_keep_bias", "set lazymem.keep_prior and each window gets its messages' priors")):
-            require(getattr(self.mpm_sampling, key) is None, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
-                    f"{key} must be unset: {how}")
-        require(not self.mpm_sampling.trace_independent, "PipelineConfig", "mpm_sampling", self.mpm_sampling,
-                "trace_independent must be unset there: set pipeline.lazymem.trace_independent: true")
-        require(isinstance(self.strip_think, bool), "PipelineConfig", "strip_think", self.strip_think,
-                "must be true or false")
+        for key, how in (
+            ("json_schema", "set lazymem.structured: true and each window gets decision_schema(n)"),
+            ("grounded", "set lazymem.grounded: true and each window gets its message texts"),
+            ("trace_keep_bias", "set lazymem.keep_prior and each window gets its messages' priors"),
+        ):
+            require(
+                getattr(self.mpm_sampling, key) is None,
+                "PipelineConfig",
+                "mpm_sampling",
+                self.mpm_sampling,
+                f"{key} must be unset: {how}",
+            )
+        require(
+            not self.mpm_sampling.trace_independent,
+            "PipelineConfig",
+            "mpm_sampling",
+            self.mpm_sampling,
+            "trace_independent must be unset there: set pipeline.lazymem.trace_independent: true",
+        )
+        require(
+            isinstance(self.strip_think, bool),
+            "PipelineConfig",
+            "strip_think",
+            self.strip_think,
+            "must be true or false",
+        )
         require(self.bridges in BRIDGES, "PipelineConfig", "bridges", self.bridges, f"must be one of {BRIDGES}")
         object.__setattr__(self, "sections", _method_sections(self.sections))
         method_class(self.method).check(self)  # what the method itself needs (a dense model, a server)
@@ -223,6 +283,7 @@ class PipelineConfig:
 def _init_by_method(init):
     """``PipelineConfig.__init__`` that also takes each method's settings by the method's name (so
     ``dataclasses.replace(config, lazymem=...)`` works too); they go into ``sections``."""
+
     @functools.wraps(init)
     def __init__(self, *args: Any, sections: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         names = settings_classes()
@@ -256,8 +317,14 @@ def _nest_legacy_keys(values: Mapping) -> dict:
 
 
 # What `pipeline.mpm_decoding: card` sets when a card has no `decoding` (v1 shipped with free generation).
-FREE_DECODING = {"structured": False, "structured_trace": False, "grounded": False, "keep_prior": 0.0,
-                 "keep_prior_dense": 0.0, "trace_independent": False}
+FREE_DECODING = {
+    "structured": False,
+    "structured_trace": False,
+    "grounded": False,
+    "keep_prior": 0.0,
+    "keep_prior_dense": 0.0,
+    "trace_independent": False,
+}
 
 
 def shipped_decoding(name: str) -> tuple[dict, float | None]:
@@ -291,9 +358,11 @@ def shipped_writer(name: str) -> str | None:
 def _read_card(name: str) -> tuple[Path, dict]:
     """The card.json of a shipped LazyMem-135M version (path, contents); another adapter has none."""
     if name != LAZYMEM_135M and name not in LAZYMEM_135M_VERSIONS:
-        raise ConfigError(f"adapter {name!r}: only a shipped LazyMem-135M version ({LAZYMEM_135M}, "
-                          f"{', '.join(LAZYMEM_135M_VERSIONS)}) has a card to read its decoding from; write the "
-                          "decoding out (structured, grounded, keep_prior, mpm_sampling.logit_bias) for this adapter")
+        raise ConfigError(
+            f"adapter {name!r}: only a shipped LazyMem-135M version ({LAZYMEM_135M}, "
+            f"{', '.join(LAZYMEM_135M_VERSIONS)}) has a card to read its decoding from; write the "
+            "decoding out (structured, grounded, keep_prior, mpm_sampling.logit_bias) for this adapter"
+        )
     path = Path(resolve_adapter(name)) / "card.json"
     try:
         return path, json.loads(path.read_text(encoding="utf-8"))
@@ -319,15 +388,19 @@ def _card_writer(mpm: Any, adapter: str) -> Any:
         extra.pop("content_adapter")
         return _with_extra(mpm, extra or None)
     if "content_adapter" in extra and extra["content_adapter"] != writer:
-        raise ConfigError(f"pipeline.mpm_decoding: card sets the content adapter of {adapter!r} from its model card "
-                          f"({writer!r}), and the config sets pipeline.mpm.extra_body.content_adapter: "
-                          f"{extra['content_adapter']!r}: drop it, or mpm_decoding to write the decoding out")
+        raise ConfigError(
+            f"pipeline.mpm_decoding: card sets the content adapter of {adapter!r} from its model card "
+            f"({writer!r}), and the config sets pipeline.mpm.extra_body.content_adapter: "
+            f"{extra['content_adapter']!r}: drop it, or mpm_decoding to write the decoding out"
+        )
     if backend not in CONTENT_ADAPTER_BACKENDS:
-        raise ConfigError(f"pipeline.mpm_decoding: card: the card of {adapter!r} names a content adapter ({writer!r}, "
-                          "extra_body.content_adapter: each KEEP's content written by a second adapter), which the "
-                          f"in-process engines (llamacpp, transformers) run; backend {backend!r} cannot. Write the "
-                          "decoding out (mpm_decoding: null and the card's keys) to run its decisions with their own "
-                          "contents there")
+        raise ConfigError(
+            f"pipeline.mpm_decoding: card: the card of {adapter!r} names a content adapter ({writer!r}, "
+            "extra_body.content_adapter: each KEEP's content written by a second adapter), which the "
+            f"in-process engines (llamacpp, transformers) run; backend {backend!r} cannot. Write the "
+            "decoding out (mpm_decoding: null and the card's keys) to run its decisions with their own "
+            "contents there"
+        )
     extra["content_adapter"] = writer
     return _with_extra(mpm, extra)
 
@@ -344,13 +417,17 @@ def _card_decoding(values: Mapping, mode: Any) -> dict:
     settings (temperature, max_tokens) stay the config's. Runs record the resolved values, so their
     fingerprints are those of the same decoding written out."""
     if mode != "card":
-        raise ConfigError(f"pipeline.mpm_decoding: 'card' (the shipped adapter's decoding, read from its model "
-                          f"card) or null, got {mode!r}")
+        raise ConfigError(
+            f"pipeline.mpm_decoding: 'card' (the shipped adapter's decoding, read from its model "
+            f"card) or null, got {mode!r}"
+        )
     mpm = values.get("mpm")
     adapter = mpm.adapter if isinstance(mpm, LLMConfig) else mpm.get("adapter") if isinstance(mpm, Mapping) else None
     if not adapter:
-        raise ConfigError("pipeline.mpm_decoding: card reads the decoding from a shipped adapter's card; set "
-                          "pipeline.mpm.adapter (lazymem-135m, lazymem-135m-v1, lazymem-135m-v2)")
+        raise ConfigError(
+            "pipeline.mpm_decoding: card reads the decoding from a shipped adapter's card; set "
+            "pipeline.mpm.adapter (lazymem-135m, lazymem-135m-v1, lazymem-135m-v2)"
+        )
     fields, bias = shipped_decoding(adapter)
     sampling = values.get("mpm_sampling")
     bias_map = None if bias is None else {" KEEP": bias}
@@ -359,16 +436,20 @@ def _card_decoding(values: Mapping, mode: Any) -> dict:
     if dataclasses.is_dataclass(section):
         section = dataclasses.asdict(section)
     if section is not None and not isinstance(section, Mapping):
-        raise ConfigError(f"pipeline.lazymem: expected a mapping of LazyMemSettings fields, got "
-                          f"{type(section).__name__}")
+        raise ConfigError(
+            f"pipeline.lazymem: expected a mapping of LazyMemSettings fields, got {type(section).__name__}"
+        )
     section = dict(section or {})
-    clashes = [f"lazymem.{k}: {section[k]!r} (card: {v!r})" for k, v in fields.items()
-               if k in section and section[k] != v]
+    clashes = [
+        f"lazymem.{k}: {section[k]!r} (card: {v!r})" for k, v in fields.items() if k in section and section[k] != v
+    ]
     if given is not None and given != bias_map:
         clashes.append(f"mpm_sampling.logit_bias: {given!r} (card: {bias_map!r})")
     if clashes:
-        raise ConfigError(f"pipeline.mpm_decoding: card sets the decoding of {adapter!r} from its model card, and the "
-                          f"config sets {'; '.join(clashes)}: drop those keys, or mpm_decoding to write them out")
+        raise ConfigError(
+            f"pipeline.mpm_decoding: card sets the decoding of {adapter!r} from its model card, and the "
+            f"config sets {'; '.join(clashes)}: drop those keys, or mpm_decoding to write them out"
+        )
     out: dict[str, Any] = {"lazymem": {**section, **fields}}
     if (mpm_written := _card_writer(mpm, adapter)) is not None:
         out["mpm"] = mpm_written

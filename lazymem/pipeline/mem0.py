@@ -88,6 +88,7 @@ and ~114 s; a reply SmolLM2 runs on to Mem0's 2,000-token cap costs minutes. Wit
 on oversubscribed cores a decode step took ~8 s (threads spinning at barriers): use 1 thread on a
 shared machine. Ingestion is resumable (``progress.json``) across sessions.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -138,8 +139,10 @@ def import_mem0():
     except ImportError as e:
         raise ConfigError(f"method mem0 needs the mem0ai package ({e}): {INSTALL_HINT}") from None
     if telemetry.MEM0_TELEMETRY:
-        raise ConfigError("mem0 was imported with telemetry on before lazymem switched it off: "
-                          "set MEM0_TELEMETRY=False in the environment")
+        raise ConfigError(
+            "mem0 was imported with telemetry on before lazymem switched it off: "
+            "set MEM0_TELEMETRY=False in the environment"
+        )
     return Memory
 
 
@@ -165,8 +168,10 @@ def mem0_message(m: Message, first_speaker: str) -> dict:
 
 def observation_note(date: str) -> str:
     """The custom instruction that dates one add call (stock OSS Mem0 dates every call today)."""
-    return (f"Observation Date of the New Messages: {date}. Resolve every relative time reference in them "
-            "against this date, not against the Current Date.")
+    return (
+        f"Observation Date of the New Messages: {date}. Resolve every relative time reference in them "
+        "against this date, not against the Current Date."
+    )
 
 
 def extracted_count(reply: Any) -> int | None:
@@ -203,6 +208,7 @@ def _with_threads(fn, n: int | None):
     def run(*args, **kwargs):
         with torch_threads(n):
             return fn(*args, **kwargs)
+
     return run
 
 
@@ -232,8 +238,10 @@ class Mem0Store:
         self.Memory = import_mem0()
         r = config.retrieval
         if r.dense_base_url:
-            raise ConfigError("method mem0 embeds with Mem0's huggingface provider in process: unset "
-                              "retrieval.dense_base_url (retrieval.dense_model names the local model)")
+            raise ConfigError(
+                "method mem0 embeds with Mem0's huggingface provider in process: unset "
+                "retrieval.dense_base_url (retrieval.dense_model names the local model)"
+            )
         self.embedder = r.dense_model or OFFLINE_MINILM
         self._st = load_sentence_transformer(self.embedder, r.device)  # shared by every history's Mem0
         get = getattr(self._st, "get_embedding_dimension", None) or self._st.get_sentence_embedding_dimension
@@ -241,9 +249,16 @@ class Mem0Store:
         from importlib.metadata import version
 
         s = config.mpm_sampling
-        self.settings = {"mem0ai": version("mem0ai"), "llm_model": config.mpm.model, "temperature": s.temperature,
-                         "max_tokens": s.max_tokens, "embedder": self.embedder, "embedding_dims": self.dims,
-                         "chunk": config.mem0.chunk, "observation_date": config.mem0.observation_date}
+        self.settings = {
+            "mem0ai": version("mem0ai"),
+            "llm_model": config.mpm.model,
+            "temperature": s.temperature,
+            "max_tokens": s.max_tokens,
+            "embedder": self.embedder,
+            "embedding_dims": self.dims,
+            "chunk": config.mem0.chunk,
+            "observation_date": config.mem0.observation_date,
+        }
         self.lock = threading.RLock()
         self._open: tuple[Path, Any, _CountingLLM] | None = None
 
@@ -257,8 +272,11 @@ class Mem0Store:
     def store_dir(self, history: History) -> Path:
         from lazymem.retrieve import history_fingerprint
 
-        key = hashlib.sha256(json.dumps({"history": history_fingerprint(history), "id": history.id, **self.settings},
-                                        sort_keys=True).encode("utf-8")).hexdigest()[:16]
+        key = hashlib.sha256(
+            json.dumps(
+                {"history": history_fingerprint(history), "id": history.id, **self.settings}, sort_keys=True
+            ).encode("utf-8")
+        ).hexdigest()[:16]
         return cache_root() / "mem0" / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', history.id)[:48]}-{key}"
 
     def open(self, history: History):
@@ -270,24 +288,47 @@ class Mem0Store:
         d.mkdir(parents=True, exist_ok=True)
         mpm, s = self.config.mpm, self.config.mpm_sampling
         api_key = os.environ.get(mpm.api_key_env) or "local"
-        mem = self.Memory.from_config({
-            "llm": {"provider": "openai", "config": {"model": mpm.model, "openai_base_url": mpm.base_url,
-                                                     "api_key": api_key, "temperature": s.temperature,
-                                                     "max_tokens": s.max_tokens}},
-            "embedder": {"provider": "huggingface", "config": {"model": self.model_path, "embedding_dims": self.dims,
-                                                               "model_kwargs": {"device": self.device}}},
-            "vector_store": {"provider": "qdrant", "config": {"collection_name": "mem0", "path": str(d / "qdrant"),
-                                                              "embedding_model_dims": self.dims, "on_disk": True}},
-            "history_db_path": str(d / "history.db"),
-        })
+        mem = self.Memory.from_config(
+            {
+                "llm": {
+                    "provider": "openai",
+                    "config": {
+                        "model": mpm.model,
+                        "openai_base_url": mpm.base_url,
+                        "api_key": api_key,
+                        "temperature": s.temperature,
+                        "max_tokens": s.max_tokens,
+                    },
+                },
+                "embedder": {
+                    "provider": "huggingface",
+                    "config": {
+                        "model": self.model_path,
+                        "embedding_dims": self.dims,
+                        "model_kwargs": {"device": self.device},
+                    },
+                },
+                "vector_store": {
+                    "provider": "qdrant",
+                    "config": {
+                        "collection_name": "mem0",
+                        "path": str(d / "qdrant"),
+                        "embedding_model_dims": self.dims,
+                        "on_disk": True,
+                    },
+                },
+                "history_db_path": str(d / "history.db"),
+            }
+        )
         from openai import OpenAI
 
         emb = mem.embedding_model
         emb.model = self._st  # drop the copy Mem0 just loaded: one model in the process
         for name in ("embed", "embed_batch"):  # a few short texts a call: more threads only spin (see dense.py)
             setattr(emb, name, _with_threads(getattr(emb, name), self.config.retrieval.query_threads))
-        mem.llm.client = OpenAI(api_key=api_key, base_url=mpm.base_url, timeout=mpm.timeout,
-                                max_retries=mpm.max_retries)
+        mem.llm.client = OpenAI(
+            api_key=api_key, base_url=mpm.base_url, timeout=mpm.timeout, max_retries=mpm.max_retries
+        )
         counter = _CountingLLM(mem.llm.generate_response)
         mem.llm.generate_response = counter
         self._open = (d, mem, counter)
@@ -305,9 +346,17 @@ class Mem0Store:
         p = self.store_dir(history) / PROGRESS_FILE
         if p.exists():
             return json.loads(p.read_text(encoding="utf-8"))
-        return {"history_id": history.id, "user_id": self.user_id(history), "settings": self.settings,
-                "n_chunks": None, "chunks_done": 0, "complete": False, "memories": 0, "seconds": 0.0,
-                **{k: 0 for k in STATS}}
+        return {
+            "history_id": history.id,
+            "user_id": self.user_id(history),
+            "settings": self.settings,
+            "n_chunks": None,
+            "chunks_done": 0,
+            "complete": False,
+            "memories": 0,
+            "seconds": 0.0,
+            **{k: 0 for k in STATS},
+        }
 
     def _save_progress(self, history: History, prog: dict) -> None:
         write_atomic(self.store_dir(history) / PROGRESS_FILE, json.dumps(prog, indent=1) + "\n")
@@ -334,19 +383,31 @@ class Mem0Store:
         first_speaker = history.speakers[0] if history.speakers else (history[0].role if len(history) else "")
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(chunks), initial=start, desc=f"mem0 add {history.id}", unit="chunk", leave=False,
-                   disable=None if self.progress is None else not self.progress)
+        bar = tqdm(
+            total=len(chunks),
+            initial=start,
+            desc=f"mem0 add {history.id}",
+            unit="chunk",
+            leave=False,
+            disable=None if self.progress is None else not self.progress,
+        )
         try:
             for i in range(start, len(chunks)):
                 chunk = chunks[i]
                 counter.replies.clear()
                 calls, t0 = counter.calls, time.perf_counter()
                 try:
-                    out = mem.add([mem0_message(m, first_speaker) for m in chunk], user_id=uid,
-                                  metadata={"timestamp": chunk[0].timestamp, "session_id": chunk[0].session_id,
-                                            "chunk": i, "positions": [m.pos for m in chunk]},
-                                  prompt=observation_note(chunk[0].timestamp) if self.config.mem0.observation_date
-                                  else None)
+                    out = mem.add(
+                        [mem0_message(m, first_speaker) for m in chunk],
+                        user_id=uid,
+                        metadata={
+                            "timestamp": chunk[0].timestamp,
+                            "session_id": chunk[0].session_id,
+                            "chunk": i,
+                            "positions": [m.pos for m in chunk],
+                        },
+                        prompt=observation_note(chunk[0].timestamp) if self.config.mem0.observation_date else None,
+                    )
                 except Exception as e:
                     if not counter.replies:  # no reply reached Mem0 (the server is down, ...): the question fails
                         raise
@@ -356,9 +417,9 @@ class Mem0Store:
                     # would fail the same way, at every question).
                     prog["add_errors"] = prog.get("add_errors", 0) + 1
                     prog.setdefault("add_error_chunks", []).append(
-                        {"chunk": i, "error": f"{type(e).__name__}: {e}"[:300]})
-                    out = {"results": [r for r in self._rows(mem, uid)
-                                       if (r.get("metadata") or {}).get("chunk") == i]}
+                        {"chunk": i, "error": f"{type(e).__name__}: {e}"[:300]}
+                    )
+                    out = {"results": [r for r in self._rows(mem, uid) if (r.get("metadata") or {}).get("chunk") == i]}
                 finally:
                     dt = time.perf_counter() - t0
                     prog["seconds"] += dt
@@ -395,10 +456,18 @@ class Mem0Store:
         Opening and ingesting the store is store-time work (``index``), the search is retrieval.
         """
         gold = set(question.evidence)
-        record: dict[str, Any] = {"method": "mem0", "top_k": self.config.mem0.top_k, "user_id": self.user_id(history),
-                                  "store": self.store_dir(history).name, "settings": self.settings,
-                                  "ingestion": None, "n_memories": None, "results": [], "gold_shown": None,
-                                  "n_gold": len(gold)}
+        record: dict[str, Any] = {
+            "method": "mem0",
+            "top_k": self.config.mem0.top_k,
+            "user_id": self.user_id(history),
+            "store": self.store_dir(history).name,
+            "settings": self.settings,
+            "ingestion": None,
+            "n_memories": None,
+            "results": [],
+            "gold_shown": None,
+            "n_gold": len(gold),
+        }
         with self.lock:
             t0 = time.perf_counter()
             try:
@@ -419,9 +488,16 @@ class Mem0Store:
             timings["retrieval"] = timings.get("retrieval", 0.0) + time.perf_counter() - t1
         t2 = time.perf_counter()
         shown = {p for r in results for p in (r.get("metadata") or {}).get("positions", ())}
-        record["results"] = [{"id": r["id"], "memory": r["memory"], "score": r.get("score"),
-                              "date": (r.get("metadata") or {}).get("timestamp"),
-                              "positions": (r.get("metadata") or {}).get("positions")} for r in results]
+        record["results"] = [
+            {
+                "id": r["id"],
+                "memory": r["memory"],
+                "score": r.get("score"),
+                "date": (r.get("metadata") or {}).get("timestamp"),
+                "positions": (r.get("metadata") or {}).get("positions"),
+            }
+            for r in results
+        ]
         record["gold_shown"] = len(gold & shown)
         text = memory_text(results)
         timings["processing"] = time.perf_counter() - t2

@@ -18,6 +18,7 @@ the window explorer use it). This is the only code that runs these stages in seq
 demo, the notebooks, the evaluation runner and training data go through it. Nothing is
 created at import time; models and the retriever are created on first use, once per pipeline.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -51,9 +52,13 @@ if TYPE_CHECKING:
     from lazymem.retrieve import Pool, Retriever
 
 
-def question_windows(history: History, question: Question, retriever: Retriever | None = None,
-                     window: WindowConfig | None = None,
-                     retrieval: RetrievalConfig | None = None) -> tuple[Pool, list[Window]]:
+def question_windows(
+    history: History,
+    question: Question,
+    retriever: Retriever | None = None,
+    window: WindowConfig | None = None,
+    retrieval: RetrievalConfig | None = None,
+) -> tuple[Pool, list[Window]]:
     """Steps 1-2 for one question: (the pool R_q, its windows with the gold positions marked).
 
     Args:
@@ -69,20 +74,32 @@ def question_windows(history: History, question: Question, retriever: Retriever 
     return pool, build_windows(history, pool.positions, window or WindowConfig(), gold=question.evidence)
 
 
-
-def window_sampling(base: Sampling, n: int, *, structured: bool, structured_trace: bool,
-                    texts: tuple[str, ...] | None, prior: tuple[float, ...] | None, schema_max_content: int,
-                    schema_max_reason: int, independent: bool = False) -> Sampling:
+def window_sampling(
+    base: Sampling,
+    n: int,
+    *,
+    structured: bool,
+    structured_trace: bool,
+    texts: tuple[str, ...] | None,
+    prior: tuple[float, ...] | None,
+    schema_max_content: int,
+    schema_max_reason: int,
+    independent: bool = False,
+) -> Sampling:
     """One window's MPM decoding (the pipeline's and the window evaluation's): ``base`` with the window's
     decision schema when structured (n items, after an n-line trace with ``structured_trace``), its message
     texts when grounded (``texts``; the span then bounds a KEEP's content, so the schema leaves it unbounded:
     a far smaller grammar), its per-message KEEP priors (``prior``, ``Sampling.trace_keep_bias``) and, with
     ``independent``, each trace line decided without the ops before it (``Sampling.trace_independent``; both
     callers refuse a ``base`` that sets it, so their own flag is the one way to ask)."""
-    schema = decision_schema(n, None if texts is not None else schema_max_content, schema_max_reason,
-                             think=structured_trace) if structured else base.json_schema
-    return dataclasses.replace(base, json_schema=schema, grounded=texts, trace_keep_bias=prior,
-                               trace_independent=independent)
+    schema = (
+        decision_schema(n, None if texts is not None else schema_max_content, schema_max_reason, think=structured_trace)
+        if structured
+        else base.json_schema
+    )
+    return dataclasses.replace(
+        base, json_schema=schema, grounded=texts, trace_keep_bias=prior, trace_independent=independent
+    )
 
 
 class LazyMemPipeline:
@@ -98,8 +115,9 @@ class LazyMemPipeline:
     (which batch or parallelise internally).
     """
 
-    def __init__(self, config: PipelineConfig, clients: Mapping[str, LLMClient] | None = None,
-                 retriever: Retriever | None = None):
+    def __init__(
+        self, config: PipelineConfig, clients: Mapping[str, LLMClient] | None = None, retriever: Retriever | None = None
+    ):
         unknown = sorted(set(clients or {}) - set(ROLES))
         if unknown:
             raise ConfigError(f"LazyMemPipeline clients: unknown role(s) {unknown}; roles are {ROLES}")
@@ -123,8 +141,14 @@ class LazyMemPipeline:
                 if llm_config is None:
                     raise ConfigError(f"PipelineConfig.{role} is None: no {role} model is configured")
                 # Roles with the same settings share one client: one model in memory, one cache.
-                same = [r for r in ROLES if r != role and r in self._clients and getattr(self.config, r) == llm_config
-                        and r not in self._injected]
+                same = [
+                    r
+                    for r in ROLES
+                    if r != role
+                    and r in self._clients
+                    and getattr(self.config, r) == llm_config
+                    and r not in self._injected
+                ]
                 if same:
                     self._clients[role] = self._clients[same[0]]
                 else:
@@ -195,8 +219,13 @@ class LazyMemPipeline:
         """The MPM prompt of every window (``lazymem.construct.window_prompts`` with this config)."""
         return window_prompts(history, question, windows, self.config.window, self.config.bridges)
 
-    def generate_mpm(self, prompts: Sequence[Any], n_decisions: Sequence[int],
-                     texts: Sequence[tuple[str, ...]] = (), query: str | None = None) -> list[Completion]:
+    def generate_mpm(
+        self,
+        prompts: Sequence[Any],
+        n_decisions: Sequence[int],
+        texts: Sequence[tuple[str, ...]] = (),
+        query: str | None = None,
+    ) -> list[Completion]:
         """All windows' MPM outputs: one generate call, or one per decision count when structured,
         or one per window when grounded (each window's message texts constrain its own output) or
         with a keep prior (each window's messages get their own; ``keep_priors``); as ``pipeline.lazymem`` says."""
@@ -211,9 +240,17 @@ class LazyMemPipeline:
 
         def run(key: Any) -> list[Completion]:
             n, grounded, prior = key
-            sampling = window_sampling(c.mpm_sampling, n, structured=s.structured, structured_trace=s.structured_trace,
-                                       texts=grounded, prior=prior, schema_max_content=s.schema_max_content,
-                                       schema_max_reason=s.schema_max_reason, independent=s.trace_independent)
+            sampling = window_sampling(
+                c.mpm_sampling,
+                n,
+                structured=s.structured,
+                structured_trace=s.structured_trace,
+                texts=grounded,
+                prior=prior,
+                schema_max_content=s.schema_max_content,
+                schema_max_reason=s.schema_max_reason,
+                independent=s.trace_independent,
+            )
             return client.generate([prompts[i] for i in groups[key]], sampling)
 
         out: list[Completion | None] = [None] * len(prompts)
@@ -237,8 +274,10 @@ class LazyMemPipeline:
         ``lazymem.construct.prior.KeepPrior``): one tuple per window, the ``Sampling.trace_keep_bias`` of
         its trace lines."""
         if query is None:
-            raise ConfigError("pipeline.lazymem.keep_prior needs the question's text beside the window texts "
-                              "(generate_mpm(..., query=...))")
+            raise ConfigError(
+                "pipeline.lazymem.keep_prior needs the question's text beside the window texts "
+                "(generate_mpm(..., query=...))"
+            )
         prior = self.config.lazymem.keep_prior_weights
         return [prior(query, t) for t in texts]
 
@@ -262,8 +301,11 @@ class LazyMemPipeline:
             verdict = it.gate(raw) if raw is not None else None
             if verdict is None and error is None:
                 error = f"mpm: {out.error}"
-            results.append(WindowResult(it.window, it.decision_positions, it.n_prev_bridge, it.n_next_bridge,
-                                        raw, verdict, out, think))
+            results.append(
+                WindowResult(
+                    it.window, it.decision_positions, it.n_prev_bridge, it.n_next_bridge, raw, verdict, out, think
+                )
+            )
         gated = [(r.window, r.verdict) for r in results if r.verdict is not None]
         merged = merge_decisions(gated)
         memory = assemble_memory(merged, history)
@@ -299,8 +341,9 @@ class LazyMemPipeline:
         """
         c = self.config
         if history.id != question.history_id:
-            raise ValueError(f"question {question.id!r} is asked over history {question.history_id!r}, "
-                             f"not {history.id!r}")
+            raise ValueError(
+                f"question {question.id!r} is asked over history {question.history_id!r}, not {history.id!r}"
+            )
         timings: dict[str, float] = {}
         loaded = self._load_s()
         t0 = time.perf_counter()
@@ -320,10 +363,21 @@ class LazyMemPipeline:
         if index is not None:
             timings["index"] = index
         return QueryResult(
-            question_id=question.id, method=c.method, status="ok" if out.error is None else "error", error=out.error,
-            pool=pool, windows=out.windows, decisions=out.decisions, memory=out.memory,
-            answer_prompt=self.method.answer_prompt, answer="", answer_output=None, stats=out.stats, timings=timings,
-            baseline=out.baseline)
+            question_id=question.id,
+            method=c.method,
+            status="ok" if out.error is None else "error",
+            error=out.error,
+            pool=pool,
+            windows=out.windows,
+            decisions=out.decisions,
+            memory=out.memory,
+            answer_prompt=self.method.answer_prompt,
+            answer="",
+            answer_output=None,
+            stats=out.stats,
+            timings=timings,
+            baseline=out.baseline,
+        )
 
     def answer(self, history: History, question: Question) -> QueryResult:
         """Run the whole query path for one question (see the module docstring)."""
@@ -351,5 +405,12 @@ class LazyMemPipeline:
             timings["index"] = index
         if load:
             timings["load"] = load
-        return dataclasses.replace(r, status="ok" if error is None else "error", error=error, answer=answer,
-                                   answer_output=out, timings=timings, answer_think=think)
+        return dataclasses.replace(
+            r,
+            status="ok" if error is None else "error",
+            error=error,
+            answer=answer,
+            answer_output=out,
+            timings=timings,
+            answer_think=think,
+        )

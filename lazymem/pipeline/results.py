@@ -1,4 +1,5 @@
 """What the query path returns: one ``QueryResult`` per question, one ``WindowResult`` per window."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,9 +31,13 @@ class WindowResult:
     def to_dict(self) -> dict:
         w, v = self.window, self.verdict
         return {
-            "positions": list(w.positions), "hits": list(w.hits), "gold": list(w.gold),
-            "merged_id": w.merged_id, "sub_id": w.sub_id,
-            "n_prev_bridge": self.n_prev_bridge, "n_next_bridge": self.n_next_bridge,
+            "positions": list(w.positions),
+            "hits": list(w.hits),
+            "gold": list(w.gold),
+            "merged_id": w.merged_id,
+            "sub_id": w.sub_id,
+            "n_prev_bridge": self.n_prev_bridge,
+            "n_next_bridge": self.n_next_bridge,
             "decision_positions": list(self.decision_positions),
             "raw": self.raw,
             "think": self.think,
@@ -77,10 +82,17 @@ class QueryResult:
         stats = None
         if s is not None:
             stats = dataclasses.asdict(s)
-            stats.update(gate_fmt=s.gate_fmt, gate_pass_rate=s.gate_pass_rate, gold_keep_recall=s.gold_keep_recall,
-                         rewritten_rate=s.rewritten_rate)
+            stats.update(
+                gate_fmt=s.gate_fmt,
+                gate_pass_rate=s.gate_pass_rate,
+                gold_keep_recall=s.gold_keep_recall,
+                rewritten_rate=s.rewritten_rate,
+            )
         return {
-            "question_id": self.question_id, "method": self.method, "status": self.status, "error": self.error,
+            "question_id": self.question_id,
+            "method": self.method,
+            "status": self.status,
+            "error": self.error,
             "pool": None if self.pool is None else self.pool.to_dict(),
             "windows": [w.to_dict() for w in self.windows],
             "decisions": [_decision_dict(d) for d in self.decisions],
@@ -103,5 +115,12 @@ def _completion_meta(c: Completion | None) -> dict | None:
     """A call's bookkeeping without its text (the text is recorded once, elsewhere)."""
     if c is None:
         return None
-    return {"model": c.model, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-            "latency_s": c.latency_s, "cached": c.cached, "finish_reason": c.finish_reason, "error": c.error}
+    return {
+        "model": c.model,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "latency_s": c.latency_s,
+        "cached": c.cached,
+        "finish_reason": c.finish_reason,
+        "error": c.error,
+    }

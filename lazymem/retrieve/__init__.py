@@ -11,6 +11,7 @@ Modules, in the order a query passes through them:
 - ``retriever``: ``Retriever(config).retrieve(history, query) -> Pool`` and its records (Hit, Pool);
 - ``window``: history windows W_1..W_P around the pool (radius w, max length L, stride s).
 """
+
 from lazymem.retrieve.config import RERANKER_BACKENDS, SPARSE_BACKENDS, RetrievalConfig
 from lazymem.retrieve.dense import OFFLINE_MINILM, DenseEncoder, model_slug
 from lazymem.retrieve.embcache import EmbeddingCache, default_cache_dir
@@ -29,8 +30,29 @@ from lazymem.retrieve.window import (
 )
 
 __all__ = [
-    "RERANKER_BACKENDS", "SPARSE_BACKENDS", "RetrievalConfig", "OFFLINE_MINILM", "DenseEncoder", "EmbeddingCache",
-    "default_cache_dir", "model_slug", "reciprocal_rank_fusion", "Reranker", "Hit", "HistoryIndex", "Pool",
-    "Retriever", "history_fingerprint", "retrieve_many", "BM25Index", "top_k", "Window", "WindowConfig",
-    "build_windows", "merge_spans", "session_starts", "split_span", "window_stats",
+    "RERANKER_BACKENDS",
+    "SPARSE_BACKENDS",
+    "RetrievalConfig",
+    "OFFLINE_MINILM",
+    "DenseEncoder",
+    "EmbeddingCache",
+    "default_cache_dir",
+    "model_slug",
+    "reciprocal_rank_fusion",
+    "Reranker",
+    "Hit",
+    "HistoryIndex",
+    "Pool",
+    "Retriever",
+    "history_fingerprint",
+    "retrieve_many",
+    "BM25Index",
+    "top_k",
+    "Window",
+    "WindowConfig",
+    "build_windows",
+    "merge_spans",
+    "session_starts",
+    "split_span",
+    "window_stats",
 ]

@@ -11,6 +11,7 @@ The disk cache of message and query vectors is ``lazymem.retrieve.embcache``.
 >>> model_slug("Qwen/Qwen3-Embedding-8B")
 'Qwen__Qwen3-Embedding-8B'
 """
+
 from __future__ import annotations
 
 import hashlib

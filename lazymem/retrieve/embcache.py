@@ -14,6 +14,7 @@ which survives restarts) name text hashes whose rows ``save`` drops. ``embed`` s
 vectors for such texts, computed in memory for that call only, so retrieval on a ``History``
 taken before a deletion works but leaves nothing of the deleted text on disk.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -115,8 +116,9 @@ class EmbeddingCache:
         except (FileNotFoundError, ValueError):
             return {}
 
-    def save(self, namespace: str, key: str, hashes: Sequence[str], matrix: np.ndarray,
-             note: dict | None = None) -> None:
+    def save(
+        self, namespace: str, key: str, hashes: Sequence[str], matrix: np.ndarray, note: dict | None = None
+    ) -> None:
         """Store a matrix and its row hashes (atomically per file; the matrix first).
 
         Rows whose hash is ``blocked`` (deleted text) are left out of what is written.
@@ -132,8 +134,11 @@ class EmbeddingCache:
         mat_p.parent.mkdir(parents=True, exist_ok=True)
         _atomic_save(mat_p, np.asarray(matrix, dtype=np.float32))
         _atomic_save(hash_p, np.asarray(hashes, dtype="S64"))
-        info_p.write_text(json.dumps({"rows": len(hashes), "dim": int(matrix.shape[1]) if matrix.ndim == 2 else 0,
-                                      **(note or {})}, indent=1))
+        info_p.write_text(
+            json.dumps(
+                {"rows": len(hashes), "dim": int(matrix.shape[1]) if matrix.ndim == 2 else 0, **(note or {})}, indent=1
+            )
+        )
 
     def _stored_rows(self, namespace: str, wanted: set[bytes]) -> dict[bytes, np.ndarray]:
         """Rows for the wanted hashes found under any key of the namespace."""
@@ -183,8 +188,13 @@ class EmbeddingCache:
         encode_s = time.perf_counter() - t0
         for h, row in zip(first, new if new is not None else ()):
             found[h.encode()] = row
-        dim = (new.shape[1] if new is not None and len(new)
-               else next(iter(found.values())).shape[0] if found else encoder.dim)
+        dim = (
+            new.shape[1]
+            if new is not None and len(new)
+            else next(iter(found.values())).shape[0]
+            if found
+            else encoder.dim
+        )
         mat = np.zeros((len(hashes), dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             mat[i] = found[h.encode()]
@@ -194,8 +204,13 @@ class EmbeddingCache:
         if not blocked or len(blocked) < len(first):
             # save() leaves out deleted texts' rows (e.g. a History taken before a deletion); when
             # only those were new, nothing is written (the others are already on disk).
-            self.save(ns, key, hashes, mat, note={"model": encoder.model_name, "encoded": len(first),
-                                                  "encode_s": round(encode_s, 3)})
+            self.save(
+                ns,
+                key,
+                hashes,
+                mat,
+                note={"model": encoder.model_name, "encoded": len(first), "encode_s": round(encode_s, 3)},
+            )
         else:
             self.n_refused += len(blocked)
         return mat

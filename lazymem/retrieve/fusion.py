@@ -1,11 +1,14 @@
 """Reciprocal Rank Fusion (Cormack et al. 2009) of the sparse and dense ranked lists, optionally weighted."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 
 def reciprocal_rank_fusion(
-    ranked_lists: Sequence[Sequence[int]], k: float = 60, depth: int | None = None,
+    ranked_lists: Sequence[Sequence[int]],
+    k: float = 60,
+    depth: int | None = None,
     weights: Sequence[float] | None = None,
 ) -> list[tuple[int, float]]:
     """Fuse ranked lists of positions: score(d) = sum over lists of w_l / (k + rank_d), rank from 1.

@@ -16,6 +16,7 @@ the environment variable named by ``api_key_env`` and never written anywhere.
 >>> RemoteEncoder("BAAI/bge-m3", "http://gpu-node:8000/v1").namespace
 'openai-BAAI__bge-m3'
 """
+
 from __future__ import annotations
 
 import os
@@ -35,14 +36,24 @@ class RemoteEncoder:
 
     device = None  # no torch device: the retriever checks none
 
-    def __init__(self, model: str, base_url: str, api_key_env: str | None = None, batch_size: int = 64,
-                 concurrency: int = 4, query_prefix: str = "", doc_prefix: str = "", timeout: float = 120.0,
-                 max_retries: int = 3):
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str | None = None,
+        batch_size: int = 64,
+        concurrency: int = 4,
+        query_prefix: str = "",
+        doc_prefix: str = "",
+        timeout: float = 120.0,
+        max_retries: int = 3,
+    ):
         if not (isinstance(base_url, str) and base_url.startswith(("http://", "https://"))):
             raise ConfigError(f"embedding server URL {base_url!r}: must start with http:// or https:// and end in /v1")
         if not (isinstance(batch_size, int) and batch_size >= 1 and isinstance(concurrency, int) and concurrency >= 1):
-            raise ConfigError(f"RemoteEncoder: batch_size and concurrency must be integers >= 1, "
-                              f"got {batch_size!r}, {concurrency!r}")
+            raise ConfigError(
+                f"RemoteEncoder: batch_size and concurrency must be integers >= 1, got {batch_size!r}, {concurrency!r}"
+            )
         self.model_name, self.base_url, self.api_key_env = model, base_url.rstrip("/"), api_key_env
         self.batch_size, self.concurrency = batch_size, concurrency
         self.query_prefix, self.doc_prefix = query_prefix, doc_prefix
@@ -71,10 +82,13 @@ class RemoteEncoder:
             if self.api_key_env:
                 key = os.environ.get(self.api_key_env) or ""
                 if not key:
-                    raise ConfigError(f"embedding server {self.base_url}: the environment variable "
-                                      f"{self.api_key_env} (dense_api_key_env) is not set")
-            self._client = OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout,
-                                  max_retries=self.max_retries)
+                    raise ConfigError(
+                        f"embedding server {self.base_url}: the environment variable "
+                        f"{self.api_key_env} (dense_api_key_env) is not set"
+                    )
+            self._client = OpenAI(
+                base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_retries
+            )
         return self._client
 
     @property
@@ -99,20 +113,27 @@ class RemoteEncoder:
         try:
             resp = self.model.embeddings.create(model=self.model_name, input=texts, encoding_format="float")
         except openai.APIConnectionError as e:
-            raise ConnectionError(f"embedding server {self.base_url} unreachable ({e}); is it running and "
-                                  f"serving {self.model_name!r} (vllm serve ... --task embed, or TEI)?") from e
+            raise ConnectionError(
+                f"embedding server {self.base_url} unreachable ({e}); is it running and "
+                f"serving {self.model_name!r} (vllm serve ... --task embed, or TEI)?"
+            ) from e
         except openai.APIStatusError as e:
-            raise RuntimeError(f"embedding server {self.base_url} refused {len(texts)} texts for model "
-                               f"{self.model_name!r}: HTTP {e.status_code} {e.message}") from e
+            raise RuntimeError(
+                f"embedding server {self.base_url} refused {len(texts)} texts for model "
+                f"{self.model_name!r}: HTTP {e.status_code} {e.message}"
+            ) from e
         data = sorted(resp.data, key=lambda d: d.index)
         if [d.index for d in data] != list(range(len(texts))):
-            raise RuntimeError(f"embedding server {self.base_url} returned indexes {[d.index for d in data]} "
-                               f"for {len(texts)} texts")
+            raise RuntimeError(
+                f"embedding server {self.base_url} returned indexes {[d.index for d in data]} for {len(texts)} texts"
+            )
         mat = np.asarray([d.embedding for d in data], dtype=np.float32)
         norms = np.linalg.norm(mat, axis=1, keepdims=True)
         if mat.ndim != 2 or not np.all(norms > 0):
-            raise RuntimeError(f"embedding server {self.base_url} returned a zero or malformed vector "
-                               f"(shape {mat.shape}) for model {self.model_name!r}")
+            raise RuntimeError(
+                f"embedding server {self.base_url} returned a zero or malformed vector "
+                f"(shape {mat.shape}) for model {self.model_name!r}"
+            )
         with self._lock:
             self.n_requests += 1
             self._dim = mat.shape[1]
@@ -125,7 +146,7 @@ class RemoteEncoder:
         self.n_encode_calls += 1
         self.n_texts_encoded += len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths share a request
-        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         out: list[np.ndarray | None] = [None] * len(texts)
         bar = None
         if progress:

@@ -1,4 +1,5 @@
 """Cross-encoder reranking of the fused candidates (FlagEmbedding FlagReranker or sentence-transformers)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -16,8 +17,14 @@ class RerankerMissing(ModelLoadError, OSError):
 class Reranker:
     """A cross-encoder scoring (query, message) pairs: FlagEmbedding or sentence-transformers."""
 
-    def __init__(self, model: str, backend: str = "flag", device: str = "cpu", batch_size: int = 64,
-                 num_threads: int | None = None):
+    def __init__(
+        self,
+        model: str,
+        backend: str = "flag",
+        device: str = "cpu",
+        batch_size: int = 64,
+        num_threads: int | None = None,
+    ):
         if backend not in RERANKER_BACKENDS:
             raise ConfigError(f"reranker_backend {backend!r}: must be one of {RERANKER_BACKENDS}")
         self.model_id, self.backend, self.device = model, backend, device
@@ -33,8 +40,9 @@ class Reranker:
             if self.backend == "flag":
                 from FlagEmbedding import FlagReranker
 
-                self._model = FlagReranker(self.model_id, use_fp16=False, devices=self.device,
-                                           batch_size=self.batch_size)
+                self._model = FlagReranker(
+                    self.model_id, use_fp16=False, devices=self.device, batch_size=self.batch_size
+                )
             else:
                 from sentence_transformers import CrossEncoder
 

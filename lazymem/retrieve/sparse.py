@@ -8,6 +8,7 @@ stopwords are removed; with ``bm25_epsilon=0`` the two backends give identical r
 (tested). Only messages with a positive BM25 score enter the sparse list. Both backends see
 the tokens of ``lazymem.text.tokenize`` (one stopword list for the whole project).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -42,8 +43,15 @@ def top_k(scores: np.ndarray, k: int | None) -> np.ndarray:
 class BM25Index:
     """Okapi BM25 over a history's messages, with rank-bm25 or bm25s underneath."""
 
-    def __init__(self, texts: Sequence[str], backend: str = "rank_bm25", k1: float = 1.5, b: float = 0.75,
-                 epsilon: float = 0.25, tokens: Sequence[list[str]] | None = None):
+    def __init__(
+        self,
+        texts: Sequence[str],
+        backend: str = "rank_bm25",
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        tokens: Sequence[list[str]] | None = None,
+    ):
         if backend not in SPARSE_BACKENDS:
             raise ConfigError(f"BM25 backend {backend!r}: must be one of {SPARSE_BACKENDS}")
         self.backend, self.n = backend, len(texts)

@@ -9,6 +9,7 @@ final P >= M windows W_1..W_P that the memory-processing model reads one call ea
 >>> [(w.start, w.end) for w in build_windows(100, [10, 13, 30])]
 [(8, 15), (28, 32)]
 """
+
 from __future__ import annotations
 
 import weakref
@@ -110,7 +111,7 @@ def merge_spans(
     if w < 0:
         raise ValueError(f"w must be >= 0, got {w}")
     hits = sorted(set(hits))
-    for h in (hits[:1] + hits[-1:]):  # sorted: checking the extremes checks them all
+    for h in hits[:1] + hits[-1:]:  # sorted: checking the extremes checks them all
         if not 0 <= h < n_messages:
             raise ValueError(f"hit {h} outside the history [0, {n_messages})")
     starts = sorted(set(boundaries)) if boundaries is not None else None

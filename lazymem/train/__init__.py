@@ -19,6 +19,7 @@ Modules, in the order a run uses them:
 Training sits beside evaluation, above the query pipeline, and never imports ``lazymem.eval``.
 Nothing heavy is imported at import time.
 """
+
 from lazymem.train.diagnostics import Ordering, RolloutScore, reward_ordering
 from lazymem.train.objective import TRL_PAPER_SETTINGS, group_advantages, grpo_loss, k3_kl
 from lazymem.train.quality import JudgeParseError, QualityJudge, parse_quality_judgement, quality_reward, quality_score
@@ -39,9 +40,33 @@ from lazymem.train.rl_data import RLDataConfig, build_rl_prompts
 from lazymem.train.sft_data import HELD_OUT_HISTORIES, HeldOutError, SFTDataConfig, build_sft_data
 
 __all__ = [
-    "Ordering", "RolloutScore", "reward_ordering", "TRL_PAPER_SETTINGS", "group_advantages", "grpo_loss", "k3_kl",
-    "JudgeParseError", "QualityJudge", "parse_quality_judgement", "quality_reward", "quality_score", "ETA",
-    "LAMBDA_PHASE1", "LAMBDA_PHASE2", "TAU", "LazyMemReward", "action_accuracies", "action_reward",
-    "completion_text", "composite_reward", "curriculum_lambda", "format_gate", "RLDataConfig", "build_rl_prompts",
-    "HELD_OUT_HISTORIES", "HeldOutError", "SFTDataConfig", "build_sft_data",
+    "Ordering",
+    "RolloutScore",
+    "reward_ordering",
+    "TRL_PAPER_SETTINGS",
+    "group_advantages",
+    "grpo_loss",
+    "k3_kl",
+    "JudgeParseError",
+    "QualityJudge",
+    "parse_quality_judgement",
+    "quality_reward",
+    "quality_score",
+    "ETA",
+    "LAMBDA_PHASE1",
+    "LAMBDA_PHASE2",
+    "TAU",
+    "LazyMemReward",
+    "action_accuracies",
+    "action_reward",
+    "completion_text",
+    "composite_reward",
+    "curriculum_lambda",
+    "format_gate",
+    "RLDataConfig",
+    "build_rl_prompts",
+    "HELD_OUT_HISTORIES",
+    "HeldOutError",
+    "SFTDataConfig",
+    "build_sft_data",
 ]

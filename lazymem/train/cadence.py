@@ -23,6 +23,7 @@ Fraction(2, 1)
 ...                     steps_per_generation=8, num_generations=8, world_size=2)
 1872
 """
+
 from __future__ import annotations
 
 import math
@@ -31,15 +32,21 @@ from fractions import Fraction
 from lazymem.errors import ConfigError
 
 
-def steps_per_rollout_batch(steps_per_generation: int | None, gradient_accumulation_steps: int,
-                            num_iterations: int = 1) -> Fraction:
+def steps_per_rollout_batch(
+    steps_per_generation: int | None, gradient_accumulation_steps: int, num_iterations: int = 1
+) -> Fraction:
     """TRL optimizer steps that one rollout batch makes (``steps_per_generation`` None = the accumulation)."""
     spg = steps_per_generation or gradient_accumulation_steps
     return Fraction(spg * num_iterations, gradient_accumulation_steps)
 
 
-def rollout_batches_to_steps(n: int, steps_per_generation: int | None, gradient_accumulation_steps: int,
-                             num_iterations: int = 1, what: str = "cadence") -> int:
+def rollout_batches_to_steps(
+    n: int,
+    steps_per_generation: int | None,
+    gradient_accumulation_steps: int,
+    num_iterations: int = 1,
+    what: str = "cadence",
+) -> int:
     """``n`` rollout batches in TRL optimizer steps; a ConfigError when that is no whole number of steps.
 
     >>> rollout_batches_to_steps(3, steps_per_generation=2, gradient_accumulation_steps=4)
@@ -54,13 +61,21 @@ def rollout_batches_to_steps(n: int, steps_per_generation: int | None, gradient_
             f"{what}: {n} rollout batches are {steps} optimizer steps (steps_per_generation "
             f"{steps_per_generation or gradient_accumulation_steps} x num_iterations {num_iterations} / "
             f"gradient_accumulation_steps {gradient_accumulation_steps} per rollout batch): not a whole number; "
-            f"pick a multiple of {per.denominator} rollout batches")
+            f"pick a multiple of {per.denominator} rollout batches"
+        )
     return int(steps)
 
 
-def trl_optimizer_steps(n_prompts: int, epochs: float, per_device_train_batch_size: int,
-                        gradient_accumulation_steps: int, steps_per_generation: int | None, num_generations: int,
-                        world_size: int = 1, num_iterations: int = 1) -> int:
+def trl_optimizer_steps(
+    n_prompts: int,
+    epochs: float,
+    per_device_train_batch_size: int,
+    gradient_accumulation_steps: int,
+    steps_per_generation: int | None,
+    num_generations: int,
+    world_size: int = 1,
+    num_iterations: int = 1,
+) -> int:
     """The optimizer steps TRL 1.16 trains for ``epochs`` over ``n_prompts`` (``max_steps`` unset).
 
     TRL's ``RepeatSampler`` deals whole rollout batches of ``generation_batch_size /
@@ -71,8 +86,9 @@ def trl_optimizer_steps(n_prompts: int, epochs: float, per_device_train_batch_si
     spg = steps_per_generation or gradient_accumulation_steps
     generation_batch = per_device_train_batch_size * world_size * spg
     if generation_batch % num_generations:
-        raise ConfigError(f"generation batch {generation_batch} completions is not a multiple of num_generations "
-                          f"{num_generations}")
+        raise ConfigError(
+            f"generation batch {generation_batch} completions is not a multiple of num_generations {num_generations}"
+        )
     rollouts_per_epoch = n_prompts // (generation_batch // num_generations)
     micro_steps = rollouts_per_epoch * spg * num_iterations  # per process: each rollout batch's share
     return math.ceil(epochs * (micro_steps // gradient_accumulation_steps))  # the Trainer's max_steps

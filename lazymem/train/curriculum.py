@@ -13,6 +13,7 @@ The paper validates every 10 *rollout batches* (VERL's training steps); ``lazyme
 converts that to optimizer steps (``GRPORecipe.trl_eval_steps``: 20 in the paper recipe, where a
 rollout batch is two optimizer steps) before it reaches ``eval_steps`` here.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ STATE_FILE = "curriculum.json"  # written into every checkpoint folder
 Validator = Callable[[Any, Any], Sequence[str]]  # (model, tokenizer) -> one raw output per validation prompt
 
 
-def greedy_outputs(model: Any, tokenizer: Any, prompts: Sequence[Sequence[Mapping]], max_new_tokens: int,
-                   batch_size: int = 8) -> list[str]:
+def greedy_outputs(
+    model: Any, tokenizer: Any, prompts: Sequence[Sequence[Mapping]], max_new_tokens: int, batch_size: int = 8
+) -> list[str]:
     """Greedy completions of chat prompts with ``model`` (left-padded batches, special tokens skipped)."""
     import torch
 
@@ -40,13 +42,16 @@ def greedy_outputs(model: Any, tokenizer: Any, prompts: Sequence[Sequence[Mappin
     out: list[str] = []
     try:
         for i in range(0, len(prompts), batch_size):
-            texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True)
-                     for p in prompts[i:i + batch_size]]
+            texts = [
+                tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True)
+                for p in prompts[i : i + batch_size]
+            ]
             enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
             with torch.no_grad():
-                gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                     pad_token_id=tokenizer.pad_token_id)
-            out += tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+                gen = model.generate(
+                    **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
+                )
+            out += tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     finally:
         tokenizer.padding_side = side
         if was_training:
@@ -63,8 +68,11 @@ def format_rates(outputs: Sequence[Any], decision_positions: Sequence[Sequence[i
     """
     verdicts = [format_gate(completion_text(o), p) for o, p in zip(outputs, decision_positions)]
     n = len(verdicts)
-    return {"n": n, "strict_gate": round(sum(v.ok for v in verdicts) / n, 6) if n else 0.0,
-            "gate_fmt": round(sum(v.fmt_ok for v in verdicts) / n, 6) if n else 0.0}
+    return {
+        "n": n,
+        "strict_gate": round(sum(v.ok for v in verdicts) / n, 6) if n else 0.0,
+        "gate_fmt": round(sum(v.fmt_ok for v in verdicts) / n, 6) if n else 0.0,
+    }
 
 
 class FormatCurriculum:
@@ -82,8 +90,16 @@ class FormatCurriculum:
             vLLM server on GPU nodes).
     """
 
-    def __init__(self, reward: Any, validation: Sequence[Mapping], eval_steps: int = 10, tau: float = TAU,
-                 phase2: float = LAMBDA_PHASE2, max_new_tokens: int = 3072, validator: Validator | None = None):
+    def __init__(
+        self,
+        reward: Any,
+        validation: Sequence[Mapping],
+        eval_steps: int = 10,
+        tau: float = TAU,
+        phase2: float = LAMBDA_PHASE2,
+        max_new_tokens: int = 3072,
+        validator: Validator | None = None,
+    ):
         from transformers import TrainerCallback
 
         if eval_steps < 1:
@@ -111,8 +127,13 @@ class FormatCurriculum:
     def on_log(self, args, state, control, logs=None, **kw):
         if logs is not None and self.history:
             last = self.history[-1]
-            logs.update({"curriculum/lambda": self.reward.lam, "curriculum/strict_gate": last["strict_gate"],
-                         "curriculum/gate_fmt": last["gate_fmt"]})
+            logs.update(
+                {
+                    "curriculum/lambda": self.reward.lam,
+                    "curriculum/strict_gate": last["strict_gate"],
+                    "curriculum/gate_fmt": last["gate_fmt"],
+                }
+            )
 
     def on_save(self, args, state, control, **kw):
         """Write the schedule beside the checkpoint the trainer just saved (read back on resume)."""
@@ -150,8 +171,14 @@ class FormatCurriculum:
         if not switched and lam != self.reward.lam:
             self.reward.lam = lam
             self.switched_at = state.global_step
-            log.warning("curriculum: validation format validity %.4f > tau %.2f at step %d: lambda_qual -> %.2f "
-                        "(phase 2: the quality reward is on)", rates["strict_gate"], self.tau, state.global_step, lam)
+            log.warning(
+                "curriculum: validation format validity %.4f > tau %.2f at step %d: lambda_qual -> %.2f "
+                "(phase 2: the quality reward is on)",
+                rates["strict_gate"],
+                self.tau,
+                state.global_step,
+                lam,
+            )
         entry = {"step": state.global_step, **rates, "lam": self.reward.lam}
         self.history.append(entry)
         state.log_history.append({f"curriculum/{k}": v for k, v in entry.items()} | {"step": state.global_step})

@@ -9,6 +9,7 @@ resolved config, seeds, counts, lengths, file hashes, prompt hash, package versi
 >>> ratio(1, 4), ratio(1, 0)
 (0.25, None)
 """
+
 from __future__ import annotations
 
 import json
@@ -29,11 +30,23 @@ log = logging.getLogger("lazymem.train")
 
 # The paper's App. "Training Data" (LongMemEval train split, DeepSeek-V4-Flash teacher).
 PAPER_SFT = {
-    "questions": 100, "query_window_pairs": 3075, "keep_share": 0.0392, "discarded": 36, "windows_with_keep": 388,
-    "all_drop_windows_kept": 388, "instances": 776, "input_tokens_mean": 2585, "target_tokens_mean": 873,
+    "questions": 100,
+    "query_window_pairs": 3075,
+    "keep_share": 0.0392,
+    "discarded": 36,
+    "windows_with_keep": 388,
+    "all_drop_windows_kept": 388,
+    "instances": 776,
+    "input_tokens_mean": 2585,
+    "target_tokens_mean": 873,
 }
-PAPER_RL = {"pool": 11072, "gold_bearing_share": 0.0898, "size": 10000, "gold_bearing_sampled": 5000,
-            "other_sampled": 5000}
+PAPER_RL = {
+    "pool": 11072,
+    "gold_bearing_share": 0.0898,
+    "size": 10000,
+    "gold_bearing_sampled": 5000,
+    "other_sampled": 5000,
+}
 CARD_PACKAGES = ("lazymem", "datasets", "trl", "transformers", "tokenizers", "sentence-transformers", "rank-bm25")
 TOKENIZER = "Qwen3 (lazymem.llm.count_tokens_batch, no special tokens)"
 
@@ -74,16 +87,21 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Mapping]) -> dict:
 
 def provenance() -> dict:
     """When, from which commit, with which package versions and prompt hash the data was built."""
-    return {"created": now(), "git_commit": git_commit(), "packages": package_versions(CARD_PACKAGES),
-            "prompt_sha256": {"window_annotation": PROMPTS["window_annotation"].sha256}}
+    return {
+        "created": now(),
+        "git_commit": git_commit(),
+        "packages": package_versions(CARD_PACKAGES),
+        "prompt_sha256": {"window_annotation": PROMPTS["window_annotation"].sha256},
+    }
 
 
 def write_card(out_dir: str | os.PathLike, card: Mapping, markdown: str) -> None:
     """card.json (secrets redacted) and card.md in ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "card.json").write_text(json.dumps(redact(dict(card)), indent=2, ensure_ascii=False, default=str) + "\n",
-                                   encoding="utf-8")
+    (out / "card.json").write_text(
+        json.dumps(redact(dict(card)), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+    )
     (out / "card.md").write_text(markdown, encoding="utf-8")
 
 
@@ -127,18 +145,27 @@ def by_style_and_shape(rows: Sequence[Mapping], limit: int | None = None) -> dic
     {'casual': {'w=0,L=4,s=3': 1}, 'synthetic': {'w=2,L=8,s=7': 1}}
     """
     styles = Counter(r.get("style", "?") for r in rows)
-    out = {"by_style": dict(sorted(styles.items())), "by_shape": dict(sorted(Counter(map(_shape, rows)).items())),
-           "by_style_shape": {st: dict(sorted(Counter(_shape(r) for r in rows if r.get("style", "?") == st).items()))
-                              for st in sorted(styles)}}
+    out = {
+        "by_style": dict(sorted(styles.items())),
+        "by_shape": dict(sorted(Counter(map(_shape, rows)).items())),
+        "by_style_shape": {
+            st: dict(sorted(Counter(_shape(r) for r in rows if r.get("style", "?") == st).items()))
+            for st in sorted(styles)
+        },
+    }
     if limit is not None and rows:
         lengths, unit = instance_lengths(rows)
         total = [a + b for a, b in zip(lengths["input"], lengths["target"])]
         if unit == "characters":
             total = [n // 4 for n in total]
         over = Counter(r.get("style", "?") for r, n in zip(rows, total) if n > limit)
-        out["over_limit"] = {"limit": limit, "unit": unit if unit != "characters" else "characters / 4",
-                             "by_style": {st: over.get(st, 0) for st in sorted(styles)}, "total": sum(over.values()),
-                             "share": ratio(sum(over.values()), len(rows))}
+        out["over_limit"] = {
+            "limit": limit,
+            "unit": unit if unit != "characters" else "characters / 4",
+            "by_style": {st: over.get(st, 0) for st in sorted(styles)},
+            "total": sum(over.values()),
+            "share": ratio(sum(over.values()), len(rows)),
+        }
     return out
 
 
@@ -149,17 +176,28 @@ def style_shape_md(mix: Mapping) -> str:
     for st, n in mix["by_style"].items():
         cells = [str(mix["by_style_shape"][st].get(sh, 0)) for sh in shapes]
         lines.append(f"| {st} | " + " | ".join(cells) + f" | {n} |")
-    lines.append("| all | " + " | ".join(str(mix["by_shape"][sh]) for sh in shapes)
-                 + f" | {sum(mix['by_style'].values())} |")
+    lines.append(
+        "| all | " + " | ".join(str(mix["by_shape"][sh]) for sh in shapes) + f" | {sum(mix['by_style'].values())} |"
+    )
     if "over_limit" in mix:
         o = mix["over_limit"]
-        lines += ["", f"Instances over {o['limit']} {o['unit']} (input + target): {o['total']} "
-                      f"({_fmt(o['share'] or 0.0)}), by style {o['by_style']}"]
+        lines += [
+            "",
+            f"Instances over {o['limit']} {o['unit']} (input + target): {o['total']} "
+            f"({_fmt(o['share'] or 0.0)}), by style {o['by_style']}",
+        ]
     return "\n".join(lines)
 
 
-def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: Sequence[tuple],
-             rows: Sequence[Mapping], files: Mapping, max_length: int | None = 2048) -> tuple[dict, str]:
+def sft_card(
+    config,
+    sources: Sequence[Mapping],
+    selection: Mapping,
+    annotated: Sequence[tuple],
+    rows: Sequence[Mapping],
+    files: Mapping,
+    max_length: int | None = 2048,
+) -> tuple[dict, str]:
     """The SFT data card (dict) and its Markdown.
 
     Args:
@@ -195,45 +233,78 @@ def sft_card(config, sources: Sequence[Mapping], selection: Mapping, annotated: 
     }
     mix = by_style_and_shape(rows, limit=max_length)
     card = {
-        "kind": "sft", "teacher": config.teacher_name, "sources": list(sources),
-        "seeds": {"seed": config.seed, "split_seed": config.split_seed}, "selection": dict(selection), **counts,
-        "instances_by_style": mix["by_style"], "instances_by_shape": mix["by_shape"],
-        "instances_by_style_shape": mix["by_style_shape"], **({"over_max_length": mix["over_limit"]}
-                                                               if "over_limit" in mix else {}),
+        "kind": "sft",
+        "teacher": config.teacher_name,
+        "sources": list(sources),
+        "seeds": {"seed": config.seed, "split_seed": config.split_seed},
+        "selection": dict(selection),
+        **counts,
+        "instances_by_style": mix["by_style"],
+        "instances_by_shape": mix["by_shape"],
+        "instances_by_style_shape": mix["by_style_shape"],
+        **({"over_max_length": mix["over_limit"]} if "over_limit" in mix else {}),
         "lengths": {"input": inputs, "target": targets, "input_counts": "system + user contents joined by newlines"},
-        "paper": PAPER_SFT, "files": dict(files), "config": config.to_dict(), **provenance(),
+        "paper": PAPER_SFT,
+        "files": dict(files),
+        "config": config.to_dict(),
+        **provenance(),
     }
     tok = inputs["unit"]
-    md = "\n".join([
-        "# SFT data card", "",
-        f"Teacher: **{config.teacher_name}**" + (
-            (" (KEEP each gold message's key span: its sentence holding the most of the answer's words, the whole "
-             "message when none does; DROP the rest; no model)" if getattr(config, "teacher_keep", "") == "key_span"
-             else " (targets for a content adapter, never for deciding: KEEP each gold message's key span and each "
-                  "non-gold message the extractive processor keeps, cut to its sentence most like the query; DROP "
-                  "the rest; no model)" if getattr(config, "teacher_keep", "") == "content"
-             else " (KEEP every gold message verbatim, DROP the rest; no model)") if config.gold else ""),
-        f"Seeds: seed {config.seed}, split seed {config.split_seed}; split {config.to_dict()['split']!r}; "
-        f"balance {'on' if config.balance else 'off'}", "", "Sources:", sources_md(sources), "",
-        f"Questions used by type: {selection['used_by_type']}; their gold messages shown in some window: "
-        f"{selection['gold_messages_in_windows']} of {selection['gold_messages']}", "",
-        table([
-            ("questions", counts["questions"], PAPER_SFT["questions"]),
-            ("query-window pairs", counts["query_window_pairs"], PAPER_SFT["query_window_pairs"]),
-            ("KEEP share of raw decisions", counts["keep_share"], PAPER_SFT["keep_share"]),
-            ("discarded", counts["discarded"], PAPER_SFT["discarded"]),
-            ("windows with KEEP", counts["windows_with_keep"], PAPER_SFT["windows_with_keep"]),
-            ("all-DROP windows kept", counts["all_drop_windows_kept"], PAPER_SFT["all_drop_windows_kept"]),
-            ("instances", counts["instances"], PAPER_SFT["instances"]),
-            (f"input length, mean ({tok})", inputs["mean"], PAPER_SFT["input_tokens_mean"]),
-            (f"input length, median ({tok})", inputs["median"], None),
-            (f"target length, mean ({tok})", targets["mean"], PAPER_SFT["target_tokens_mean"]),
-            (f"target length, median ({tok})", targets["median"], None),
-        ]), "",
-        f"Discards by reason: {counts['discards_by_reason'] or 'none'}", "",
-        "Instances by style (source kind) and window shape (w, L, s of the windowing):", "", style_shape_md(mix), "",
-        "Paper: App. \"Training Data\" (LongMemEval train split, DeepSeek-V4-Flash in high-thinking mode; "
-        "its tokenizer is not stated, ours is Qwen3, text only).", ""])
+    md = "\n".join(
+        [
+            "# SFT data card",
+            "",
+            f"Teacher: **{config.teacher_name}**"
+            + (
+                (
+                    " (KEEP each gold message's key span: its sentence holding the most of the answer's words, the whole "
+                    "message when none does; DROP the rest; no model)"
+                    if getattr(config, "teacher_keep", "") == "key_span"
+                    else " (targets for a content adapter, never for deciding: KEEP each gold message's key span and each "
+                    "non-gold message the extractive processor keeps, cut to its sentence most like the query; DROP "
+                    "the rest; no model)"
+                    if getattr(config, "teacher_keep", "") == "content"
+                    else " (KEEP every gold message verbatim, DROP the rest; no model)"
+                )
+                if config.gold
+                else ""
+            ),
+            f"Seeds: seed {config.seed}, split seed {config.split_seed}; split {config.to_dict()['split']!r}; "
+            f"balance {'on' if config.balance else 'off'}",
+            "",
+            "Sources:",
+            sources_md(sources),
+            "",
+            f"Questions used by type: {selection['used_by_type']}; their gold messages shown in some window: "
+            f"{selection['gold_messages_in_windows']} of {selection['gold_messages']}",
+            "",
+            table(
+                [
+                    ("questions", counts["questions"], PAPER_SFT["questions"]),
+                    ("query-window pairs", counts["query_window_pairs"], PAPER_SFT["query_window_pairs"]),
+                    ("KEEP share of raw decisions", counts["keep_share"], PAPER_SFT["keep_share"]),
+                    ("discarded", counts["discarded"], PAPER_SFT["discarded"]),
+                    ("windows with KEEP", counts["windows_with_keep"], PAPER_SFT["windows_with_keep"]),
+                    ("all-DROP windows kept", counts["all_drop_windows_kept"], PAPER_SFT["all_drop_windows_kept"]),
+                    ("instances", counts["instances"], PAPER_SFT["instances"]),
+                    (f"input length, mean ({tok})", inputs["mean"], PAPER_SFT["input_tokens_mean"]),
+                    (f"input length, median ({tok})", inputs["median"], None),
+                    (f"target length, mean ({tok})", targets["mean"], PAPER_SFT["target_tokens_mean"]),
+                    (f"target length, median ({tok})", targets["median"], None),
+                ]
+            ),
+            "",
+            f"Discards by reason: {counts['discards_by_reason'] or 'none'}",
+            "",
+            "Instances by style (source kind) and window shape (w, L, s of the windowing):",
+            "",
+            style_shape_md(mix),
+            "",
+            'Paper: App. "Training Data" (LongMemEval train split, DeepSeek-V4-Flash in high-thinking mode; '
+            "its tokenizer is not stated, ours is Qwen3, text only).",
+            "",
+        ]
+    )
     return card, md
 
 
@@ -273,9 +344,15 @@ def example_targets(rows: Sequence[Mapping], n: int = 2, keep_only: bool = True)
     for r in rows:
         if keep_only and not r.get("n_keep"):
             continue
-        out.append({"question_id": r.get("question_id"), "question_type": r.get("question_type"),
-                    "decisions": len(r["decision_positions"]), "gold": r.get("n_gold"),
-                    "target": r["completion"][-1]["content"]})
+        out.append(
+            {
+                "question_id": r.get("question_id"),
+                "question_type": r.get("question_type"),
+                "decisions": len(r["decision_positions"]),
+                "gold": r.get("n_gold"),
+                "target": r["completion"][-1]["content"],
+            }
+        )
         if len(out) == n:
             break
     return out
@@ -286,9 +363,17 @@ def chain_counts(rows: Sequence[dict], source: str | None) -> dict:
     (logged as a warning when any does)."""
     empty = sum(not r["reasoning_chain"] for r in rows)
     if empty:
-        log.warning("RL prompts: %d of %d rows have no referenced reasoning chain (%s); the judge gets \"\" there",
-                    empty, len(rows), f"none in {source}" if source else "set reasoning_chains to an SFT data folder")
-    return {"source": source or "the data only", "rows_with_chain": len(rows) - empty, "rows_empty": empty,
-            "empty_share": ratio(empty, len(rows)),
-            "questions_with_chain": len({r["question_id"] for r in rows if r["reasoning_chain"]}),
-            "questions": len({r["question_id"] for r in rows})}
+        log.warning(
+            'RL prompts: %d of %d rows have no referenced reasoning chain (%s); the judge gets "" there',
+            empty,
+            len(rows),
+            f"none in {source}" if source else "set reasoning_chains to an SFT data folder",
+        )
+    return {
+        "source": source or "the data only",
+        "rows_with_chain": len(rows) - empty,
+        "rows_empty": empty,
+        "empty_share": ratio(empty, len(rows)),
+        "questions_with_chain": len({r["question_id"] for r in rows if r["reasoning_chain"]}),
+        "questions": len({r["question_id"] for r in rows}),
+    }

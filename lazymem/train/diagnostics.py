@@ -15,6 +15,7 @@ reward among the former minus the best among the latter, averaged over those pro
 >>> {name: (o.inversion, o.tie, round(o.gold_gap, 3)) for name, o in reward_ordering([group]).items()}
 {'Micro': (1.0, 0.0, -0.667), 'Symmetric': (0.0, 1.0, 0.0), 'Ours': (0.0, 0.0, 0.83)}
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -138,6 +139,11 @@ def reward_ordering(groups: Sequence[Sequence[Rollout]], eta: float = ETA) -> di
         ties = sum(abs(d) <= TIE_TOL for d in diffs)
         inversions = sum(d < -TIE_TOL for d in diffs)
         gaps = [max(map(reward, keep)) - max(map(reward, drop)) for keep, drop in split]
-        table[name] = Ordering(inversions / len(diffs) if diffs else None, ties / len(diffs) if diffs else None,
-                               sum(gaps) / len(gaps) if gaps else None, len(diffs), len(gaps))
+        table[name] = Ordering(
+            inversions / len(diffs) if diffs else None,
+            ties / len(diffs) if diffs else None,
+            sum(gaps) / len(gaps) if gaps else None,
+            len(diffs),
+            len(gaps),
+        )
     return table

@@ -32,6 +32,7 @@ TRL settings that realise the paper's table (VERL 0.7.1), and where their meanin
   gradient_accumulation_steps`` optimizer steps (2 in the paper recipe: 1,872 optimizer steps for
   VERL's 936), so the recipe states the cadence in rollout batches and the code converts it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -58,10 +59,12 @@ class GRPORecipe:
     """One GRPO run; the same keys as ``configs/train/grpo_*.yaml`` (defaults: the paper's table)."""
 
     base: str = field(default="smollm2-offline", metadata=h("the SFT model dir (full FT), or the base of `adapter`"))
-    adapter: str | None = field(default=None, metadata=h(
-        "the SFT LoRA adapter dir, trained on (reference = a frozen copy)"))
-    lora: LoraSettings | None = field(default=None, metadata=h(
-        "a NEW LoRA on `base` when no adapter is given; null = full"))
+    adapter: str | None = field(
+        default=None, metadata=h("the SFT LoRA adapter dir, trained on (reference = a frozen copy)")
+    )
+    lora: LoraSettings | None = field(
+        default=None, metadata=h("a NEW LoRA on `base` when no adapter is given; null = full")
+    )
     data: str = field(default="", metadata=h("RL prompts JSONL from `lazymem train rl-data`"))
     validation_data: str | None = field(default=None, metadata=h("RL prompts of the validation split (curriculum)"))
     max_validation_prompts: int = field(default=256, metadata=h("validate on at most this many prompts"))
@@ -73,39 +76,62 @@ class GRPORecipe:
     max_steps: int = field(default=-1, metadata=h("stop after N optimizer steps (-1 = epochs)"))
     per_device_train_batch_size: int = field(default=16, metadata=h("COMPLETIONS per device per micro-step"))
     gradient_accumulation_steps: int = field(default=8, metadata=h("micro-steps per optimizer step"))
-    steps_per_generation: int | None = field(default=None, metadata=h(
-        "micro-steps per rollout batch (None = accumulation)"))
+    steps_per_generation: int | None = field(
+        default=None, metadata=h("micro-steps per rollout batch (None = accumulation)")
+    )
     num_generations: int = field(default=8, metadata=h("rollouts per prompt G (paper: 8)"))
     temperature: float = field(default=0.9, metadata=h("rollout temperature (paper: 0.9)"))
     top_p: float = field(default=0.95, metadata=h("rollout nucleus (paper: 0.95)"))
     max_completion_length: int = field(default=3072, metadata=h("max generated tokens (paper: 3072)"))
     beta: float = field(default=0.001, metadata=h("KL coefficient, k3 estimator (paper: 0.001 low_var_kl)"))
     epsilon: float = field(default=0.2, metadata=h("symmetric clip ratio (paper: 0.2)"))
-    delta: float | None = field(default=None, metadata=h("dual clip for negative advantages: None = the paper's Eq. "
-                                                         "clip; 3.0 = what VERL 0.7.1 ran by default (clip_ratio_c)"))
+    delta: float | None = field(
+        default=None,
+        metadata=h(
+            "dual clip for negative advantages: None = the paper's Eq. "
+            "clip; 3.0 = what VERL 0.7.1 ran by default (clip_ratio_c)"
+        ),
+    )
     loss_type: str = field(default="dapo", metadata=h("token normalisation (paper: DAPO-style)"))
     scale_rewards: str = field(default="group", metadata=h("advantage std normalisation per group"))
     weight_decay: float = field(default=0.01, metadata=h("paper: 0.01"))
     max_grad_norm: float = field(default=1.0, metadata=h("paper: 1.0"))
     bf16: bool = field(default=False, metadata=h("bf16 compute by autocast (paper: true); the weights stay `dtype`"))
-    gradient_checkpointing: bool = field(default=False, metadata=h(
-        "recompute activations in the backward pass: less memory, more time"))
-    dtype: str = field(default="float32", metadata=h(
-        f"weights dtype, one of {DTYPES}; full fine-tuning (no lora, no adapter) needs float32 (master weights)"))
+    gradient_checkpointing: bool = field(
+        default=False, metadata=h("recompute activations in the backward pass: less memory, more time")
+    )
+    dtype: str = field(
+        default="float32",
+        metadata=h(
+            f"weights dtype, one of {DTYPES}; full fine-tuning (no lora, no adapter) needs float32 (master weights)"
+        ),
+    )
     dataloader_drop_last: bool = field(default=True, metadata=h("paper: drop the last incomplete batch"))
     eta: float = field(default=ETA, metadata=h("gold-retention weight of R_act (paper: 0.915)"))
     tau: float = field(default=TAU, metadata=h("format-validity threshold of the curriculum (paper: 0.99)"))
     lam_phase2: float = field(default=LAMBDA_PHASE2, metadata=h("quality weight after the switch (paper: 0.5)"))
     judge: LLMConfig | None = field(default=None, metadata=h("reward judge (paper: Qwen3-32B); null = phase 1 only"))
-    eval_every_rollout_batches: int | None = field(default=None, metadata=h(
-        "validate format validity every N rollout batches (paper: 10; None = 10 unless eval_steps is set)",
-        omit_when_none=True))
-    save_every_rollout_batches: int | None = field(default=None, metadata=h(
-        "checkpoint every N rollout batches (paper: 30; None = 30 unless save_steps is set)", omit_when_none=True))
-    eval_steps: int | None = field(default=None, metadata=h(
-        "old recipes: validate every N TRL optimizer steps (not with eval_every_rollout_batches)"))
-    save_steps: int | None = field(default=None, metadata=h(
-        "old recipes: checkpoint every N TRL optimizer steps (not with save_every_rollout_batches)"))
+    eval_every_rollout_batches: int | None = field(
+        default=None,
+        metadata=h(
+            "validate format validity every N rollout batches (paper: 10; None = 10 unless eval_steps is set)",
+            omit_when_none=True,
+        ),
+    )
+    save_every_rollout_batches: int | None = field(
+        default=None,
+        metadata=h(
+            "checkpoint every N rollout batches (paper: 30; None = 30 unless save_steps is set)", omit_when_none=True
+        ),
+    )
+    eval_steps: int | None = field(
+        default=None,
+        metadata=h("old recipes: validate every N TRL optimizer steps (not with eval_every_rollout_batches)"),
+    )
+    save_steps: int | None = field(
+        default=None,
+        metadata=h("old recipes: checkpoint every N TRL optimizer steps (not with save_every_rollout_batches)"),
+    )
     save_total_limit: int = field(default=5, metadata=h("checkpoints kept (paper: 5)"))
     logging_steps: int = field(default=1, metadata=h("log every N steps"))
     use_vllm: bool = field(default=False, metadata=h("generate rollouts with vLLM (GPU nodes)"))
@@ -115,31 +141,71 @@ class GRPORecipe:
     report_to: str = field(default="none", metadata=h("'none', 'tensorboard', 'wandb', ..."))
 
     def __post_init__(self):
-        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_generations",
-                     "max_completion_length", "eval_steps", "save_steps", "save_total_limit", "logging_steps",
-                     "max_validation_prompts", "eval_every_rollout_batches", "save_every_rollout_batches",
-                     "steps_per_generation"):
+        for name in (
+            "per_device_train_batch_size",
+            "gradient_accumulation_steps",
+            "num_generations",
+            "max_completion_length",
+            "eval_steps",
+            "save_steps",
+            "save_total_limit",
+            "logging_steps",
+            "max_validation_prompts",
+            "eval_every_rollout_batches",
+            "save_every_rollout_batches",
+            "steps_per_generation",
+        ):
             v = getattr(self, name)
             if v is None and name in CADENCE_KEYS + ("steps_per_generation",):
                 continue
-            require(isinstance(v, int) and not isinstance(v, bool) and v >= 1, "GRPORecipe", name, getattr(self, name),
-                    "must be an integer >= 1")
+            require(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                "GRPORecipe",
+                name,
+                getattr(self, name),
+                "must be an integer >= 1",
+            )
         for old, new in (("eval_steps", "eval_every_rollout_batches"), ("save_steps", "save_every_rollout_batches")):
-            require(getattr(self, old) is None or getattr(self, new) is None, "GRPORecipe", old, getattr(self, old),
-                    f"give {new} (rollout batches, the paper's unit) or {old} (TRL optimizer steps), not both")
+            require(
+                getattr(self, old) is None or getattr(self, new) is None,
+                "GRPORecipe",
+                old,
+                getattr(self, old),
+                f"give {new} (rollout batches, the paper's unit) or {old} (TRL optimizer steps), not both",
+            )
         for prop in ("trl_eval_steps", "trl_save_steps"):  # a cadence that is no whole number of steps fails here
             getattr(self, prop)
-        require(self.num_generations >= 2, "GRPORecipe", "num_generations", self.num_generations,
-                "must be >= 2 (a group needs a baseline)")
+        require(
+            self.num_generations >= 2,
+            "GRPORecipe",
+            "num_generations",
+            self.num_generations,
+            "must be >= 2 (a group needs a baseline)",
+        )
         require(self.dtype in DTYPES, "GRPORecipe", "dtype", self.dtype, f"must be one of {DTYPES}")
         check_master_weights("GRPORecipe", self.dtype, self.lora, self.adapter)
-        require(self.adapter is None or self.lora is None, "GRPORecipe", "lora", self.lora,
-                "a new LoRA and an SFT adapter cannot both be set")
-        require(self.judge is None or isinstance(self.judge, LLMConfig), "GRPORecipe", "judge", self.judge,
-                "must be an LLMConfig mapping or null")
+        require(
+            self.adapter is None or self.lora is None,
+            "GRPORecipe",
+            "lora",
+            self.lora,
+            "a new LoRA and an SFT adapter cannot both be set",
+        )
+        require(
+            self.judge is None or isinstance(self.judge, LLMConfig),
+            "GRPORecipe",
+            "judge",
+            self.judge,
+            "must be an LLMConfig mapping or null",
+        )
         require(0 <= self.warmup_ratio < 1, "GRPORecipe", "warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
-        require(self.vllm_mode in ("colocate", "server"), "GRPORecipe", "vllm_mode", self.vllm_mode,
-                "must be 'colocate' or 'server'")
+        require(
+            self.vllm_mode in ("colocate", "server"),
+            "GRPORecipe",
+            "vllm_mode",
+            self.vllm_mode,
+            "must be 'colocate' or 'server'",
+        )
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GRPORecipe:
@@ -156,14 +222,16 @@ class GRPORecipe:
     @property
     def trl_eval_steps(self) -> int:
         """The validation cadence in TRL optimizer steps (``lazymem.train.cadence``)."""
-        return self._steps(self.eval_every_rollout_batches, self.eval_steps, PAPER_EVAL_EVERY,
-                           "eval_every_rollout_batches")
+        return self._steps(
+            self.eval_every_rollout_batches, self.eval_steps, PAPER_EVAL_EVERY, "eval_every_rollout_batches"
+        )
 
     @property
     def trl_save_steps(self) -> int:
         """The checkpoint cadence in TRL optimizer steps (``lazymem.train.cadence``)."""
-        return self._steps(self.save_every_rollout_batches, self.save_steps, PAPER_SAVE_EVERY,
-                           "save_every_rollout_batches")
+        return self._steps(
+            self.save_every_rollout_batches, self.save_steps, PAPER_SAVE_EVERY, "save_every_rollout_batches"
+        )
 
 
 def load_rl_dataset(path: str | Path, limit: int | None = None) -> Any:
@@ -194,24 +262,49 @@ def grpo_config_kwargs(recipe: GRPORecipe) -> dict:
     """The keyword arguments of TRL's ``GRPOConfig`` for a recipe, cadences in optimizer steps."""
     # The objective's settings start from the paper's (lazymem.train.objective.TRL_PAPER_SETTINGS:
     # plain k3 KL, no vLLM importance reweighting, ...); the recipe's values override them.
-    paper = {k: v for k, v in TRL_PAPER_SETTINGS.items()
-             if k not in ("loss_type", "beta", "epsilon", "epsilon_high", "delta", "scale_rewards")}
+    paper = {
+        k: v
+        for k, v in TRL_PAPER_SETTINGS.items()
+        if k not in ("loss_type", "beta", "epsilon", "epsilon_high", "delta", "scale_rewards")
+    }
     return dict(
-        **paper, epsilon_high=recipe.epsilon, delta=recipe.delta,
-        output_dir=str(recipe.output_dir), learning_rate=recipe.learning_rate,
-        lr_scheduler_type=recipe.lr_scheduler_type, warmup_steps=recipe.warmup_ratio,
-        num_train_epochs=recipe.num_train_epochs, max_steps=recipe.max_steps,
+        **paper,
+        epsilon_high=recipe.epsilon,
+        delta=recipe.delta,
+        output_dir=str(recipe.output_dir),
+        learning_rate=recipe.learning_rate,
+        lr_scheduler_type=recipe.lr_scheduler_type,
+        warmup_steps=recipe.warmup_ratio,
+        num_train_epochs=recipe.num_train_epochs,
+        max_steps=recipe.max_steps,
         per_device_train_batch_size=recipe.per_device_train_batch_size,
         gradient_accumulation_steps=recipe.gradient_accumulation_steps,
-        steps_per_generation=recipe.steps_per_generation, num_generations=recipe.num_generations,
-        temperature=recipe.temperature, top_p=recipe.top_p, max_completion_length=recipe.max_completion_length,
-        beta=recipe.beta, epsilon=recipe.epsilon, loss_type=recipe.loss_type, scale_rewards=recipe.scale_rewards,
-        weight_decay=recipe.weight_decay, max_grad_norm=recipe.max_grad_norm, bf16=recipe.bf16,
-        gradient_checkpointing=recipe.gradient_checkpointing, dataloader_drop_last=recipe.dataloader_drop_last,
-        eval_strategy="no", eval_steps=recipe.trl_eval_steps, save_strategy="steps", save_steps=recipe.trl_save_steps,
-        save_total_limit=recipe.save_total_limit, logging_steps=recipe.logging_steps, seed=recipe.seed,
-        use_vllm=recipe.use_vllm, vllm_mode=recipe.vllm_mode, report_to=recipe.report_to,
-        use_cpu=not has_cuda(), dataloader_num_workers=0,
+        steps_per_generation=recipe.steps_per_generation,
+        num_generations=recipe.num_generations,
+        temperature=recipe.temperature,
+        top_p=recipe.top_p,
+        max_completion_length=recipe.max_completion_length,
+        beta=recipe.beta,
+        epsilon=recipe.epsilon,
+        loss_type=recipe.loss_type,
+        scale_rewards=recipe.scale_rewards,
+        weight_decay=recipe.weight_decay,
+        max_grad_norm=recipe.max_grad_norm,
+        bf16=recipe.bf16,
+        gradient_checkpointing=recipe.gradient_checkpointing,
+        dataloader_drop_last=recipe.dataloader_drop_last,
+        eval_strategy="no",
+        eval_steps=recipe.trl_eval_steps,
+        save_strategy="steps",
+        save_steps=recipe.trl_save_steps,
+        save_total_limit=recipe.save_total_limit,
+        logging_steps=recipe.logging_steps,
+        seed=recipe.seed,
+        use_vllm=recipe.use_vllm,
+        vllm_mode=recipe.vllm_mode,
+        report_to=recipe.report_to,
+        use_cpu=not has_cuda(),
+        dataloader_num_workers=0,
     )
 
 
@@ -237,17 +330,35 @@ def run_grpo(recipe: GRPORecipe, validator: Any = None, callbacks: list | None =
         tau = recipe.tau
     args = GRPOConfig(**grpo_config_kwargs(recipe))
     # TRL's own evaluation stays off (eval_strategy "no"): the curriculum validates, every args.eval_steps
-    curriculum = FormatCurriculum(reward, list(validation), eval_steps=args.eval_steps, tau=tau,
-                                  phase2=recipe.lam_phase2, max_new_tokens=recipe.max_completion_length,
-                                  validator=validator)
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=train,
-                          processing_class=tokenizer, peft_config=recipe.lora.peft_config() if recipe.lora else None,
-                          callbacks=[curriculum, *(callbacks or [])])
+    curriculum = FormatCurriculum(
+        reward,
+        list(validation),
+        eval_steps=args.eval_steps,
+        tau=tau,
+        phase2=recipe.lam_phase2,
+        max_new_tokens=recipe.max_completion_length,
+        validator=validator,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=train,
+        processing_class=tokenizer,
+        peft_config=recipe.lora.peft_config() if recipe.lora else None,
+        callbacks=[curriculum, *(callbacks or [])],
+    )
     return train_and_record(
-        trainer, tokenizer, recipe, "grpo",
-        extra=lambda: {"curriculum": curriculum.state(),
-                       "judge_failures": dict(getattr(reward.judge, "failures", {}) or {})},
-        before_train=lambda ckpt: ckpt and curriculum.restore(ckpt))
+        trainer,
+        tokenizer,
+        recipe,
+        "grpo",
+        extra=lambda: {
+            "curriculum": curriculum.state(),
+            "judge_failures": dict(getattr(reward.judge, "failures", {}) or {}),
+        },
+        before_train=lambda ckpt: ckpt and curriculum.restore(ckpt),
+    )
 
 
 DEMO_SPEC = "synthetic:messages=200,seed=0,histories=2,questions=12"
@@ -273,11 +384,32 @@ def tiny_demo_run(out_dir: str | Path, steps: int = 2, spec: str = DEMO_SPEC, pr
         tiny_test_model(model)
     data_dir = out / "rl_data"
     if not (data_dir / "rl_prompts.jsonl").is_file():
-        build_rl_prompts(RLDataConfig.from_dict({"datasets": [spec], "split": "train", "size": 16, "seed": 0,
-                                                 "output_dir": str(data_dir), "progress": False}))
-    recipe = GRPORecipe(base=str(model), lora=LoraSettings(r=4, alpha=8), data=str(data_dir / "rl_prompts.jsonl"),
-                        max_validation_prompts=2, output_dir=str(out / f"grpo-{steps}steps"), learning_rate=1e-4,
-                        max_steps=steps, per_device_train_batch_size=2 * prompts_per_step,
-                        gradient_accumulation_steps=1,
-                        num_generations=2, max_completion_length=16, eval_steps=1, save_steps=steps, judge=None)
+        build_rl_prompts(
+            RLDataConfig.from_dict(
+                {
+                    "datasets": [spec],
+                    "split": "train",
+                    "size": 16,
+                    "seed": 0,
+                    "output_dir": str(data_dir),
+                    "progress": False,
+                }
+            )
+        )
+    recipe = GRPORecipe(
+        base=str(model),
+        lora=LoraSettings(r=4, alpha=8),
+        data=str(data_dir / "rl_prompts.jsonl"),
+        max_validation_prompts=2,
+        output_dir=str(out / f"grpo-{steps}steps"),
+        learning_rate=1e-4,
+        max_steps=steps,
+        per_device_train_batch_size=2 * prompts_per_step,
+        gradient_accumulation_steps=1,
+        num_generations=2,
+        max_completion_length=16,
+        eval_steps=1,
+        save_steps=steps,
+        judge=None,
+    )
     return run_grpo(recipe)

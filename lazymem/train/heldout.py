@@ -12,6 +12,7 @@ Calls go through the LLM cache (``cache_dir``), so an interrupted evaluation rer
 up to where it stopped. Rows keep their order; ``limit`` takes a balanced, seeded subset
 (half gold-bearing windows, half all-DROP, as many as there are).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -44,23 +45,39 @@ class WindowEvalConfig:
 
     data: str = field(default="", metadata=h("JSONL of query-window pairs with gold labels (an sft.jsonl)"))
     mpm: LLMConfig = field(default_factory=LLMConfig, metadata=h("the model: base plus optional LoRA adapter"))
-    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, max_tokens=640),
-                               metadata=h("decoding (greedy; 640 tokens: trace + JSON + kept text of 8 "
-                                          "messages; bounds a runaway)"))
+    sampling: Sampling = field(
+        default_factory=lambda: Sampling(temperature=0.0, max_tokens=640),
+        metadata=h("decoding (greedy; 640 tokens: trace + JSON + kept text of 8 messages; bounds a runaway)"),
+    )
     structured: bool = field(default=False, metadata=h("count-constrained decoding (decision_schema(n) per window)"))
-    structured_trace: bool = field(default=False, metadata=h(
-        "structured: an n-line <think> trace first (gold-trace models)"))
-    grounded: bool = field(default=False, metadata=h(
-        "grounded decoding: a KEEP's content only a verbatim span of its message (transformers, llamacpp)"))
-    keep_prior: float = field(default=0.0, metadata=h(
-        "the lexical KEEP prior (pipeline.keep_prior): keep_prior x each message's share of the query's content "
-        "words on ' KEEP' at its trace line's op (transformers, llamacpp); 0 = off"))
-    keep_prior_dense: float = field(default=0.0, metadata=h(
-        "the dense KEEP prior beside it (pipeline.keep_prior_dense): keep_prior_dense x the query-message cosine "
-        "under keep_prior_model; 0 = off"))
+    structured_trace: bool = field(
+        default=False, metadata=h("structured: an n-line <think> trace first (gold-trace models)")
+    )
+    grounded: bool = field(
+        default=False,
+        metadata=h("grounded decoding: a KEEP's content only a verbatim span of its message (transformers, llamacpp)"),
+    )
+    keep_prior: float = field(
+        default=0.0,
+        metadata=h(
+            "the lexical KEEP prior (pipeline.keep_prior): keep_prior x each message's share of the query's content "
+            "words on ' KEEP' at its trace line's op (transformers, llamacpp); 0 = off"
+        ),
+    )
+    keep_prior_dense: float = field(
+        default=0.0,
+        metadata=h(
+            "the dense KEEP prior beside it (pipeline.keep_prior_dense): keep_prior_dense x the query-message cosine "
+            "under keep_prior_model; 0 = off"
+        ),
+    )
     keep_prior_model: str = field(default="minilm-offline", metadata=h("keep_prior_dense's sentence encoder"))
-    trace_independent: bool = field(default=False, metadata=h(
-        "structured_trace: each message's op decided without the ops before it (pipeline.trace_independent)"))
+    trace_independent: bool = field(
+        default=False,
+        metadata=h(
+            "structured_trace: each message's op decided without the ops before it (pipeline.trace_independent)"
+        ),
+    )
     schema_max_content: int = field(default=512, metadata=h("structured: max characters of a KEEP's content"))
     schema_max_reason: int = field(default=64, metadata=h("structured: max characters of a reason"))
     limit: int | None = field(default=None, metadata=h("a balanced seeded subset of this many windows; None = all"))
@@ -80,16 +97,22 @@ class WindowEvalConfig:
         except ConfigError as e:
             raise ConfigError(f"WindowEvalConfig (keep_prior, keep_prior_dense, keep_prior_model): {e}") from None
         if self.prior and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
-            raise ConfigError(f"WindowEvalConfig.keep_prior: backend {self.mpm.backend!r} cannot bias ' KEEP' line by "
-                              "line (backends transformers, llamacpp)")
+            raise ConfigError(
+                f"WindowEvalConfig.keep_prior: backend {self.mpm.backend!r} cannot bias ' KEEP' line by "
+                "line (backends transformers, llamacpp)"
+            )
         if self.trace_independent and not (self.structured and self.structured_trace):
             raise ConfigError("WindowEvalConfig.trace_independent needs structured: true and structured_trace: true")
         if self.sampling.trace_independent:
-            raise ConfigError("WindowEvalConfig.sampling: trace_independent must be unset there: set the window "
-                              "evaluation's (or the row's) trace_independent: true")
+            raise ConfigError(
+                "WindowEvalConfig.sampling: trace_independent must be unset there: set the window "
+                "evaluation's (or the row's) trace_independent: true"
+            )
         if self.grounded and self.mpm.backend not in ("transformers", "llamacpp", "fake"):
-            raise ConfigError(f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
-                              "(it needs token-level control: backends transformers, llamacpp)")
+            raise ConfigError(
+                f"WindowEvalConfig.grounded: backend {self.mpm.backend!r} cannot do grounded decoding "
+                "(it needs token-level control: backends transformers, llamacpp)"
+            )
 
     @property
     def prior(self) -> KeepPrior:
@@ -115,8 +138,12 @@ def load_pairs(path: str | Path) -> list[dict]:
                 if name not in row:
                     raise LoadError(str(p), f"line {n}", name, f"missing (needed: {', '.join(NEEDED)})")
             if len(row["decision_positions"]) != len(row["gold_labels"]):
-                raise LoadError(str(p), f"line {n}", "gold_labels", f"{len(row['gold_labels'])} labels for "
-                                f"{len(row['decision_positions'])} decision_positions")
+                raise LoadError(
+                    str(p),
+                    f"line {n}",
+                    "gold_labels",
+                    f"{len(row['gold_labels'])} labels for {len(row['decision_positions'])} decision_positions",
+                )
             rows.append(row)
     return rows
 
@@ -144,11 +171,17 @@ def _sampling(config: WindowEvalConfig, row: Mapping) -> Sampling:
     from lazymem.pipeline.query import window_sampling
 
     texts = _texts(row) if config.grounded or config.prior else None
-    return window_sampling(config.sampling, len(row["decision_positions"]), structured=config.structured,
-                           structured_trace=config.structured_trace, texts=texts if config.grounded else None,
-                           prior=config.prior(window_query(row["prompt"]), texts) if config.prior else None,
-                           schema_max_content=config.schema_max_content, schema_max_reason=config.schema_max_reason,
-                           independent=config.trace_independent)
+    return window_sampling(
+        config.sampling,
+        len(row["decision_positions"]),
+        structured=config.structured,
+        structured_trace=config.structured_trace,
+        texts=texts if config.grounded else None,
+        prior=config.prior(window_query(row["prompt"]), texts) if config.prior else None,
+        schema_max_content=config.schema_max_content,
+        schema_max_reason=config.schema_max_reason,
+        independent=config.trace_independent,
+    )
 
 
 def _texts(row: Mapping) -> tuple[str, ...]:
@@ -157,14 +190,21 @@ def _texts(row: Mapping) -> tuple[str, ...]:
 
     texts = window_texts(row["prompt"])
     if texts is None or len(texts) != len(row["decision_positions"]):
-        raise ConfigError(f"WindowEvalConfig.grounded / keep_prior: row {row.get('question_id')}/"
-                          f"{row.get('window_index')}: its "
-                          "prompt has no window block with one message per decision position")
+        raise ConfigError(
+            f"WindowEvalConfig.grounded / keep_prior: row {row.get('question_id')}/"
+            f"{row.get('window_index')}: its "
+            "prompt has no window block with one message per decision position"
+        )
     return texts
 
 
-def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None, *,
-                     client: LLMClient | None = None, progress: bool = True) -> dict:
+def evaluate_windows(
+    config: WindowEvalConfig,
+    out_dir: str | Path | None = None,
+    *,
+    client: LLMClient | None = None,
+    progress: bool = True,
+) -> dict:
     """Generate, score and (with ``out_dir``) write ``windows.jsonl`` and ``summary.json``; returns the summary."""
     from tqdm.auto import tqdm
 
@@ -181,11 +221,17 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
     bar = tqdm(total=len(chosen), desc="windows", unit="win", disable=not progress)
     t0 = time.perf_counter()
     for start in range(0, len(order), config.batch_windows):
-        idx = order[start:start + config.batch_windows]
+        idx = order[start : start + config.batch_windows]
         by_n: dict[int, list[int]] = {}
         for i in idx:  # grounded or a keep prior: one call per window (its own texts)
-            by_n.setdefault(i if config.grounded or config.prior else len(chosen[i]["decision_positions"])
-                            if config.structured else 0, []).append(i)
+            by_n.setdefault(
+                i
+                if config.grounded or config.prior
+                else len(chosen[i]["decision_positions"])
+                if config.structured
+                else 0,
+                [],
+            ).append(i)
 
         def run(group: list[int]) -> list[Completion]:
             return client.generate([chosen[i]["prompt"] for i in group], _sampling(config, chosen[group[0]]))
@@ -209,11 +255,19 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
     for r, c in zip(records, outputs):
         r.update(error=c.error, cached=c.cached, latency_s=c.latency_s, completion_tokens=c.completion_tokens)
     fresh = [c for c in outputs if not c.cached]
-    summary = {**summarize(records), "errors": sum(c.error is not None for c in outputs),
-               "s_per_window": round(wall / len(fresh), 2) if fresh else None, "cached": len(outputs) - len(fresh),
-               "model": config.mpm.model, "adapter": config.mpm.adapter, "structured": config.structured,
-               "grounded": config.grounded,
-               "data": config.data, "limit": config.limit, "seed": config.seed}
+    summary = {
+        **summarize(records),
+        "errors": sum(c.error is not None for c in outputs),
+        "s_per_window": round(wall / len(fresh), 2) if fresh else None,
+        "cached": len(outputs) - len(fresh),
+        "model": config.mpm.model,
+        "adapter": config.mpm.adapter,
+        "structured": config.structured,
+        "grounded": config.grounded,
+        "data": config.data,
+        "limit": config.limit,
+        "seed": config.seed,
+    }
     if out_dir is not None:
         from lazymem.files import write_json, write_jsonl
 
@@ -226,15 +280,25 @@ def evaluate_windows(config: WindowEvalConfig, out_dir: str | Path | None = None
 
 # --- the training table's markdown (the table itself: lazymem.train.window_table) ------------------
 
-TABLE_COLUMNS = ("gate_fmt", "strict_gate", "gold_keep_recall", "nongold_drop_rate", "reward", "keep_share",
-                 "rewritten_rate", "kept_tokens", "extractive_tokens", "answer_recall", "answer_recall_shown",
-                 "s_per_window")
-MARK_TEXTS = {"recomputed": "recomputed: its earlier results were of other settings (set aside in its folder's "
-                            "previous-<time>/)",
-              "stale": "stale, not shown: its results are of other settings and `only` / `only_sets` left it "
-                       "out",
-              "failed": "failed as a job (`lazymem jobs <output_dir>` shows its log and the command that reruns "
-                        "it)"}  # the notes under a table, per mark (lazymem.sweep.Outcome.mark)
+TABLE_COLUMNS = (
+    "gate_fmt",
+    "strict_gate",
+    "gold_keep_recall",
+    "nongold_drop_rate",
+    "reward",
+    "keep_share",
+    "rewritten_rate",
+    "kept_tokens",
+    "extractive_tokens",
+    "answer_recall",
+    "answer_recall_shown",
+    "s_per_window",
+)
+MARK_TEXTS = {
+    "recomputed": "recomputed: its earlier results were of other settings (set aside in its folder's previous-<time>/)",
+    "stale": "stale, not shown: its results are of other settings and `only` / `only_sets` left it out",
+    "failed": "failed as a job (`lazymem jobs <output_dir>` shows its log and the command that reruns it)",
+}  # the notes under a table, per mark (lazymem.sweep.Outcome.mark)
 
 
 def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
@@ -247,12 +311,25 @@ def table_markdown(table: Mapping[str, Mapping[str, Mapping]]) -> str:
 
     lines = []
     for set_name, rows in table.items():
-        lines += [f"## {set_name}", "", "| row | windows | " + " | ".join(TABLE_COLUMNS) + " |",
-                  "|---|---:|" + "---:|" * len(TABLE_COLUMNS)]
+        lines += [
+            f"## {set_name}",
+            "",
+            "| row | windows | " + " | ".join(TABLE_COLUMNS) + " |",
+            "|---|---:|" + "---:|" * len(TABLE_COLUMNS),
+        ]
         for row, s in rows.items():
-            cells = [("-" if s.get(c) is None else f"{s[c]:.1f}" if c.endswith("_tokens")
-                      else f"{s[c]:.2f}" if c == "s_per_window" else f"{s[c]:.3f}")
-                     for c in TABLE_COLUMNS]
+            cells = [
+                (
+                    "-"
+                    if s.get(c) is None
+                    else f"{s[c]:.1f}"
+                    if c.endswith("_tokens")
+                    else f"{s[c]:.2f}"
+                    if c == "s_per_window"
+                    else f"{s[c]:.3f}"
+                )
+                for c in TABLE_COLUMNS
+            ]
             lines.append(f"| {row} | {s.get('windows', '-')} | " + " | ".join(cells) + " |")
         notes = mark_notes(rows, MARK_TEXTS)
         lines += ["", *notes, ""] if notes else [""]

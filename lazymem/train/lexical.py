@@ -9,6 +9,7 @@ word overlap of whole pair files by training style (how much a style teaches tha
 
     lazymem train lexical-check RECORDS... [--pairs PAIRS...] [--out checks.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ def overlap_windows(record: Mapping, rows: Sequence[dict] | None = None) -> list
     rows = probed_rows(record["settings"]) if rows is None else rows
     windows = record.get("scores") or []
     if len(rows) != len(windows):
-        raise ValueError(f"{record['settings'].get('output', 'the record')}: {len(windows)} scored windows, "
-                         f"{len(rows)} rebuilt from its settings (were its pairs rebuilt differently?)")
+        raise ValueError(
+            f"{record['settings'].get('output', 'the record')}: {len(windows)} scored windows, "
+            f"{len(rows)} rebuilt from its settings (were its pairs rebuilt differently?)"
+        )
     out = []
     for r, w in zip(rows, windows):
         lex = line_overlap(r)
@@ -68,7 +71,9 @@ def lexical_check(record: Mapping, rows: Sequence[dict] | None = None) -> dict:
     gold = [x for _, x, g in lines if g]
     non = [x for _, x, g in lines if not g]
     return {
-        "windows": len(windows), "gold_lines": len(gold), "nongold_lines": len(non),
+        "windows": len(windows),
+        "gold_lines": len(gold),
+        "nongold_lines": len(non),
         "auc_model": auc(*split(lambda ln: True)),
         "auc_lexical": auc(gold, non),
         "gold_no_shared_word": sum(x == 0 for x in gold) / len(gold) if gold else None,
@@ -89,19 +94,33 @@ def pair_overlap(rows: Sequence[dict]) -> dict[str, dict]:
         gold, non = by.setdefault(r.get("style") or "?", ([], []))
         for x, g in zip(lex, r["gold_labels"]):
             (gold if g else non).append(x)
-    return {style: {"gold_lines": len(g), "nongold_lines": len(n), "auc_lexical": auc(g, n),
-                    "gold_no_shared_word": sum(x == 0 for x in g) / len(g) if g else None,
-                    "nongold_no_shared_word": sum(x == 0 for x in n) / len(n) if n else None,
-                    "nongold_mean_overlap": statistics.fmean(n) if n else None}
-            for style, (g, n) in sorted(by.items())}
+    return {
+        style: {
+            "gold_lines": len(g),
+            "nongold_lines": len(n),
+            "auc_lexical": auc(g, n),
+            "gold_no_shared_word": sum(x == 0 for x in g) / len(g) if g else None,
+            "nongold_no_shared_word": sum(x == 0 for x in n) / len(n) if n else None,
+            "nongold_mean_overlap": statistics.fmean(n) if n else None,
+        }
+        for style, (g, n) in sorted(by.items())
+    }
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``lazymem train lexical-check``'s arguments."""
-    ap.add_argument("records", nargs="*", help="keep-bias records (lazymem train keep-bias output; their pairs "
-                                               "must be built, as their configs say)")
-    ap.add_argument("--pairs", nargs="+", default=[], metavar="PAIRS.jsonl",
-                    help="also: word overlap of every window line of these pair files, by style (pair_overlap)")
+    ap.add_argument(
+        "records",
+        nargs="*",
+        help="keep-bias records (lazymem train keep-bias output; their pairs must be built, as their configs say)",
+    )
+    ap.add_argument(
+        "--pairs",
+        nargs="+",
+        default=[],
+        metavar="PAIRS.jsonl",
+        help="also: word overlap of every window line of these pair files, by style (pair_overlap)",
+    )
     ap.add_argument("--out", help="write the checks as JSON here (one entry per record / pair file)")
     return ap
 
@@ -113,10 +132,20 @@ def run_from_args(args: argparse.Namespace) -> int:
     out = {}
     for path in args.records:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
-        out[path] = {"pairs": record["settings"]["pairs"], "adapter": record["settings"].get("adapter"),
-                     "styles": record["settings"].get("styles"), **lexical_check(record)}
-    cols = ("auc_model", "auc_lexical", "gold_no_shared_word", "nongold_no_shared_word",
-            "auc_model_no_shared_word", "auc_model_shared_word")
+        out[path] = {
+            "pairs": record["settings"]["pairs"],
+            "adapter": record["settings"].get("adapter"),
+            "styles": record["settings"].get("styles"),
+            **lexical_check(record),
+        }
+    cols = (
+        "auc_model",
+        "auc_lexical",
+        "gold_no_shared_word",
+        "nongold_no_shared_word",
+        "auc_model_no_shared_word",
+        "auc_model_shared_word",
+    )
     if out:
         print("| record | windows | gold | " + " | ".join(cols) + " |")
         print("|---|---:|---:|" + "---:|" * len(cols))

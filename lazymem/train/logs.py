@@ -11,6 +11,7 @@ curriculum's ``curriculum/*`` entries) into one row per step, numeric values onl
 >>> curriculum_events(rows)
 {2: 'lambda_qual 0.0 -> 0.5'}
 """
+
 from __future__ import annotations
 
 import math
@@ -83,8 +84,9 @@ def wall_clock_callback(resume_from: str | None = None) -> Any:
         def on_save(self, args, state, control, **kw):
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if ckpt.is_dir():
-                (ckpt / WALL_FILE).write_text(json.dumps({"seconds": round(self.total(), 1),
-                                                          "segments": self.segments}) + "\n", encoding="utf-8")
+                (ckpt / WALL_FILE).write_text(
+                    json.dumps({"seconds": round(self.total(), 1), "segments": self.segments}) + "\n", encoding="utf-8"
+                )
 
     return WallClock()
 

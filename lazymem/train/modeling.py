@@ -5,6 +5,7 @@
 LoRA saved by the SFT stage) is loaded on top, trainable, so GRPO continues it and TRL keeps
 a frozen copy of it as the reference policy (the paper's pi_ref = the SFT checkpoint).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,11 +25,18 @@ class LoraSettings:
     alpha: int = field(default=32, metadata={"help": "scaling numerator (lora_alpha)"})
     dropout: float = field(default=0.05, metadata={"help": "dropout on the adapter input"})
     target_modules: tuple[str, ...] | str = field(
-        default="all-linear", metadata={"help": "module names to adapt, or 'all-linear'"})
-    layers: tuple[int, ...] | None = field(default=None, metadata={"help": (
-        "only these decoder layers (peft layers_to_transform; target_modules must then be a list). "
-        "Upper layers only: backward stops at the lowest adapted layer (1.48x faster steps on CPU for "
-        "layers 15-29 of SmolLM2's 30)")})
+        default="all-linear", metadata={"help": "module names to adapt, or 'all-linear'"}
+    )
+    layers: tuple[int, ...] | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "only these decoder layers (peft layers_to_transform; target_modules must then be a list). "
+                "Upper layers only: backward stops at the lowest adapted layer (1.48x faster steps on CPU for "
+                "layers 15-29 of SmolLM2's 30)"
+            )
+        },
+    )
 
     def __post_init__(self):
         if not (isinstance(self.r, int) and self.r >= 1 and isinstance(self.alpha, int) and self.alpha >= 1):
@@ -36,22 +44,34 @@ class LoraSettings:
         if not (0.0 <= float(self.dropout) < 1.0):
             raise ConfigError(f"LoraSettings.dropout must be in [0, 1), got {self.dropout!r}")
         if self.layers is not None:
-            if not (isinstance(self.layers, (list, tuple)) and self.layers
-                    and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.layers)):
-                raise ConfigError("LoraSettings.layers must be a non-empty list of layer indices "
-                                  f">= 0, got {self.layers!r}")
+            if not (
+                isinstance(self.layers, (list, tuple))
+                and self.layers
+                and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.layers)
+            ):
+                raise ConfigError(
+                    f"LoraSettings.layers must be a non-empty list of layer indices >= 0, got {self.layers!r}"
+                )
             if isinstance(self.target_modules, str):
-                raise ConfigError("LoraSettings.layers needs target_modules as a list of module names "
-                                  "(e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]), "
-                                  f"not {self.target_modules!r}")
+                raise ConfigError(
+                    "LoraSettings.layers needs target_modules as a list of module names "
+                    "(e.g. [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]), "
+                    f"not {self.target_modules!r}"
+                )
             object.__setattr__(self, "layers", tuple(self.layers))
 
     def peft_config(self):
         from peft import LoraConfig
 
         targets = self.target_modules if isinstance(self.target_modules, str) else list(self.target_modules)
-        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=targets,
-                          layers_to_transform=list(self.layers) if self.layers else None, task_type="CAUSAL_LM")
+        return LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=targets,
+            layers_to_transform=list(self.layers) if self.layers else None,
+            task_type="CAUSAL_LM",
+        )
 
 
 def check_master_weights(where: str, dtype: str, lora: Any, adapter: str | None = None) -> None:
@@ -79,7 +99,8 @@ def check_master_weights(where: str, dtype: str, lora: Any, adapter: str | None 
             "updates below half a weight's spacing (2^-8 of its size in bfloat16) are lost: at learning rate 1e-6 "
             "only ~2% of weights of scale 0.02 move in 10 AdamW steps. Set dtype: float32 with bf16: true (float32 "
             "weights, bf16 compute: what the paper's DeepSpeed ZeRO-2 / FSDP runs keep), or train a LoRA adapter "
-            "(lora: {r: ..., alpha: ...}; PEFT keeps adapter weights in float32)")
+            "(lora: {r: ..., alpha: ...}; PEFT keeps adapter weights in float32)"
+        )
 
 
 def check_trainable_dtypes(trainer: Any) -> None:
@@ -88,13 +109,18 @@ def check_trainable_dtypes(trainer: Any) -> None:
     the model the trainer will really update."""
     if getattr(trainer, "is_deepspeed_enabled", False):
         return  # ZeRO with bf16 keeps float32 master weights in its optimizer
-    half = [(n, str(p.dtype).replace("torch.", "")) for n, p in trainer.model.named_parameters()
-            if p.requires_grad and str(p.dtype).replace("torch.", "") in HALF]
+    half = [
+        (n, str(p.dtype).replace("torch.", ""))
+        for n, p in trainer.model.named_parameters()
+        if p.requires_grad and str(p.dtype).replace("torch.", "") in HALF
+    ]
     if half:
-        raise ConfigError(f"{len(half)} trainable parameters are half precision (first: {half[0][0]}, {half[0][1]}) "
-                          "and nothing keeps float32 master weights: their small updates would be rounded away. "
-                          "Load the weights in float32 (dtype: float32, bf16: true for bf16 compute) or launch "
-                          "with a DeepSpeed config (configs/train/accelerate/zero2.yaml)")
+        raise ConfigError(
+            f"{len(half)} trainable parameters are half precision (first: {half[0][0]}, {half[0][1]}) "
+            "and nothing keeps float32 master weights: their small updates would be rounded away. "
+            "Load the weights in float32 (dtype: float32, bf16: true for bf16 compute) or launch "
+            "with a DeepSpeed config (configs/train/accelerate/zero2.yaml)"
+        )
 
 
 def load_tokenizer(base: str) -> Any:
@@ -121,8 +147,10 @@ def load_policy(base: str, adapter: str | None = None, dtype: str = "float32", t
     try:
         model = AutoModelForCausalLM.from_pretrained(resolve_model(base), dtype=getattr(torch, dtype))
     except OSError as e:
-        raise OSError(f"base model {base!r} could not be loaded: {e}\nOffline, use 'smollm2-offline' or a local "
-                      "directory; a hub id needs the network.") from e
+        raise OSError(
+            f"base model {base!r} could not be loaded: {e}\nOffline, use 'smollm2-offline' or a local "
+            "directory; a hub id needs the network."
+        ) from e
     if adapter:
         from peft import PeftModel
 

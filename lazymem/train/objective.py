@@ -60,6 +60,7 @@ everything not listed at VERL defaults) differ, from TRL's ``GRPOTrainer._comput
    num_iterations=1; TRL then computes old log-probs itself. Both divide logits by the
    sampling temperature (0.9) when scoring tokens.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -91,8 +92,9 @@ TRL_PAPER_SETTINGS = {
 }
 
 
-def group_advantages(rewards: torch.Tensor, group_size: int, delta: float = VERL_ADV_DELTA,
-                     scale: bool = True) -> torch.Tensor:
+def group_advantages(
+    rewards: torch.Tensor, group_size: int, delta: float = VERL_ADV_DELTA, scale: bool = True
+) -> torch.Tensor:
     """Eq. advantage: each reward against its group's mean, over (sample std + delta).
 
     ``rewards`` is flat, the G rollouts of each prompt adjacent (as TRL's sampler orders them).
@@ -105,8 +107,10 @@ def group_advantages(rewards: torch.Tensor, group_size: int, delta: float = VERL
     tensor([ 0.7071, -0.7071,  0.0000,  0.0000])
     """
     if group_size < 2 or rewards.dim() != 1 or rewards.numel() % group_size:
-        raise ValueError(f"need a flat tensor of whole groups of >= 2 rollouts, got shape "
-                         f"{tuple(rewards.shape)} with group_size={group_size}")
+        raise ValueError(
+            f"need a flat tensor of whole groups of >= 2 rollouts, got shape "
+            f"{tuple(rewards.shape)} with group_size={group_size}"
+        )
     grouped = rewards.view(-1, group_size)
     centred = grouped - grouped.mean(dim=1, keepdim=True)
     if scale:
@@ -128,9 +132,17 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return d.exp() - d - 1
 
 
-def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor,
-              advantages: torch.Tensor, mask: torch.Tensor, eps: float = 0.2, beta: float = 0.001,
-              group_size: int | None = None, clip_c: float | None = None) -> torch.Tensor:
+def grpo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    eps: float = 0.2,
+    beta: float = 0.001,
+    group_size: int | None = None,
+    clip_c: float | None = None,
+) -> torch.Tensor:
     """Minus Eq. loss: -(sum_t l_t - beta k3_t) / (token count), a scalar to minimise.
 
     Args:

@@ -36,6 +36,7 @@ for that one shape and set alone could do).
 >>> row["gold_recall"], row["nongold_keep_rate"]
 (1.0, 0.5)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,9 @@ Line = tuple[float, float, float, bool]  # (logit P(KEEP), query-word overlap, q
 BUDGETS = ("extractive", "extractive-per-shape")
 
 
-def scored_windows(record: Mapping, rows: Sequence[dict] | None = None,
-                   dense_model: str | None = None) -> list[list[Line]]:
+def scored_windows(
+    record: Mapping, rows: Sequence[dict] | None = None, dense_model: str | None = None
+) -> list[list[Line]]:
     """Each probed window of a ``choose_keep_bias`` record as (logit P(KEEP), overlap, cosine, gold) per line;
     its windows are rebuilt from its settings unless ``rows`` are given; the cosine is 0 without a
     ``dense_model``."""
@@ -70,8 +72,11 @@ def scored_windows(record: Mapping, rows: Sequence[dict] | None = None,
     rows = probed_rows(record["settings"]) if rows is None else rows
     out = []
     for r, w in zip(rows, overlap_windows(record, rows)):
-        cos = (dense_scores(window_query(r["prompt"]), [m["content"] for m in window_messages(r["prompt"])],
-                            dense_model) if dense_model else [0.0] * len(w))
+        cos = (
+            dense_scores(window_query(r["prompt"]), [m["content"] for m in window_messages(r["prompt"])], dense_model)
+            if dense_model
+            else [0.0] * len(w)
+        )
         out.append([(math.log(max(p, 1e-6) / max(1 - p, 1e-6)), x, c, g) for (p, x, g), c in zip(w, cos)])
     return out
 
@@ -85,8 +90,9 @@ def window_tokens(record: Mapping, rows: Sequence[dict] | None = None) -> list[l
     return [count_tokens_batch([m["content"] for m in window_messages(r["prompt"])]) for r in rows]
 
 
-def _decided_row(windows: Sequence[Sequence[Line]], keep: Callable[[Line], bool],
-                 tokens: Sequence[Sequence[int]] | None) -> dict:
+def _decided_row(
+    windows: Sequence[Sequence[Line]], keep: Callable[[Line], bool], tokens: Sequence[Sequence[int]] | None
+) -> dict:
     gold, non, r_act, kept_tokens = [], [], [], []
     for i, w in enumerate(windows):
         ks = [keep(line) for line in w]
@@ -97,24 +103,38 @@ def _decided_row(windows: Sequence[Sequence[Line]], keep: Callable[[Line], bool]
             if len(tokens[i]) != len(w):
                 raise ValueError(f"window {i}: {len(tokens[i])} token counts for {len(w)} lines")
             kept_tokens.append(sum(t for t, k in zip(tokens[i], ks) if k))
-    row = {"gold_recall": statistics.fmean(gold) if gold else None,
-           "nongold_keep_rate": statistics.fmean(non) if non else None,
-           "mean_r_act": statistics.fmean(r_act) if r_act else None}
+    row = {
+        "gold_recall": statistics.fmean(gold) if gold else None,
+        "nongold_keep_rate": statistics.fmean(non) if non else None,
+        "mean_r_act": statistics.fmean(r_act) if r_act else None,
+    }
     if tokens is not None:
         row["tokens_per_window"] = statistics.fmean(kept_tokens) if kept_tokens else None
     return row
 
 
-def grid_row(windows: Sequence[Sequence[Line]], prior: float, bias: float, dense: float = 0.0,
-             tokens: Sequence[Sequence[int]] | None = None) -> dict:
+def grid_row(
+    windows: Sequence[Sequence[Line]],
+    prior: float,
+    bias: float,
+    dense: float = 0.0,
+    tokens: Sequence[Sequence[int]] | None = None,
+) -> dict:
     """Gold-line recall, non-gold keep rate and mean R_act per window at (prior, dense, bias), and the mean
     tokens a window keeps when each line's ``tokens`` are given."""
-    return {"keep_prior": prior, "keep_prior_dense": dense, "keep_bias": bias,
-            **_decided_row(windows, lambda ln: ln[0] + prior * ln[1] + dense * ln[2] + bias >= 0, tokens)}
+    return {
+        "keep_prior": prior,
+        "keep_prior_dense": dense,
+        "keep_bias": bias,
+        **_decided_row(windows, lambda ln: ln[0] + prior * ln[1] + dense * ln[2] + bias >= 0, tokens),
+    }
 
 
-def extractive_row(windows: Sequence[Sequence[Line]], tokens: Sequence[Sequence[int]] | None = None,
-                   threshold: float = ExtractiveConfig().threshold) -> dict:
+def extractive_row(
+    windows: Sequence[Sequence[Line]],
+    tokens: Sequence[Sequence[int]] | None = None,
+    threshold: float = ExtractiveConfig().threshold,
+) -> dict:
     """The extractive processor on the same windows: KEEP where the word overlap is at least ``threshold``.
 
     >>> extractive_row([[(2.0, 0.5, 0.0, True), (-1.0, 0.0, 0.0, False)]], [[7, 3]])["tokens_per_window"]
@@ -132,8 +152,9 @@ def best_row(grid: Sequence[Mapping]) -> Mapping:
     ...           {"keep_prior": 0.0, "keep_bias": 1.5, "mean_r_act": 0.8}])["keep_prior"]
     0.0
     """
-    return max(grid, key=lambda r: (r["mean_r_act"], -r["keep_prior"], -r.get("keep_prior_dense", 0.0),
-                                    -r["keep_bias"]))
+    return max(
+        grid, key=lambda r: (r["mean_r_act"], -r["keep_prior"], -r.get("keep_prior_dense", 0.0), -r["keep_bias"])
+    )
 
 
 class _Scored:
@@ -150,8 +171,9 @@ class _Scored:
             if need_tokens:
                 raise ConfigError(f"lazymem train keep-prior --budget needs each message's tokens: {e}") from e
             self.tokens = None
-        self.shapes = ["x".join(str(v) for v in r["window_shape"]) if r.get("window_shape") else "unknown"
-                       for r in rows]
+        self.shapes = [
+            "x".join(str(v) for v in r["window_shape"]) if r.get("window_shape") else "unknown" for r in rows
+        ]
 
     def cells(self) -> dict[str, tuple[list[list[Line]], list[list[int]] | None]]:
         """This record's windows and their tokens, by window shape."""
@@ -168,21 +190,29 @@ class _Scored:
         out = {}
         for shape, (ws, ts) in self.cells().items():
             ext = extractive_row(ws, ts)
-            out[shape] = {"windows": len(ws),
-                          "chosen": grid_row(ws, chosen["keep_prior"], chosen["keep_bias"],
-                                             chosen["keep_prior_dense"], ts),
-                          "extractive": ext}
+            out[shape] = {
+                "windows": len(ws),
+                "chosen": grid_row(ws, chosen["keep_prior"], chosen["keep_bias"], chosen["keep_prior_dense"], ts),
+                "extractive": ext,
+            }
             if ts is not None:
                 rows = [grid_row(ws, r["keep_prior"], r["keep_bias"], r["keep_prior_dense"], ts) for r in grid]
                 within = [r for r in rows if r["tokens_per_window"] <= ext["tokens_per_window"]]
                 out[shape]["most_gold_within_extractive_tokens"] = max(
-                    within, key=lambda r: (r["gold_recall"] or 0.0, -r["tokens_per_window"], r["mean_r_act"]))
+                    within, key=lambda r: (r["gold_recall"] or 0.0, -r["tokens_per_window"], r["mean_r_act"])
+                )
         return out
 
 
-def choose_keep_prior(select: Sequence[str], report: Sequence[str] = (), priors: Sequence[float] = PRIORS,
-                      biases: Sequence[float] = BIASES, dense_priors: Sequence[float] = DENSE_PRIORS,
-                      dense_model: str = DEFAULT_DENSE_MODEL, budget: str | None = None) -> dict:
+def choose_keep_prior(
+    select: Sequence[str],
+    report: Sequence[str] = (),
+    priors: Sequence[float] = PRIORS,
+    biases: Sequence[float] = BIASES,
+    dense_priors: Sequence[float] = DENSE_PRIORS,
+    dense_model: str = DEFAULT_DENSE_MODEL,
+    budget: str | None = None,
+) -> dict:
     """Pick (keep_prior, keep_prior_dense, keep_bias) with the best mean R_act over the windows of the
     ``select`` records (development windows only), the best with no dense prior and the best bias with no
     prior; report all three on each of ``report``'s records (read only, never used to choose). Under
@@ -194,48 +224,76 @@ def choose_keep_prior(select: Sequence[str], report: Sequence[str] = (), priors:
     if budget is not None and budget not in BUDGETS:
         raise ConfigError(f"lazymem train keep-prior: budget must be one of {BUDGETS} or none, got {budget!r}")
     model = dense_model if any(dense_priors) else None
-    scored = {p: _Scored(json.loads(Path(p).read_text(encoding="utf-8")), model, budget is not None)
-              for p in dict.fromkeys((*select, *report))}
+    scored = {
+        p: _Scored(json.loads(Path(p).read_text(encoding="utf-8")), model, budget is not None)
+        for p in dict.fromkeys((*select, *report))
+    }
     windows = [w for p in select for w in scored[p].windows]
     have_tokens = all(scored[p].tokens is not None for p in select)
     tokens = [t for p in select for t in scored[p].tokens] if have_tokens else None
     extractive = extractive_row(windows, tokens)
-    grid = [grid_row(windows, float(a), float(b), float(d), tokens)
-            for a in priors for d in dense_priors for b in biases]
+    grid = [
+        grid_row(windows, float(a), float(b), float(d), tokens) for a in priors for d in dense_priors for b in biases
+    ]
     if budget is None:
         allowed = grid
     elif budget == "extractive":
         allowed = [r for r in grid if r["tokens_per_window"] <= extractive["tokens_per_window"]]
     else:  # every (select record, window shape) cell within extractive's tokens there
-        cells = [(ws, ts, extractive_row(ws, ts)["tokens_per_window"])
-                 for p in select for ws, ts in scored[p].cells().values()]
-        allowed = [r for r in grid if all(
-            grid_row(ws, r["keep_prior"], r["keep_bias"], r["keep_prior_dense"], ts)["tokens_per_window"] <= cap
-            for ws, ts, cap in cells)]
+        cells = [
+            (ws, ts, extractive_row(ws, ts)["tokens_per_window"])
+            for p in select
+            for ws, ts in scored[p].cells().values()
+        ]
+        allowed = [
+            r
+            for r in grid
+            if all(
+                grid_row(ws, r["keep_prior"], r["keep_bias"], r["keep_prior_dense"], ts)["tokens_per_window"] <= cap
+                for ws, ts, cap in cells
+            )
+        ]
     chosen = best_row(allowed)  # a bias that keeps nothing is always within a budget
     lexical = best_row([r for r in allowed if r["keep_prior_dense"] == 0.0]) if 0.0 in dense_priors else None
-    plain = (best_row([r for r in allowed if r["keep_prior"] == 0.0 and r["keep_prior_dense"] == 0.0])
-             if 0.0 in priors and 0.0 in dense_priors else None)
+    plain = (
+        best_row([r for r in allowed if r["keep_prior"] == 0.0 and r["keep_prior_dense"] == 0.0])
+        if 0.0 in priors and 0.0 in dense_priors
+        else None
+    )
     reported = {}
     for p in report:
         sc = scored[p]
-        reported[p] = {name: None if r is None else grid_row(sc.windows, r["keep_prior"], r["keep_bias"],
-                                                              r["keep_prior_dense"], sc.tokens)
-                       for name, r in (("chosen", chosen), ("no_dense", lexical), ("no_prior", plain))}
+        reported[p] = {
+            name: None
+            if r is None
+            else grid_row(sc.windows, r["keep_prior"], r["keep_bias"], r["keep_prior_dense"], sc.tokens)
+            for name, r in (("chosen", chosen), ("no_dense", lexical), ("no_prior", plain))
+        }
         reported[p]["extractive"] = extractive_row(sc.windows, sc.tokens)
         reported[p]["by_shape"] = sc.by_shape(chosen, grid)
     by = "max mean R_act (eta 0.915) over the select records' windows"
     if budget == "extractive":
         by += " among the triples keeping no more tokens a window than extractive there"
     elif budget == "extractive-per-shape":
-        by += (" among the triples keeping no more tokens a window than extractive in each select record's "
-               "windows of each shape")
+        by += (
+            " among the triples keeping no more tokens a window than extractive in each select record's "
+            "windows of each shape"
+        )
     return {
-        "settings": {"select": list(select), "report": list(report), "priors": [float(a) for a in priors],
-                     "dense_priors": [float(d) for d in dense_priors], "dense_model": model,
-                     "biases": [float(b) for b in biases], "budget": budget},
-        "chosen": {"by": by + "; ties: smaller prior, then smaller dense prior, then smaller bias", **chosen,
-                   **({"keep_prior_model": model} if chosen["keep_prior_dense"] else {})},
+        "settings": {
+            "select": list(select),
+            "report": list(report),
+            "priors": [float(a) for a in priors],
+            "dense_priors": [float(d) for d in dense_priors],
+            "dense_model": model,
+            "biases": [float(b) for b in biases],
+            "budget": budget,
+        },
+        "chosen": {
+            "by": by + "; ties: smaller prior, then smaller dense prior, then smaller bias",
+            **chosen,
+            **({"keep_prior_model": model} if chosen["keep_prior_dense"] else {}),
+        },
         "no_dense": lexical,
         "no_prior": plain,
         "extractive": extractive,
@@ -249,18 +307,39 @@ def choose_keep_prior(select: Sequence[str], report: Sequence[str] = (), priors:
 
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``lazymem train keep-prior``'s arguments."""
-    ap.add_argument("select", nargs="+", help="keep-bias records of DEVELOPMENT windows to choose on (lazymem "
-                                               "train keep-bias output; their pairs must be built)")
-    ap.add_argument("--report", nargs="+", default=[], metavar="RECORD.json",
-                    help="keep-bias records to report the chosen pair on (never used to choose)")
+    ap.add_argument(
+        "select",
+        nargs="+",
+        help="keep-bias records of DEVELOPMENT windows to choose on (lazymem "
+        "train keep-bias output; their pairs must be built)",
+    )
+    ap.add_argument(
+        "--report",
+        nargs="+",
+        default=[],
+        metavar="RECORD.json",
+        help="keep-bias records to report the chosen pair on (never used to choose)",
+    )
     ap.add_argument("--priors", nargs="+", type=float, default=list(PRIORS), help="keep_prior grid")
-    ap.add_argument("--dense-priors", nargs="+", type=float, default=list(DENSE_PRIORS),
-                    help="keep_prior_dense grid ('0' alone: the lexical prior only, no encoder loaded)")
-    ap.add_argument("--dense-model", default=DEFAULT_DENSE_MODEL,
-                    help="the dense prior's sentence encoder (pipeline.keep_prior_model)")
-    ap.add_argument("--budget", choices=BUDGETS, default=None,
-                    help="choose only among triples keeping no more tokens a window than this processor does on "
-                         "the development windows (default: none; the tokens are reported either way)")
+    ap.add_argument(
+        "--dense-priors",
+        nargs="+",
+        type=float,
+        default=list(DENSE_PRIORS),
+        help="keep_prior_dense grid ('0' alone: the lexical prior only, no encoder loaded)",
+    )
+    ap.add_argument(
+        "--dense-model",
+        default=DEFAULT_DENSE_MODEL,
+        help="the dense prior's sentence encoder (pipeline.keep_prior_model)",
+    )
+    ap.add_argument(
+        "--budget",
+        choices=BUDGETS,
+        default=None,
+        help="choose only among triples keeping no more tokens a window than this processor does on "
+        "the development windows (default: none; the tokens are reported either way)",
+    )
     ap.add_argument("--out", required=True, help="write the choice, the grid and the reports as JSON here")
     return ap
 
@@ -269,20 +348,33 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Choose on the select records; a markdown summary on stdout, the record in --out."""
     from lazymem.files import write_json
 
-    rec = choose_keep_prior(args.select, args.report, args.priors, dense_priors=args.dense_priors,
-                            dense_model=args.dense_model, budget=args.budget)
+    rec = choose_keep_prior(
+        args.select,
+        args.report,
+        args.priors,
+        dense_priors=args.dense_priors,
+        dense_model=args.dense_model,
+        budget=args.budget,
+    )
     write_json(Path(args.out), rec)
-    print("| windows | keep_prior | keep_prior_dense | keep_bias | gold recall | non-gold kept | mean R_act | "
-          "tokens a window |")
+    print(
+        "| windows | keep_prior | keep_prior_dense | keep_bias | gold recall | non-gold kept | mean R_act | "
+        "tokens a window |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
 
     def line(name: str, r: Mapping | None) -> None:
         if r is not None:
             tok = r.get("tokens_per_window")
-            settings = (f"{r['keep_prior']:g} | {r['keep_prior_dense']:g} | {r['keep_bias']:g}" if "keep_bias" in r
-                        else f"- | - | overlap >= {r['threshold']:g}")
-            print(f"| {name} | {settings} | {r['gold_recall']:.3f} | {r['nongold_keep_rate']:.3f} | "
-                  f"{r['mean_r_act']:.3f} | {'-' if tok is None else f'{tok:.1f}'} |")
+            settings = (
+                f"{r['keep_prior']:g} | {r['keep_prior_dense']:g} | {r['keep_bias']:g}"
+                if "keep_bias" in r
+                else f"- | - | overlap >= {r['threshold']:g}"
+            )
+            print(
+                f"| {name} | {settings} | {r['gold_recall']:.3f} | {r['nongold_keep_rate']:.3f} | "
+                f"{r['mean_r_act']:.3f} | {'-' if tok is None else f'{tok:.1f}'} |"
+            )
 
     line(f"chosen on {len(args.select)} record(s), {rec['windows']} windows", rec["chosen"])
     line("  best without a dense prior", rec["no_dense"])
@@ -295,6 +387,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         for shape, r in shapes.items():
             line(f"{p}, shape {shape} ({r['windows']}): chosen", r["chosen"])
             line(f"{p}, shape {shape}: extractive", r["extractive"])
-            line(f"{p}, shape {shape}: most gold within extractive's tokens",
-                 r.get("most_gold_within_extractive_tokens"))
+            line(
+                f"{p}, shape {shape}: most gold within extractive's tokens", r.get("most_gold_within_extractive_tokens")
+            )
     return 0

@@ -15,6 +15,7 @@ development set (never on the set you report).
 >>> trace_lines([{"role": "user", "content": "one two three four five six seven eight nine"}])
 ['1. user: "one two three four five six seven eight ..." ->']
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,12 @@ def window_messages(prompt: Sequence[dict]) -> list[dict]:
     """The decided messages of a window prompt, in order (bridges included)."""
     block = prompt[-1]["content"].split("# History Window\n", 1)[1]
     data, _ = json.JSONDecoder().raw_decode(block)
-    return [m for part in ("previous_bridge", "core_messages", "next_bridge") for m in data.get(part, [])
-            if m.get("content", "").strip()]
+    return [
+        m
+        for part in ("previous_bridge", "core_messages", "next_bridge")
+        for m in data.get(part, [])
+        if m.get("content", "").strip()
+    ]
 
 
 def auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:
@@ -122,16 +127,26 @@ def keep_probe(rows: Sequence[dict], model: Any, tokenizer: Any, context: str = 
     gold = [s for s, g in scores if g]
     non = [s for s, g in scores if not g]
     return {
-        "windows": len(rows), "gold_lines": len(gold), "nongold_lines": len(non), "auc": auc(gold, non),
+        "windows": len(rows),
+        "gold_lines": len(gold),
+        "nongold_lines": len(non),
+        "auc": auc(gold, non),
         "p_keep_gold_median": statistics.median(gold) if gold else None,
         "p_keep_nongold_median": statistics.median(non) if non else None,
-        "thresholds": [{"threshold": t, "keep_bias": keep_bias(t),
-                        "gold_recall": sum(s >= t for s in gold) / len(gold) if gold else None,
-                        "nongold_keep_rate": sum(s >= t for s in non) / len(non) if non else None,
-                        "mean_r_act": statistics.fmean(
-                            action_reward(["KEEP" if p >= t else "DROP" for p, _ in w], [g for _, g in w])
-                            for w in windows) if windows else None}
-                       for t in THRESHOLDS],
+        "thresholds": [
+            {
+                "threshold": t,
+                "keep_bias": keep_bias(t),
+                "gold_recall": sum(s >= t for s in gold) / len(gold) if gold else None,
+                "nongold_keep_rate": sum(s >= t for s in non) / len(non) if non else None,
+                "mean_r_act": statistics.fmean(
+                    action_reward(["KEEP" if p >= t else "DROP" for p, _ in w], [g for _, g in w]) for w in windows
+                )
+                if windows
+                else None,
+            }
+            for t in THRESHOLDS
+        ],
         "seconds": round(time.perf_counter() - t0, 1),
         # per window, per decision line: [P(KEEP), gold]; any other threshold is re-read from these
         "scores": [[[round(p, 6), g] for p, g in w] for w in windows],
@@ -192,22 +207,41 @@ class KeepBiasConfig:
     limit: int = field(default=40, metadata={"help": "balanced windows (half with gold)"})
     seed: int = field(default=0, metadata={"help": "seed of the balanced subset"})
     output: str = field(default="runs/keep_bias.json", metadata={"help": "the probe and the chosen bias (JSON)"})
-    target_recall: float | None = field(default=None, metadata={"help": (
-        "None: the threshold with the best mean R_act; a number: the smallest bias whose gold-line recall on "
-        "the development windows reaches it (an operating point for a recall floor)")})
-    styles: tuple[str, ...] | None = field(default=None, metadata={"help": (
-        "only the pairs of these training styles (a pair's `style`: synthetic, synthetic-long, casual); None = all")})
-    context: str = field(default="gold", metadata={"help": (
-        "what each decision line is read after: 'gold', the gold ops of the lines before it; 'drop', DROP on every "
-        "line before it (the decisions of Sampling.trace_independent)")})
+    target_recall: float | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "None: the threshold with the best mean R_act; a number: the smallest bias whose gold-line recall on "
+                "the development windows reaches it (an operating point for a recall floor)"
+            )
+        },
+    )
+    styles: tuple[str, ...] | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "only the pairs of these training styles (a pair's `style`: synthetic, synthetic-long, casual); None = all"
+            )
+        },
+    )
+    context: str = field(
+        default="gold",
+        metadata={
+            "help": (
+                "what each decision line is read after: 'gold', the gold ops of the lines before it; 'drop', DROP on every "
+                "line before it (the decisions of Sampling.trace_independent)"
+            )
+        },
+    )
 
     def __post_init__(self):
         if not self.pairs:
             raise ConfigError("KeepBiasConfig.pairs: give the development pairs JSONL (lazymem train sft-data output)")
         if not (isinstance(self.limit, int) and self.limit >= 2):
             raise ConfigError(f"KeepBiasConfig.limit={self.limit!r}: must be an integer >= 2")
-        if self.target_recall is not None and not (isinstance(self.target_recall, (int, float))
-                                                   and 0 < self.target_recall <= 1):
+        if self.target_recall is not None and not (
+            isinstance(self.target_recall, (int, float)) and 0 < self.target_recall <= 1
+        ):
             raise ConfigError(f"KeepBiasConfig.target_recall={self.target_recall!r}: must be in (0, 1] or null")
         if self.styles is not None:
             if isinstance(self.styles, str) or not all(isinstance(x, str) for x in self.styles):
@@ -246,8 +280,10 @@ def choose_keep_bias(config: KeepBiasConfig) -> dict:
     if config.styles is not None:
         pairs = [r for r in pairs if r.get("style") in config.styles]
         if not pairs:
-            raise ConfigError(f"KeepBiasConfig.styles={list(config.styles)}: no pair of {config.pairs} has one of "
-                              "these styles (a pair's `style` field)")
+            raise ConfigError(
+                f"KeepBiasConfig.styles={list(config.styles)}: no pair of {config.pairs} has one of "
+                "these styles (a pair's `style` field)"
+            )
     rows = balanced(pairs, config.limit, config.seed)
     model = load_policy(config.base, config.adapter, trainable=False)
     model.eval()

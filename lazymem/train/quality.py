@@ -14,6 +14,7 @@ budget (``LLMConfig.thinking_budget``; the paper's judge: 512 of its 1,024 token
 >>> quality_reward([quality_score(2, 1), quality_score(0, 2)])
 0.375
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,16 @@ SCORES = (0, 1, 2)  # the rubric's no / partial / full
 # timeout and three retries belong to the judge's LLMConfig, not to the sampling settings.
 JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=1024)
 # Why a judge reply was refused; JudgeParseError.kind is one of these.
-PARSE_FAILURES = ("not_text", "empty", "invalid_json", "extra_text", "not_object", "duplicate_field",
-                  "missing_field", "bad_score")
+PARSE_FAILURES = (
+    "not_text",
+    "empty",
+    "invalid_json",
+    "extra_text",
+    "not_object",
+    "duplicate_field",
+    "missing_field",
+    "bad_score",
+)
 CALL_ERROR = "call_error"  # the client returned Completion(error=...) (after its own retries)
 TRUNCATED = "truncated"  # a refused reply that was cut off (see cut_off)
 _OPEN_THINK = re.compile(r"\A\s*<think>(?!.*</think>)", re.DOTALL)
@@ -102,8 +111,9 @@ def parse_quality_judgement(reply: str) -> tuple[int, int]:
     try:
         value, end = _DECODER.raw_decode(text)
     except (json.JSONDecodeError, RecursionError) as e:
-        raise JudgeParseError("invalid_json", f"{getattr(e, 'msg', type(e).__name__)} at char "
-                                              f"{getattr(e, 'pos', '?')} of {len(text)}") from None
+        raise JudgeParseError(
+            "invalid_json", f"{getattr(e, 'msg', type(e).__name__)} at char {getattr(e, 'pos', '?')} of {len(text)}"
+        ) from None
     if end != len(text):
         raise JudgeParseError("extra_text", f"text after the JSON value (value ends at {end} of {len(text)})")
     if not isinstance(value, dict):
@@ -133,7 +143,8 @@ def cut_off(completion: Any) -> bool:
     """
     text = getattr(completion, "text", "")
     return getattr(completion, "finish_reason", None) == "length" or (
-        isinstance(text, str) and _OPEN_THINK.match(text) is not None)
+        isinstance(text, str) and _OPEN_THINK.match(text) is not None
+    )
 
 
 def quality_score(faithfulness: int, utility: int) -> float:
@@ -171,9 +182,14 @@ class KeptMessage:
 
     def messages(self) -> list[dict[str, str]]:
         """The judge's chat: the paper's system prompt and its user-prompt listing."""
-        user = reward_judge_prompt(query_time=self.query_time, query=self.query, gold_answer=self.gold_answer,
-                                   reasoning_chain=self.reasoning_chain, sources=self.sources,
-                                   compressed_memory=self.compressed)
+        user = reward_judge_prompt(
+            query_time=self.query_time,
+            query=self.query,
+            gold_answer=self.gold_answer,
+            reasoning_chain=self.reasoning_chain,
+            sources=self.sources,
+            compressed_memory=self.compressed,
+        )
         return [{"role": "system", "content": PROMPTS["reward_judge"].system}, {"role": "user", "content": user}]
 
 
@@ -247,8 +263,9 @@ class QualityJudge:
                 # a reply cut off mid-thought is the budget's fault, not the judge's format
                 kind = TRUNCATED if e.kind != CALL_ERROR and cut_off(c) else e.kind
                 self.failures[kind] += 1
-                self.recent_failures.append({"kind": kind, "detail": e.detail[:300], "reply": c.text[:300],
-                                             "finish_reason": c.finish_reason})
+                self.recent_failures.append(
+                    {"kind": kind, "detail": e.detail[:300], "reply": c.text[:300], "finish_reason": c.finish_reason}
+                )
                 log.warning("reward judge: %s (%s; finish_reason %s)", kind, e.detail[:200], c.finish_reason)
         return [verdicts[k] for k in keys]
 

@@ -3,6 +3,7 @@
 Nested sections (``lora:``, ``judge:``) become their dataclasses; unknown keys and wrong
 types are ConfigErrors naming the file and the field; ``lora: null`` means full fine-tuning.
 """
+
 from __future__ import annotations
 
 import dataclasses

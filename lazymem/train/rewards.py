@@ -16,6 +16,7 @@ the paper's looser "Gate Fmt." column: a parseable array with one decision per m
 >>> round(r_act, 3), composite_reward(v.ok, r_act, None, lam=0.0) == r_act
 (0.915, True)
 """
+
 from __future__ import annotations
 
 import math
@@ -84,8 +85,9 @@ def _op(d: Decision | str) -> str:
     return op
 
 
-def action_accuracies(decisions: Sequence[Decision | str],
-                      gold_labels: Sequence[bool]) -> tuple[float | None, float | None]:
+def action_accuracies(
+    decisions: Sequence[Decision | str], gold_labels: Sequence[bool]
+) -> tuple[float | None, float | None]:
     """(A_g, A_n): the fraction of gold messages kept and of non-gold messages dropped.
 
     A category the window does not contain has accuracy None. ``decisions`` are Decisions
@@ -153,8 +155,9 @@ def composite_reward(valid: bool, r_act: float | None, r_qual: float | None, lam
     return (1 - lam) * r_act + lam * r_qual
 
 
-def curriculum_lambda(format_valid_rate: float, switched: bool = False, tau: float = TAU,
-                      phase2: float = LAMBDA_PHASE2) -> float:
+def curriculum_lambda(
+    format_valid_rate: float, switched: bool = False, tau: float = TAU, phase2: float = LAMBDA_PHASE2
+) -> float:
     """lam for the next steps: phase 2's weight once the validation format-validity rate has
     exceeded tau (strictly), phase 1's (0) before; the switch is one-way (``switched``).
 
@@ -176,8 +179,10 @@ def _source_messages(pos: int, source: Any) -> tuple[Message, ...]:
     (or a list of them) from the dataset's ``sources`` column."""
     items = [source] if isinstance(source, Mapping) else list(source or [])
     if not items or not all(isinstance(s, Mapping) and {"role", "content", "timestamp"} <= set(s) for s in items):
-        raise ValueError(f"sources for position {pos}: need a {{'role', 'content', 'timestamp'}} dict "
-                         f"(or a list of them), got {str(source)[:80]!r}")
+        raise ValueError(
+            f"sources for position {pos}: need a {{'role', 'content', 'timestamp'}} dict "
+            f"(or a list of them), got {str(source)[:80]!r}"
+        )
     return tuple(Message(pos, "", "", 0, str(s["role"]), str(s["content"]), str(s["timestamp"])) for s in items)
 
 
@@ -237,8 +242,10 @@ class LazyMemReward:
 
     def _need_judge(self, lam: float) -> None:
         if lam > 0 and self.judge is None:
-            raise ConfigError(f"LazyMemReward: lam={lam} weighs the quality reward, which needs a judge "
-                             "(LazyMemReward(judge=QualityJudge(client)) or reward.judge = ...); lam=0 needs none")
+            raise ConfigError(
+                f"LazyMemReward: lam={lam} weighs the quality reward, which needs a judge "
+                "(LazyMemReward(judge=QualityJudge(client)) or reward.judge = ...); lam=0 needs none"
+            )
 
     @staticmethod
     def _column(columns: Mapping, name: str, n: int) -> list:
@@ -254,11 +261,19 @@ class LazyMemReward:
         if len(sources) != len(verdict.decisions):
             raise ValueError(f"sample {i}: {len(sources)} sources for {len(verdict.decisions)} decision positions")
         ctx = {k: columns[k][i] or "" for k in ("query", "query_time", "gold_answer", "reasoning_chain")}
-        return [KeptMessage(d.content, _source_messages(d.pos, src), **ctx)
-                for d, src in zip(verdict.decisions, sources) if d.op == "KEEP"]
+        return [
+            KeptMessage(d.content, _source_messages(d.pos, src), **ctx)
+            for d, src in zip(verdict.decisions, sources)
+            if d.op == "KEEP"
+        ]
 
-    def __call__(self, prompts: Sequence | None = None, completions: Sequence | None = None,
-                 completion_ids: Sequence | None = None, **columns: Any) -> list[float | None]:
+    def __call__(
+        self,
+        prompts: Sequence | None = None,
+        completions: Sequence | None = None,
+        completion_ids: Sequence | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
         if completions is None:
             raise TypeError("LazyMemReward needs completions=")
         n, lam = len(completions), self.lam
@@ -279,8 +294,10 @@ class LazyMemReward:
             for i, q in zip(valid, self.judge.score([self._kept(i, verdicts[i], cols) for i in valid])):
                 r_qual[i] = q
             calls, failures = self.judge.calls - calls0, sum(self.judge.failures.values()) - failures0
-        rewards = [None if v.ok and lam > 0 and rq is None else composite_reward(v.ok, ra, rq, lam)
-                   for v, ra, rq in zip(verdicts, r_act, r_qual)]
+        rewards = [
+            None if v.ok and lam > 0 and rq is None else composite_reward(v.ok, ra, rq, lam)
+            for v, ra, rq in zip(verdicts, r_act, r_qual)
+        ]
         self._record(verdicts, r_act, r_qual, rewards, calls, failures, lam, columns)
         return rewards
 

@@ -24,6 +24,7 @@ them, and counted in the card (``overlong_prompts``: dropped, gold-bearing or no
 
 Writes ``rl_prompts.jsonl`` and a pool card (``card.json``, ``card.md``) to ``output_dir``.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,35 +53,68 @@ class RLDataConfig(PairsConfig):
     """RL prompts: PairsConfig (questions default: the whole train split) plus the balanced size."""
 
     size: int | None = field(
-        default=10000, metadata=h("prompts to draw (the paper: 10,000); None = twice the prompts without gold"))
-    gold_fraction: float = field(default=0.5, metadata=h(
-        "share of gold-bearing prompts in the drawn set (the paper: 0.5)"))
+        default=10000, metadata=h("prompts to draw (the paper: 10,000); None = twice the prompts without gold")
+    )
+    gold_fraction: float = field(
+        default=0.5, metadata=h("share of gold-bearing prompts in the drawn set (the paper: 0.5)")
+    )
     output_dir: str = field(default="runs/train_data/rl", metadata=h("where rl_prompts.jsonl and the pool card go"))
-    reasoning_chains: str | None = field(default=None, metadata=h(
-        "an SFT data folder (or its annotations.jsonl): each question's teacher trace becomes the judge's referenced "
-        "reasoning chain; None = only chains the data has"))
-    max_prompt_tokens: int | None = field(default=None, metadata=h(
-        "drop pool prompts longer than this many tokens (chat template and generation prompt included) before the "
-        "draw (the paper: 8192, its max input length); None = keep every prompt"))
-    tokenizer: str | None = field(default=None, metadata=h(
-        "the policy's tokenizer that max_prompt_tokens counts with: a base model (hub id or local dir); None = the "
-        "Qwen3 tokenizer that ships here (lazymem.llm.tokens.qwen3_tokenizer_dir)"))
+    reasoning_chains: str | None = field(
+        default=None,
+        metadata=h(
+            "an SFT data folder (or its annotations.jsonl): each question's teacher trace becomes the judge's referenced "
+            "reasoning chain; None = only chains the data has"
+        ),
+    )
+    max_prompt_tokens: int | None = field(
+        default=None,
+        metadata=h(
+            "drop pool prompts longer than this many tokens (chat template and generation prompt included) before the "
+            "draw (the paper: 8192, its max input length); None = keep every prompt"
+        ),
+    )
+    tokenizer: str | None = field(
+        default=None,
+        metadata=h(
+            "the policy's tokenizer that max_prompt_tokens counts with: a base model (hub id or local dir); None = the "
+            "Qwen3 tokenizer that ships here (lazymem.llm.tokens.qwen3_tokenizer_dir)"
+        ),
+    )
 
     def __post_init__(self):
         super().__post_init__()
-        self._need(self.size is None
-                   or (isinstance(self.size, int) and not isinstance(self.size, bool) and self.size >= 1),
-                   "size", "must be None or an integer >= 1")
-        self._need(isinstance(self.gold_fraction, (int, float)) and not isinstance(self.gold_fraction, bool)
-                   and 0 <= self.gold_fraction <= 1, "gold_fraction", "must be in [0, 1]")
-        self._need(self.reasoning_chains is None or (isinstance(self.reasoning_chains, str) and self.reasoning_chains),
-                   "reasoning_chains", "must be None or the path of an SFT data folder or its annotations.jsonl")
-        self._need(self.max_prompt_tokens is None or (isinstance(self.max_prompt_tokens, int)
-                                                      and not isinstance(self.max_prompt_tokens, bool)
-                                                      and self.max_prompt_tokens >= 1),
-                   "max_prompt_tokens", "must be None or an integer >= 1")
-        self._need(self.tokenizer is None or (isinstance(self.tokenizer, str) and self.tokenizer), "tokenizer",
-                   "must be None (the shipped Qwen3 tokenizer) or a model name / local directory")
+        self._need(
+            self.size is None or (isinstance(self.size, int) and not isinstance(self.size, bool) and self.size >= 1),
+            "size",
+            "must be None or an integer >= 1",
+        )
+        self._need(
+            isinstance(self.gold_fraction, (int, float))
+            and not isinstance(self.gold_fraction, bool)
+            and 0 <= self.gold_fraction <= 1,
+            "gold_fraction",
+            "must be in [0, 1]",
+        )
+        self._need(
+            self.reasoning_chains is None or (isinstance(self.reasoning_chains, str) and self.reasoning_chains),
+            "reasoning_chains",
+            "must be None or the path of an SFT data folder or its annotations.jsonl",
+        )
+        self._need(
+            self.max_prompt_tokens is None
+            or (
+                isinstance(self.max_prompt_tokens, int)
+                and not isinstance(self.max_prompt_tokens, bool)
+                and self.max_prompt_tokens >= 1
+            ),
+            "max_prompt_tokens",
+            "must be None or an integer >= 1",
+        )
+        self._need(
+            self.tokenizer is None or (isinstance(self.tokenizer, str) and self.tokenizer),
+            "tokenizer",
+            "must be None (the shipped Qwen3 tokenizer) or a model name / local directory",
+        )
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -106,8 +140,9 @@ def chat_tokenizer(name: str | None) -> Any:
 
 def prompt_tokens(prompts: Sequence[Sequence[Mapping[str, str]]], tokenizer: Any) -> list[int]:
     """Tokens of each chat prompt as a trainer feeds it: the chat template with the generation prompt."""
-    texts = [tokenizer.apply_chat_template([dict(m) for m in p], tokenize=False, add_generation_prompt=True)
-             for p in prompts]
+    texts = [
+        tokenizer.apply_chat_template([dict(m) for m in p], tokenize=False, add_generation_prompt=True) for p in prompts
+    ]
     return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
 
 
@@ -120,8 +155,9 @@ def overlong(lengths: Sequence[int], limit: int | None) -> list[int]:
     return [] if limit is None else [i for i, n in enumerate(lengths) if n > limit]
 
 
-def balance_pool(gold_bearing: Sequence[bool], size: int | None, gold_fraction: float = 0.5,
-                 seed: int = 0) -> list[int]:
+def balance_pool(
+    gold_bearing: Sequence[bool], size: int | None, gold_fraction: float = 0.5, seed: int = 0
+) -> list[int]:
     """Pool indices of a balanced draw, shuffled: round(size * gold_fraction) gold-bearing ones
     WITH replacement, the rest from the others WITHOUT replacement (``random.Random(seed)``).
     ``size`` None: twice the number of prompts without gold.
@@ -141,8 +177,10 @@ def balance_pool(gold_bearing: Sequence[bool], size: int | None, gold_fraction: 
     n_gold = round(size * gold_fraction)
     n_other = size - n_gold
     if n_other > len(other):
-        raise ConfigError(f"size {size} needs {n_other} prompts without gold, drawn without replacement, but the pool "
-                          f"has {len(other)} (of {len(gold_bearing)}); lower size or use size: null")
+        raise ConfigError(
+            f"size {size} needs {n_other} prompts without gold, drawn without replacement, but the pool "
+            f"has {len(other)} (of {len(gold_bearing)}); lower size or use size: null"
+        )
     if n_gold and not gold:
         raise ConfigError(f"size {size} needs {n_gold} gold-bearing prompts but the pool has none")
     rng = random.Random(seed)
@@ -169,8 +207,9 @@ def teacher_chains(path: str | Path) -> dict[tuple[str, str], str]:
     """
     p = annotations_path(path)
     if not p.is_file():
-        raise LoadError(str(p), None, None, "no such file (reasoning_chains: an SFT data folder "
-                                            "or its annotations.jsonl)")
+        raise LoadError(
+            str(p), None, None, "no such file (reasoning_chains: an SFT data folder or its annotations.jsonl)"
+        )
     best: dict[tuple[str, str], tuple[tuple, str]] = {}
     with open(p, encoding="utf-8") as f:
         for i, line in enumerate(f):
@@ -199,11 +238,18 @@ def rl_row(pair: QueryWindow, chains: dict[tuple[str, str], str] | None = None) 
     ``chains`` (``teacher_chains``) gives a question without its own chain the teacher's."""
     q, p, h = pair.question, pair.prompt, pair.history
     chain = getattr(q, "reasoning_chain", "") or (chains or {}).get((pair.dataset, q.id), "")
-    return {"prompt": list(p.messages), **pair_columns(pair), "has_gold": any(p.gold_labels),
-            "query": q.text, "query_time": q.query_time, "gold_answer": q.answer,
-            "reasoning_chain": chain,
-            "sources": [{"role": h[i].role, "content": h[i].text, "timestamp": h[i].timestamp}
-                        for i in p.decision_positions]}
+    return {
+        "prompt": list(p.messages),
+        **pair_columns(pair),
+        "has_gold": any(p.gold_labels),
+        "query": q.text,
+        "query_time": q.query_time,
+        "gold_answer": q.answer,
+        "reasoning_chain": chain,
+        "sources": [
+            {"role": h[i].role, "content": h[i].text, "timestamp": h[i].timestamp} for i in p.decision_positions
+        ],
+    }
 
 
 def build_rl_prompts(config: RLDataConfig) -> dict:
@@ -238,36 +284,67 @@ def build_rl_prompts(config: RLDataConfig) -> dict:
     n_gold = sum(gold)
     gold_picked = [i for i in picked if gold[i]]
     counts = {
-        "questions": selection["used"], "pool": len(pool), "gold_bearing": n_gold,
-        "gold_bearing_share": ratio(n_gold, len(pool)), "size": len(rows), "gold_bearing_sampled": len(gold_picked),
-        "gold_bearing_unique": len(set(gold_picked)), "other_sampled": len(rows) - len(gold_picked),
+        "questions": selection["used"],
+        "pool": len(pool),
+        "gold_bearing": n_gold,
+        "gold_bearing_share": ratio(n_gold, len(pool)),
+        "size": len(rows),
+        "gold_bearing_sampled": len(gold_picked),
+        "gold_bearing_unique": len(set(gold_picked)),
+        "other_sampled": len(rows) - len(gold_picked),
     }
     lengths = length_stats([prompt_text(pool[i].prompt.messages) for i in sorted(set(picked))])
-    card = {"kind": "rl", "sources": sources, "seeds": {"seed": config.seed, "split_seed": config.split_seed},
-            "selection": selection, **counts, "prompt_lengths_unique": lengths,
-            **({"overlong_prompts": too_long} if too_long else {}),
-            "sampling": "gold-bearing WITH replacement, others WITHOUT replacement, shuffled",
-            "reasoning_chains": chains, "paper": PAPER_RL, "files": files, "config": config.to_dict(),
-            **provenance()}
-    md = "\n".join([
-        "# RL prompt pool card", "", "Sources:", sources_md(sources), "",
-        f"Seeds: seed {config.seed}, split seed {config.split_seed}; questions by type: {selection['used_by_type']}; "
-        f"their gold messages shown in some window: {selection['gold_messages_in_windows']} of "
-        f"{selection['gold_messages']}", "",
-        table([("questions", counts["questions"], None), ("pool (query-window prompts)", len(pool), PAPER_RL["pool"]),
-               ("gold-bearing share of the pool", counts["gold_bearing_share"], PAPER_RL["gold_bearing_share"]),
-               ("drawn prompts", len(rows), PAPER_RL["size"]),
-               ("gold-bearing drawn (with replacement)", counts["gold_bearing_sampled"],
-                PAPER_RL["gold_bearing_sampled"]),
-               ("distinct gold-bearing prompts drawn", counts["gold_bearing_unique"], None),
-               ("others drawn (without replacement)", counts["other_sampled"], PAPER_RL["other_sampled"]),
-               (f"prompt length, mean ({lengths['unit']})", lengths["mean"], None)]), "",
-        *([overlong_md(too_long), ""] if too_long else []),
-        f"Referenced reasoning chains (the judge's): {chains['rows_with_chain']} of {len(rows)} rows have one, "
-        f"{chains['rows_empty']} are empty (source: {chains['source']}).", ""])
+    card = {
+        "kind": "rl",
+        "sources": sources,
+        "seeds": {"seed": config.seed, "split_seed": config.split_seed},
+        "selection": selection,
+        **counts,
+        "prompt_lengths_unique": lengths,
+        **({"overlong_prompts": too_long} if too_long else {}),
+        "sampling": "gold-bearing WITH replacement, others WITHOUT replacement, shuffled",
+        "reasoning_chains": chains,
+        "paper": PAPER_RL,
+        "files": files,
+        "config": config.to_dict(),
+        **provenance(),
+    }
+    md = "\n".join(
+        [
+            "# RL prompt pool card",
+            "",
+            "Sources:",
+            sources_md(sources),
+            "",
+            f"Seeds: seed {config.seed}, split seed {config.split_seed}; questions by type: {selection['used_by_type']}; "
+            f"their gold messages shown in some window: {selection['gold_messages_in_windows']} of "
+            f"{selection['gold_messages']}",
+            "",
+            table(
+                [
+                    ("questions", counts["questions"], None),
+                    ("pool (query-window prompts)", len(pool), PAPER_RL["pool"]),
+                    ("gold-bearing share of the pool", counts["gold_bearing_share"], PAPER_RL["gold_bearing_share"]),
+                    ("drawn prompts", len(rows), PAPER_RL["size"]),
+                    (
+                        "gold-bearing drawn (with replacement)",
+                        counts["gold_bearing_sampled"],
+                        PAPER_RL["gold_bearing_sampled"],
+                    ),
+                    ("distinct gold-bearing prompts drawn", counts["gold_bearing_unique"], None),
+                    ("others drawn (without replacement)", counts["other_sampled"], PAPER_RL["other_sampled"]),
+                    (f"prompt length, mean ({lengths['unit']})", lengths["mean"], None),
+                ]
+            ),
+            "",
+            *([overlong_md(too_long), ""] if too_long else []),
+            f"Referenced reasoning chains (the judge's): {chains['rows_with_chain']} of {len(rows)} rows have one, "
+            f"{chains['rows_empty']} are empty (source: {chains['source']}).",
+            "",
+        ]
+    )
     write_card(config.output_dir, card, md)
     return card
-
 
 
 def drop_overlong(pool: list[QueryWindow], config: RLDataConfig) -> tuple[list[QueryWindow], dict | None]:
@@ -279,15 +356,23 @@ def drop_overlong(pool: list[QueryWindow], config: RLDataConfig) -> tuple[list[Q
     kept = [n for i, n in enumerate(lengths) if i not in out]
     gold_out = sum(any(pool[i].prompt.gold_labels) for i in out)
     return [p for i, p in enumerate(pool) if i not in out], {
-        "limit": config.max_prompt_tokens, "tokenizer": config.tokenizer or "Qwen3 (shipped)",
-        "unit": "tokens with the chat template and generation prompt", "pool_before": len(pool),
-        "dropped": len(out), "dropped_gold_bearing": gold_out, "dropped_other": len(out) - gold_out,
-        "longest_kept": max(kept) if kept else None, "longest": max(lengths) if lengths else None}
+        "limit": config.max_prompt_tokens,
+        "tokenizer": config.tokenizer or "Qwen3 (shipped)",
+        "unit": "tokens with the chat template and generation prompt",
+        "pool_before": len(pool),
+        "dropped": len(out),
+        "dropped_gold_bearing": gold_out,
+        "dropped_other": len(out) - gold_out,
+        "longest_kept": max(kept) if kept else None,
+        "longest": max(lengths) if lengths else None,
+    }
 
 
 def overlong_md(c: Mapping) -> str:
     """The card's sentence on prompts over the limit."""
     longest = "-" if c["longest_kept"] is None else f"{c['longest_kept']:,}"
-    return (f"Prompts over {c['limit']:,} {c['unit']} ({c['tokenizer']}), dropped from the pool before the draw: "
-            f"{c['dropped']} of {c['pool_before']} ({c['dropped_gold_bearing']} gold-bearing, {c['dropped_other']} "
-            f"without gold); the longest kept has {longest} tokens.")
+    return (
+        f"Prompts over {c['limit']:,} {c['unit']} ({c['tokenizer']}), dropped from the pool before the draw: "
+        f"{c['dropped']} of {c['pool_before']} ({c['dropped_gold_bearing']} gold-bearing, {c['dropped_other']} "
+        f"without gold); the longest kept has {longest} tokens."
+    )

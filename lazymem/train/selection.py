@@ -6,6 +6,7 @@ keeps questions with gold evidence and refuses LoCoMo conversations 9-10 (conv-4
 the paper's LoCoMo test set) with ``HeldOutError``; ``sample_by_type`` draws questions in
 proportion to their types (or exact counts per type).
 """
+
 from __future__ import annotations
 
 import random
@@ -28,8 +29,9 @@ class HeldOutError(ConfigError):
     """Training data would include a held-out test conversation (LoCoMo conv-49 / conv-50)."""
 
 
-def sample_by_type(items: Sequence[tuple[str, str]], n: int | None = None,
-                   per_type: Mapping[str, int] | None = None, seed: int = 0) -> list[str]:
+def sample_by_type(
+    items: Sequence[tuple[str, str]], n: int | None = None, per_type: Mapping[str, int] | None = None, seed: int = 0
+) -> list[str]:
     """Keys of (key, type) items drawn by type, in input order: ``n`` in proportion to the types
     (largest remainder, as the paper's split), or ``per_type`` counts; each type shuffled by
     its own ``random.Random(seed)`` after sorting by key. ``n`` None or >= len(items): all.
@@ -59,7 +61,7 @@ def sample_by_type(items: Sequence[tuple[str, str]], n: int | None = None,
     for t, keys in by_type.items():
         order = sorted(keys)
         random.Random(seed).shuffle(order)
-        chosen.update(order[:sizes[t]])
+        chosen.update(order[: sizes[t]])
     return [k for k, _ in items if k in chosen]
 
 
@@ -94,21 +96,36 @@ def select_questions(datasets: Sequence[Dataset], config) -> tuple[list[tuple[in
         if config.types:
             qs = [q for q in qs if q.type in config.types or q.abbrev in config.types]
         with_evidence = [q for q in qs if q.evidence]
-        counts.append({"spec": config.datasets[k], "questions": len(d.questions), "in_split": n_split,
-                       "after_filters": len(qs), "with_gold_evidence": len(with_evidence)})
+        counts.append(
+            {
+                "spec": config.datasets[k],
+                "questions": len(d.questions),
+                "in_split": n_split,
+                "after_filters": len(qs),
+                "with_gold_evidence": len(with_evidence),
+            }
+        )
         eligible += [(k, q) for q in with_evidence]
     held = sorted({q.history_id for _, q in eligible if q.history_id in HELD_OUT_HISTORIES})
     if held:
-        raise HeldOutError(f"LoCoMo conversation(s) {held} are the paper's test set and never training data; "
-                           f"select conversations 1-8 with histories: [conv-26, ..., conv-48]")
+        raise HeldOutError(
+            f"LoCoMo conversation(s) {held} are the paper's test set and never training data; "
+            f"select conversations 1-8 with histories: [conv-26, ..., conv-48]"
+        )
     keys = {f"{k}\t{q.id}": (k, q) for k, q in eligible}
     if len(keys) != len(eligible):
         raise ConfigError("duplicate question ids within one dataset")
-    picked = sample_by_type([(key, q.type) for key, (_, q) in keys.items()], config.questions, config.per_type,
-                            config.seed)
+    picked = sample_by_type(
+        [(key, q.type) for key, (_, q) in keys.items()], config.questions, config.per_type, config.seed
+    )
     selected = [keys[key] for key in picked]
     by_type = Counter(q.type for _, q in selected)
-    return selected, {"datasets": counts, "eligible": len(eligible), "requested": config.questions,
-                      "per_type_requested": dict(config.per_type) if config.per_type else None,
-                      "used": len(selected), "used_by_type": dict(sorted(by_type.items())),
-                      "gold_messages": sum(len(set(q.evidence)) for _, q in selected)}
+    return selected, {
+        "datasets": counts,
+        "eligible": len(eligible),
+        "requested": config.questions,
+        "per_type_requested": dict(config.per_type) if config.per_type else None,
+        "used": len(selected),
+        "used_by_type": dict(sorted(by_type.items())),
+        "gold_messages": sum(len(set(q.evidence)) for _, q in selected),
+    }

@@ -8,6 +8,7 @@ interrupted CPU run loses at most ``save_steps`` steps, and a finished run of th
 is not trained again (its recorded result is returned). ``configs/train/sft_paper.yaml`` is the paper's
 table; ``configs/train/sft_cpu.yaml`` the laptop recipe.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,14 +38,23 @@ class SFTRecipe:
     """One SFT run; the same keys as ``configs/train/sft_*.yaml``."""
 
     base: str = field(default="smollm2-offline", metadata=h("base model: alias, local dir or hub id (paper: Qwen3-4B)"))
-    data: str | tuple[str, ...] = field(default="", metadata=h(
-        "SFT JSONL (prompt/completion) from `lazymem train sft-data`, or a list of them (concatenated in order; "
-        "the trainer shuffles): e.g. a data set plus an in-domain ablation's extra pairs"))
-    output_dir: str = field(default="runs/train/sft", metadata=h(
-        "checkpoints, the final model/adapter, train_result.json"))
+    data: str | tuple[str, ...] = field(
+        default="",
+        metadata=h(
+            "SFT JSONL (prompt/completion) from `lazymem train sft-data`, or a list of them (concatenated in order; "
+            "the trainer shuffles): e.g. a data set plus an in-domain ablation's extra pairs"
+        ),
+    )
+    output_dir: str = field(
+        default="runs/train/sft", metadata=h("checkpoints, the final model/adapter, train_result.json")
+    )
     lora: LoraSettings | None = field(default_factory=LoraSettings, metadata=h("LoRA adapter; null = full fine-tuning"))
-    adapter: str | None = field(default=None, metadata=h(
-        "continue training this PEFT adapter (a second SFT stage; `lora` is then ignored); None = a new adapter"))
+    adapter: str | None = field(
+        default=None,
+        metadata=h(
+            "continue training this PEFT adapter (a second SFT stage; `lora` is then ignored); None = a new adapter"
+        ),
+    )
     learning_rate: float = field(default=5e-6, metadata=h("paper: 5e-6"))
     lr_scheduler_type: str = field(default="cosine", metadata=h("paper: cosine"))
     warmup_ratio: float = field(default=0.03, metadata=h("paper: 0.03"))
@@ -53,10 +63,16 @@ class SFTRecipe:
     gradient_accumulation_steps: int = field(default=8, metadata=h("paper: 8"))
     max_length: int = field(default=8192, metadata=h("max tokens of prompt + completion (paper: 8192 input)"))
     bf16: bool = field(default=False, metadata=h("bf16 compute by autocast (paper: true); the weights stay `dtype`"))
-    gradient_checkpointing: bool = field(default=False, metadata=h(
-        "recompute activations in the backward pass: less memory, ~1.5x the time (TRL's SFT default is true)"))
-    dtype: str = field(default="float32", metadata=h(
-        f"weights dtype, one of {DTYPES}; full fine-tuning (lora: null) needs float32 (master weights)"))
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata=h(
+            "recompute activations in the backward pass: less memory, ~1.5x the time (TRL's SFT default is true)"
+        ),
+    )
+    dtype: str = field(
+        default="float32",
+        metadata=h(f"weights dtype, one of {DTYPES}; full fine-tuning (lora: null) needs float32 (master weights)"),
+    )
     max_steps: int = field(default=-1, metadata=h("stop after this many optimizer steps (-1 = the epochs)"))
     logging_steps: int = field(default=1, metadata=h("log every N steps"))
     save_steps: int = field(default=50, metadata=h("checkpoint every N steps (resume point)"))
@@ -68,8 +84,14 @@ class SFTRecipe:
     def __post_init__(self):
         if self.lora is not None and not isinstance(self.lora, LoraSettings):
             raise ConfigError(f"SFTRecipe.lora must be a mapping of LoraSettings fields or null, got {self.lora!r}")
-        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "logging_steps",
-                     "save_steps", "save_total_limit"):
+        for name in (
+            "per_device_train_batch_size",
+            "gradient_accumulation_steps",
+            "max_length",
+            "logging_steps",
+            "save_steps",
+            "save_total_limit",
+        ):
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ConfigError(f"SFTRecipe.{name} must be an integer >= 1, got {v!r}")
@@ -97,8 +119,9 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
     d = Path(output_dir)
     if not d.is_dir():
         return None
-    done = [p for p in d.glob("checkpoint-*")
-            if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()]
+    done = [
+        p for p in d.glob("checkpoint-*") if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()
+    ]
     return str(max(done, key=lambda p: int(p.name.split("-")[-1]))) if done else None
 
 
@@ -146,22 +169,42 @@ def run_sft(recipe: SFTRecipe, callbacks: list | None = None) -> dict:
     tokenizer = load_tokenizer(recipe.base)
     model = load_policy(recipe.base, adapter=recipe.adapter, dtype=recipe.dtype, trainable=True)
     args = SFTConfig(
-        output_dir=str(out), learning_rate=recipe.learning_rate, lr_scheduler_type=recipe.lr_scheduler_type,
+        output_dir=str(out),
+        learning_rate=recipe.learning_rate,
+        lr_scheduler_type=recipe.lr_scheduler_type,
         warmup_steps=recipe.warmup_ratio,  # transformers 5: a float in [0, 1) is a ratio of total steps
-        num_train_epochs=recipe.num_train_epochs, max_steps=recipe.max_steps,
+        num_train_epochs=recipe.num_train_epochs,
+        max_steps=recipe.max_steps,
         per_device_train_batch_size=recipe.per_device_train_batch_size,
-        gradient_accumulation_steps=recipe.gradient_accumulation_steps, max_length=recipe.max_length,
-        completion_only_loss=True, bf16=recipe.bf16, gradient_checkpointing=recipe.gradient_checkpointing,
+        gradient_accumulation_steps=recipe.gradient_accumulation_steps,
+        max_length=recipe.max_length,
+        completion_only_loss=True,
+        bf16=recipe.bf16,
+        gradient_checkpointing=recipe.gradient_checkpointing,
         logging_steps=recipe.logging_steps,
-        save_strategy="steps", save_steps=recipe.save_steps, save_total_limit=recipe.save_total_limit,
-        seed=recipe.seed, report_to=recipe.report_to, use_cpu=not has_cuda(), dataloader_num_workers=0,
+        save_strategy="steps",
+        save_steps=recipe.save_steps,
+        save_total_limit=recipe.save_total_limit,
+        seed=recipe.seed,
+        report_to=recipe.report_to,
+        use_cpu=not has_cuda(),
+        dataloader_num_workers=0,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         peft_config=recipe.lora.peft_config() if recipe.lora and not recipe.adapter else None,
-                         callbacks=callbacks)
-    return train_and_record(trainer, tokenizer, recipe, "sft",
-                            {"adapter": bool(recipe.lora or recipe.adapter), "examples": len(dataset),
-                             "init_adapter": recipe.adapter})
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=recipe.lora.peft_config() if recipe.lora and not recipe.adapter else None,
+        callbacks=callbacks,
+    )
+    return train_and_record(
+        trainer,
+        tokenizer,
+        recipe,
+        "sft",
+        {"adapter": bool(recipe.lora or recipe.adapter), "examples": len(dataset), "init_adapter": recipe.adapter},
+    )
 
 
 def mean_logged_loss(log_history: list) -> float | None:
@@ -174,8 +217,9 @@ def mean_logged_loss(log_history: list) -> float | None:
     return sum(losses) / len(losses) if losses else None
 
 
-def train_and_record(trainer: Any, tokenizer: Any, recipe: Any, stage: str, extra: dict | None = None,
-                     before_train: Any = None) -> dict:
+def train_and_record(
+    trainer: Any, tokenizer: Any, recipe: Any, stage: str, extra: dict | None = None, before_train: Any = None
+) -> dict:
     """Train (resuming from the newest complete checkpoint when the recipe says so), save the final
     model/adapter and tokenizer to ``output_dir/final``, and write ``train_result.json``
     (``wall_s``: this process; ``wall_s_total``: every process that worked on the run).
@@ -198,12 +242,17 @@ def train_and_record(trainer: Any, tokenizer: Any, recipe: Any, stage: str, extr
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     record = {
-        "stage": stage, "recipe": recipe_dict(recipe), "resumed_from": resume_from,
-        "global_step": trainer.state.global_step, "train_loss": mean_logged_loss(trainer.state.log_history),
+        "stage": stage,
+        "recipe": recipe_dict(recipe),
+        "resumed_from": resume_from,
+        "global_step": trainer.state.global_step,
+        "train_loss": mean_logged_loss(trainer.state.log_history),
         # transformers divides a resumed segment's summed loss by ALL steps: low after a resume
         "trainer_training_loss": result.training_loss,
-        "wall_s": round(time.perf_counter() - t0, 1), "wall_s_total": round(clock.total(), 1),
-        "segments": clock.segments, "final": str(final),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "wall_s_total": round(clock.total(), 1),
+        "segments": clock.segments,
+        "final": str(final),
         **((extra() if callable(extra) else extra) or {}),
         "log_history": trainer.state.log_history,
     }

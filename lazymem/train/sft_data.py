@@ -16,6 +16,7 @@ Question selection (``select_questions``, ``sample_by_type``, ``HeldOutError``) 
 ``lazymem.train.selection``, shared with RL prompts; it is re-exported here. Every row carries
 its source's style (``lazymem.data.spec_style``) and its windowing's shape ``[w, L, s]``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,22 +54,31 @@ class PairsConfig:
     """Which questions, and how their query-window pairs are built (shared by SFT data and RL prompts)."""
 
     datasets: tuple[str, ...] = field(default=(DEFAULT_SPEC,), metadata=h("dataset SPECs (lazymem.data.load_dataset)"))
-    split: str | None = field(default="train", metadata=h(
-        "split of the paper's stratified split; None = all questions"))
+    split: str | None = field(
+        default="train", metadata=h("split of the paper's stratified split; None = all questions")
+    )
     split_seed: int = field(default=42, metadata=h("seed of the stratified split (the paper's: 42)"))
-    histories: tuple[str, ...] = field(default=(), metadata=h(
-        "only these history ids, e.g. LoCoMo conv-26..conv-48 (empty = all)"))
-    types: tuple[str, ...] = field(default=(), metadata=h(
-        "only these question types, names or abbreviations (empty = all)"))
-    questions: int | None = field(default=None, metadata=h(
-        "at most this many questions, sampled in proportion to type; None = all"))
-    per_type: Mapping[str, int] | None = field(default=None, metadata=h(
-        "exact questions per type instead of `questions`"))
+    histories: tuple[str, ...] = field(
+        default=(), metadata=h("only these history ids, e.g. LoCoMo conv-26..conv-48 (empty = all)")
+    )
+    types: tuple[str, ...] = field(
+        default=(), metadata=h("only these question types, names or abbreviations (empty = all)")
+    )
+    questions: int | None = field(
+        default=None, metadata=h("at most this many questions, sampled in proportion to type; None = all")
+    )
+    per_type: Mapping[str, int] | None = field(
+        default=None, metadata=h("exact questions per type instead of `questions`")
+    )
     seed: int = field(default=0, metadata=h("seed of question sampling and balancing"))
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig, metadata=h("as the pipeline's retrieval:"))
     window: WindowConfig = field(default_factory=WindowConfig, metadata=h("as the pipeline's window: (w, L, s)"))
-    extra_windows: tuple[WindowConfig, ...] = field(default=(), metadata=h(
-        "more windowings of the same questions (e.g. {w: 1, L: 4, s: 3}): windows of every size in training"))
+    extra_windows: tuple[WindowConfig, ...] = field(
+        default=(),
+        metadata=h(
+            "more windowings of the same questions (e.g. {w: 1, L: 4, s: 3}): windows of every size in training"
+        ),
+    )
     bridges: str = field(default="none", metadata=h(f"as the pipeline's bridges: one of {BRIDGES}"))
     output_dir: str = field(default="runs/train_data", metadata=h("where the JSONL files and the data card go"))
     progress: bool = field(default=True, metadata=h("tqdm bar over questions"))
@@ -77,28 +87,41 @@ class PairsConfig:
         for name in ("datasets", "histories", "types"):
             v = getattr(self, name)
             v = (v,) if isinstance(v, str) else v
-            self._need(isinstance(v, (list, tuple)) and all(isinstance(x, str) and x for x in v), name,
-                       "must be a list of non-empty strings")
+            self._need(
+                isinstance(v, (list, tuple)) and all(isinstance(x, str) and x for x in v),
+                name,
+                "must be a list of non-empty strings",
+            )
             object.__setattr__(self, name, tuple(v))
         self._need(len(self.datasets) >= 1, "datasets", "needs at least one dataset SPEC")
-        self._need(self.split in (None, "train", "validation", "test"), "split", "must be train, "
-                                                                                 "validation, test or None")
+        self._need(
+            self.split in (None, "train", "validation", "test"), "split", "must be train, validation, test or None"
+        )
         self._need(self.split != "test", "split", "the test split is never training data")
         self._need(_is_int(self.split_seed), "split_seed", "must be an integer")
         self._need(_is_int(self.seed), "seed", "must be an integer")
-        self._need(self.questions is None or (_is_int(self.questions) and self.questions >= 1), "questions",
-                   "must be None (all) or an integer >= 1")
+        self._need(
+            self.questions is None or (_is_int(self.questions) and self.questions >= 1),
+            "questions",
+            "must be None (all) or an integer >= 1",
+        )
         if self.per_type is not None:
-            self._need(isinstance(self.per_type, Mapping) and all(isinstance(k, str) and _is_int(n) and n >= 0
-                                                                  for k, n in self.per_type.items()),
-                       "per_type", "must map type names to integers >= 0")
+            self._need(
+                isinstance(self.per_type, Mapping)
+                and all(isinstance(k, str) and _is_int(n) and n >= 0 for k, n in self.per_type.items()),
+                "per_type",
+                "must map type names to integers >= 0",
+            )
             self._need(self.questions is None, "per_type", "set questions or per_type, not both")
             object.__setattr__(self, "per_type", dict(self.per_type))
         self._need(isinstance(self.retrieval, RetrievalConfig), "retrieval", "must be a RetrievalConfig")
         self._need(isinstance(self.window, WindowConfig), "window", "must be a WindowConfig")
         extra = self.extra_windows
-        self._need(isinstance(extra, (list, tuple)) and all(isinstance(w, WindowConfig) for w in extra),
-                   "extra_windows", "must be a list of window configs ({w, L, s})")
+        self._need(
+            isinstance(extra, (list, tuple)) and all(isinstance(w, WindowConfig) for w in extra),
+            "extra_windows",
+            "must be a list of window configs ({w, L, s})",
+        )
         object.__setattr__(self, "extra_windows", tuple(extra))
         self._need(self.bridges in BRIDGES, "bridges", f"must be one of {BRIDGES}")
         self._need(isinstance(self.output_dir, str) and self.output_dir != "", "output_dir", "must be a directory path")
@@ -158,12 +181,14 @@ class QueryWindow:
 def load_sources(config: PairsConfig) -> tuple[list[Dataset], list[dict]]:
     """The datasets and their card entries (spec, name, source, sha256)."""
     ds = [load_dataset(spec) for spec in config.datasets]
-    return ds, [{"spec": s, "name": d.name, "source": d.source, "sha256": d.sha256}
-                for s, d in zip(config.datasets, ds)]
+    return ds, [
+        {"spec": s, "name": d.name, "source": d.source, "sha256": d.sha256} for s, d in zip(config.datasets, ds)
+    ]
 
 
-def query_window_pairs(datasets: Sequence[Dataset], selected: Sequence[tuple[int, Question]],
-                       config: PairsConfig, desc: str = "questions") -> Iterator[list[QueryWindow]]:
+def query_window_pairs(
+    datasets: Sequence[Dataset], selected: Sequence[tuple[int, Question]], config: PairsConfig, desc: str = "questions"
+) -> Iterator[list[QueryWindow]]:
     """Each selected question's query-window pairs (one list per question), questions grouped
     by history so each history is indexed once; a tqdm bar counts questions. With
     ``extra_windows`` a question's list holds the windows of every windowing, in config order."""
@@ -179,25 +204,40 @@ def query_window_pairs(datasets: Sequence[Dataset], selected: Sequence[tuple[int
         prompts = []
         for window in (config.window, *config.extra_windows):
             _, windows = question_windows(history, q, retriever, window)
-            prompts += [(p, (window.w, window.L, window.s))
-                        for p in window_prompts(history, q, windows, window, config.bridges)]
+            prompts += [
+                (p, (window.w, window.L, window.s)) for p in window_prompts(history, q, windows, window, config.bridges)
+            ]
         yield [QueryWindow(config.datasets[k], history, q, p, j, shape) for j, (p, shape) in enumerate(prompts)]
 
 
 def gold_in_windows(pairs: Iterable[QueryWindow]) -> int:
     """How many distinct (question, gold message) pairs some window shows: retrieval's gold recall."""
-    return len({(p.dataset, p.question.id, pos) for p in pairs
-                for pos, gold in zip(p.prompt.decision_positions, p.prompt.gold_labels) if gold})
+    return len(
+        {
+            (p.dataset, p.question.id, pos)
+            for p in pairs
+            for pos, gold in zip(p.prompt.decision_positions, p.prompt.gold_labels)
+            if gold
+        }
+    )
 
 
 def pair_columns(pair: QueryWindow) -> dict:
     """Metadata columns every training row carries (JSON-ready)."""
     p, q = pair.prompt, pair.question
-    return {"dataset": pair.dataset, "style": spec_style(pair.dataset), "question_id": q.id, "question_type": q.type,
-            "history_id": q.history_id, "window_index": pair.index, "window_shape": list(pair.shape),
-            "window_positions": list(p.window.positions),
-            "decision_positions": list(p.decision_positions), "gold_labels": list(p.gold_labels),
-            "n_gold": sum(p.gold_labels)}
+    return {
+        "dataset": pair.dataset,
+        "style": spec_style(pair.dataset),
+        "question_id": q.id,
+        "question_type": q.type,
+        "history_id": q.history_id,
+        "window_index": pair.index,
+        "window_shape": list(pair.shape),
+        "window_positions": list(p.window.positions),
+        "decision_positions": list(p.decision_positions),
+        "gold_labels": list(p.gold_labels),
+        "n_gold": sum(p.gold_labels),
+    }
 
 
 # --- SFT ----------------------------------------------------------------------------------------
@@ -209,41 +249,64 @@ class SFTDataConfig(PairsConfig):
 
     questions: int | None = field(default=100, metadata=h("at most this many, by type (the paper: 100 of 360)"))
     teacher: LLMConfig | str | None = field(
-        default=None, metadata=h("required: an LLM config, 'gold' (the offline gold-label teacher), 'gold-trace' "
-                                 "(the same with a think trace walking the window message by message) or "
-                                 "'gold-trace-numbered' (that, each item's reason naming its message number)"))
+        default=None,
+        metadata=h(
+            "required: an LLM config, 'gold' (the offline gold-label teacher), 'gold-trace' "
+            "(the same with a think trace walking the window message by message) or "
+            "'gold-trace-numbered' (that, each item's reason naming its message number)"
+        ),
+    )
     teacher_sampling: Sampling = field(default=DEFAULT_TEACHER_SAMPLING, metadata=h("teacher decoding"))
-    teacher_keep: str = field(default="verbatim", metadata=h(
-        "what a gold teacher's KEEP holds: 'verbatim' (the whole message), 'key_span' (its sentence holding the "
-        "most of the answer's words: lazymem.train.teacher.key_span; the whole message when none does) or "
-        "'content' (a content adapter's targets: key-span gold and the extractive processor's non-gold keeps cut "
-        "to their sentence most like the query, lazymem.train.teacher.content_keeps; never a decision target)"))
-    teacher_reasoning: bool = field(default=True, metadata=h(
-        "a model teacher's separate reasoning (reasoning_content / "
-                                                             "reasoning) goes in the target as <think>...</think>"))
+    teacher_keep: str = field(
+        default="verbatim",
+        metadata=h(
+            "what a gold teacher's KEEP holds: 'verbatim' (the whole message), 'key_span' (its sentence holding the "
+            "most of the answer's words: lazymem.train.teacher.key_span; the whole message when none does) or "
+            "'content' (a content adapter's targets: key-span gold and the extractive processor's non-gold keeps cut "
+            "to their sentence most like the query, lazymem.train.teacher.content_keeps; never a decision target)"
+        ),
+    )
+    teacher_reasoning: bool = field(
+        default=True,
+        metadata=h(
+            "a model teacher's separate reasoning (reasoning_content / "
+            "reasoning) goes in the target as <think>...</think>"
+        ),
+    )
     batch_questions: int = field(default=16, metadata=h("questions whose windows go in one generate call"))
-    balance: bool = field(default=True, metadata=h(
-        "pair the windows with a KEEP with as many sampled all-DROP windows"))
-    max_length: int = field(default=2048, metadata=h(
-        "the SFT recipe's max_length (prompt + target tokens): the card counts the instances over it, which TRL "
-        "truncates (the paper: 8192)"))
+    balance: bool = field(
+        default=True, metadata=h("pair the windows with a KEEP with as many sampled all-DROP windows")
+    )
+    max_length: int = field(
+        default=2048,
+        metadata=h(
+            "the SFT recipe's max_length (prompt + target tokens): the card counts the instances over it, which TRL "
+            "truncates (the paper: 8192)"
+        ),
+    )
     output_dir: str = field(default="runs/train_data/sft", metadata=h("where sft.jsonl and the data card go"))
 
     _SECTIONS = {**PairsConfig._SECTIONS, "teacher": LLMConfig, "teacher_sampling": Sampling}
 
     def __post_init__(self):
         super().__post_init__()
-        self._need(self.teacher in GOLD_TEACHERS or isinstance(self.teacher, LLMConfig), "teacher",
-                   "is required: an LLM config (backend, model, ...), 'gold' (gold-label teacher), 'gold-trace' "
-                   "(gold labels with a message-by-message think trace) or 'gold-trace-numbered'")
+        self._need(
+            self.teacher in GOLD_TEACHERS or isinstance(self.teacher, LLMConfig),
+            "teacher",
+            "is required: an LLM config (backend, model, ...), 'gold' (gold-label teacher), 'gold-trace' "
+            "(gold labels with a message-by-message think trace) or 'gold-trace-numbered'",
+        )
         self._need(isinstance(self.teacher_sampling, Sampling), "teacher_sampling", "must be a Sampling")
         self._need(_is_int(self.batch_questions) and self.batch_questions >= 1, "batch_questions", "must be >= 1")
         self._need(isinstance(self.balance, bool), "balance", "must be true or false")
         self._need(isinstance(self.teacher_reasoning, bool), "teacher_reasoning", "must be true or false")
         self._need(_is_int(self.max_length) and self.max_length >= 1, "max_length", "must be an integer >= 1")
         self._need(self.teacher_keep in KEEP_STYLES, "teacher_keep", f"must be one of {', '.join(KEEP_STYLES)}")
-        self._need(self.teacher_keep == "verbatim" or self.gold, "teacher_keep",
-                   f"{self.teacher_keep} is the gold-label teacher's (a model teacher writes its own KEEP content)")
+        self._need(
+            self.teacher_keep == "verbatim" or self.gold,
+            "teacher_keep",
+            f"{self.teacher_keep} is the gold-label teacher's (a model teacher writes its own KEEP content)",
+        )
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -257,9 +320,10 @@ class SFTDataConfig(PairsConfig):
     def teacher_name(self) -> str:
         from lazymem.train.teacher import GOLD_TEACHER
 
-        spans = {"key_span": " and key-span KEEPs",
-                 "content": " and content-adapter KEEPs (key-span gold, lexical non-gold cut to a sentence)"}.get(
-            self.teacher_keep, "")
+        spans = {
+            "key_span": " and key-span KEEPs",
+            "content": " and content-adapter KEEPs (key-span gold, lexical non-gold cut to a sentence)",
+        }.get(self.teacher_keep, "")
         if self.teacher == GOLD_TRACE:
             return GOLD_TEACHER + " with a message trace" + spans
         if self.teacher == GOLD_TRACE_NUMBERED:
@@ -312,13 +376,23 @@ def build_sft_data(config: SFTDataConfig, client: LLMClient | None = None) -> di
     batch: list[QueryWindow] = []
 
     def flush():
-        done.extend((pair, *r) for pair, r in zip(batch, annotate([b.prompt for b in batch], [b.history for b in batch],
-                                                                  client, config.teacher_sampling,
-                                                                  trace=config.teacher in TRACE_TEACHERS,
-                                                                  numbered=config.teacher == GOLD_TRACE_NUMBERED,
-                                                                  keep_reasoning=config.teacher_reasoning,
-                                                                  questions=[b.question for b in batch],
-                                                                  keep=config.teacher_keep)))
+        done.extend(
+            (pair, *r)
+            for pair, r in zip(
+                batch,
+                annotate(
+                    [b.prompt for b in batch],
+                    [b.history for b in batch],
+                    client,
+                    config.teacher_sampling,
+                    trace=config.teacher in TRACE_TEACHERS,
+                    numbered=config.teacher == GOLD_TRACE_NUMBERED,
+                    keep_reasoning=config.teacher_reasoning,
+                    questions=[b.question for b in batch],
+                    keep=config.teacher_keep,
+                ),
+            )
+        )
         batch.clear()
 
     for n, pairs in enumerate(query_window_pairs(datasets, selected, config, desc="sft data"), start=1):
@@ -327,23 +401,54 @@ def build_sft_data(config: SFTDataConfig, client: LLMClient | None = None) -> di
             flush()
     flush()
     selection["gold_messages_in_windows"] = gold_in_windows(pair for pair, _, _ in done)
-    selection["query_window_pairs_by_shape"] = dict(sorted(Counter(
-        "w={},L={},s={}".format(*pair.shape) for pair, _, _ in done).items()))
+    selection["query_window_pairs_by_shape"] = dict(
+        sorted(Counter("w={},L={},s={}".format(*pair.shape) for pair, _, _ in done).items())
+    )
     ok = [(pair, ann) for pair, _, ann in done if ann.ok]
     # content targets KEEP non-gold too: balance on the gold, so the windows are the gold teacher's own
     weight = [sum(pair.prompt.gold_labels) if config.teacher_keep == "content" else a.n_keep for pair, a in ok]
     chosen = balance_windows(weight, config.seed) if config.balance else list(range(len(ok)))
-    rows = [{"prompt": list(ok[i][0].prompt.messages),
-             "completion": [{"role": "assistant", "content": ok[i][1].target}],
-             **pair_columns(ok[i][0]), "n_keep": ok[i][1].n_keep, "has_think": ok[i][1].has_think} for i in chosen]
+    rows = [
+        {
+            "prompt": list(ok[i][0].prompt.messages),
+            "completion": [{"role": "assistant", "content": ok[i][1].target}],
+            **pair_columns(ok[i][0]),
+            "n_keep": ok[i][1].n_keep,
+            "has_think": ok[i][1].has_think,
+        }
+        for i in chosen
+    ]
     out = config.output_dir
-    files = {"sft": write_jsonl(f"{out}/sft.jsonl", rows),
-             "annotations": write_jsonl(f"{out}/annotations.jsonl", (
-                 {**pair_columns(pair), "status": ann.status, "detail": ann.detail, "n_keep": ann.n_keep,
-                  "n_decisions": ann.n_decisions, "has_think": ann.has_think, "model": c.model, "error": c.error,
-                  "finish_reason": c.finish_reason, "output": c.text, "reasoning": c.reasoning}
-                 for pair, c, ann in done))}
-    card, markdown = sft_card(config, sources, selection, [(pair.prompt, ann) for pair, _, ann in done], rows, files,
-                              max_length=config.max_length)
+    files = {
+        "sft": write_jsonl(f"{out}/sft.jsonl", rows),
+        "annotations": write_jsonl(
+            f"{out}/annotations.jsonl",
+            (
+                {
+                    **pair_columns(pair),
+                    "status": ann.status,
+                    "detail": ann.detail,
+                    "n_keep": ann.n_keep,
+                    "n_decisions": ann.n_decisions,
+                    "has_think": ann.has_think,
+                    "model": c.model,
+                    "error": c.error,
+                    "finish_reason": c.finish_reason,
+                    "output": c.text,
+                    "reasoning": c.reasoning,
+                }
+                for pair, c, ann in done
+            ),
+        ),
+    }
+    card, markdown = sft_card(
+        config,
+        sources,
+        selection,
+        [(pair.prompt, ann) for pair, _, ann in done],
+        rows,
+        files,
+        max_length=config.max_length,
+    )
     write_card(out, card, markdown)
     return card

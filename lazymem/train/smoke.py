@@ -19,6 +19,7 @@ without a verdict, prompts over the max input length, reasoning lost from target
 checkpoint that does not reload and generate. Outputs go to ``runs/smoke/<stage>-<config>`` (replaced
 on every run).
 """
+
 from __future__ import annotations
 
 import copy
@@ -114,8 +115,11 @@ class Smoke:
         out = []
         for s in self.sections:
             source = "paper" if "paper" in Path(s.config).stem else "recipe"
-            out += [f"== lazymem train {s.stage} --smoke ({s.config}) ==", f"| setting | {source} | smoke |",
-                    "|---|---|---|"]
+            out += [
+                f"== lazymem train {s.stage} --smoke ({s.config}) ==",
+                f"| setting | {source} | smoke |",
+                "|---|---|---|",
+            ]
             out += [f"| {k} | {a} | {b} |" for k, a, b in s.rows]
             if s.kept:
                 out.append("kept as the recipe has them: " + ", ".join(s.kept))
@@ -123,10 +127,20 @@ class Smoke:
         return "\n".join(out)
 
     def record(self) -> dict:
-        return {"root": str(self.root), "failures": self.failures,
-                "sections": [{"stage": s.stage, "config": s.config, "replaced": s.rows, "kept": s.kept,
-                              "checks": [{"check": n, "ok": ok, "detail": d} for n, ok, d in s.checks]}
-                             for s in self.sections]}
+        return {
+            "root": str(self.root),
+            "failures": self.failures,
+            "sections": [
+                {
+                    "stage": s.stage,
+                    "config": s.config,
+                    "replaced": s.rows,
+                    "kept": s.kept,
+                    "checks": [{"check": n, "ok": ok, "detail": d} for n, ok, d in s.checks],
+                }
+                for s in self.sections
+            ],
+        }
 
 
 # --- data stages ------------------------------------------------------------------------------------------------
@@ -199,22 +213,37 @@ def smoke_sft_data(smoke: Smoke, data: dict, where: str) -> str:
     with ScriptedServer(model) as url:
         if isinstance(teacher, Mapping):
             sec.set(data, "teacher.backend", "openai")
-            sec.set(data, "teacher.base_url", url, f"{url} (a scripted DeepSeek-like thinker: trace in "
-                                                   "reasoning_content, KEEP for messages sharing a query word)")
+            sec.set(
+                data,
+                "teacher.base_url",
+                url,
+                f"{url} (a scripted DeepSeek-like thinker: trace in "
+                "reasoning_content, KEEP for messages sharing a query word)",
+            )
             sec.set(data, "teacher.cache_dir", None, "null (every call reaches the scripted teacher)")
         config = SFTDataConfig.from_dict(data)
         sec.keep(config)
         card = build_sft_data(config)
     rows = read_jsonl(out / "sft.jsonl")
-    sec.check("instances", card["instances"] > 0, f"{card['instances']} from {card['query_window_pairs']} "
-                                                  f"query-window pairs of {card['questions']} questions")
+    sec.check(
+        "instances",
+        card["instances"] > 0,
+        f"{card['instances']} from {card['query_window_pairs']} query-window pairs of {card['questions']} questions",
+    )
     failed = card["discards_by_reason"].get("failed_call", 0)
-    sec.check("teacher calls", failed == 0, f"{failed} failed of {card['query_window_pairs']}"
-              + (f" ({len(model.requests)} reached the scripted teacher)" if model.requests else ""))
+    sec.check(
+        "teacher calls",
+        failed == 0,
+        f"{failed} failed of {card['query_window_pairs']}"
+        + (f" ({len(model.requests)} reached the scripted teacher)" if model.requests else ""),
+    )
     if isinstance(teacher, Mapping) and config.teacher_reasoning:
         with_trace = sum("<think>" in r["completion"][0]["content"] for r in rows)
-        sec.check("reasoning kept", with_trace == len(rows) and card["targets_with_think"] == len(rows),
-                  f"{with_trace} of {len(rows)} targets carry the teacher's reasoning_content as <think>...</think>")
+        sec.check(
+            "reasoning kept",
+            with_trace == len(rows) and card["targets_with_think"] == len(rows),
+            f"{with_trace} of {len(rows)} targets carry the teacher's reasoning_content as <think>...</think>",
+        )
     over = card.get("over_max_length", {}).get("total", 0)
     sec.check("within max input", over == 0, f"{over} instances over max_length {config.max_length} tokens")
     return str(out)
@@ -244,18 +273,27 @@ def smoke_rl_data(smoke: Smoke, data: dict, where: str) -> str:
     sec.keep(config)
     card = build_rl_prompts(config)
     rows = read_jsonl(out / "rl_prompts.jsonl")
-    sec.check("prompts", len(rows) > 0 and (config.size is None or len(rows) == config.size),
-              f"{len(rows)} drawn from a pool of {card['pool']} ({card['gold_bearing']} gold-bearing)")
+    sec.check(
+        "prompts",
+        len(rows) > 0 and (config.size is None or len(rows) == config.size),
+        f"{len(rows)} drawn from a pool of {card['pool']} ({card['gold_bearing']} gold-bearing)",
+    )
     if config.max_prompt_tokens is not None:
         n = prompt_tokens([r["prompt"] for r in rows], chat_tokenizer(config.tokenizer))
         o = card.get("overlong_prompts") or {}
-        sec.check("within max input", max(n) <= config.max_prompt_tokens and "dropped" in o,
-                  f"longest prompt {max(n)} of {config.max_prompt_tokens} tokens with the chat template; "
-                  f"{o.get('dropped')} dropped from the pool as over it (counted in the card)")
+        sec.check(
+            "within max input",
+            max(n) <= config.max_prompt_tokens and "dropped" in o,
+            f"longest prompt {max(n)} of {config.max_prompt_tokens} tokens with the chat template; "
+            f"{o.get('dropped')} dropped from the pool as over it (counted in the card)",
+        )
     if config.reasoning_chains:
         c = card["reasoning_chains"]
-        sec.check("reasoning chains", c["rows_with_chain"] > 0,
-                  f"{c['rows_with_chain']} of {len(rows)} rows carry the teacher's trace as the judge's chain")
+        sec.check(
+            "reasoning chains",
+            c["rows_with_chain"] > 0,
+            f"{c['rows_with_chain']} of {len(rows)} rows carry the teacher's trace as the judge's chain",
+        )
     return str(out)
 
 
@@ -290,8 +328,9 @@ def smoke_sft(smoke: Smoke, data: dict, where: str) -> None:
     sec.use_defaults(SFTRecipe)
     tiny = str(tiny_policy(smoke.root / "tiny_qwen3"))
     _training_rows(sec, data, tiny, smoke.root / "sft")
-    sec.set(data, "data", [m[0] for m in made] if len(made) > 1 else made[0][0],
-            "; ".join(f"{a} ({b})" for a, b in made))
+    sec.set(
+        data, "data", [m[0] for m in made] if len(made) > 1 else made[0][0], "; ".join(f"{a} ({b})" for a, b in made)
+    )
     sec.set(data, "max_steps", 2, "2 (under warmup step 1's learning rate is 0: step 2 must move the weights)")
     sec.set(data, "save_steps", 2)
     recipe = build_recipe(SFTRecipe, data, where, {"lora": LoraSettings})
@@ -306,16 +345,25 @@ def smoke_sft(smoke: Smoke, data: dict, where: str) -> None:
     sec.check("weights moved", *weights_moved(before, saved_weights(result["final"])))
     targets = [json.loads(line)["completion"][0]["content"] for p in made for line in open(p[0], encoding="utf-8")]
     if any("<think>" in t for t in targets):
-        sec.check("reasoning trained", "<think>" in probe.trained,
-                  "the first example's trained (completion) tokens hold the teacher's <think> trace"
-                  if "<think>" in probe.trained else f"trained tokens lack <think>: {probe.trained[:120]!r}")
+        sec.check(
+            "reasoning trained",
+            "<think>" in probe.trained,
+            "the first example's trained (completion) tokens hold the teacher's <think> trace"
+            if "<think>" in probe.trained
+            else f"trained tokens lack <think>: {probe.trained[:120]!r}",
+        )
     sec.check("checkpoint reloads", *reloads(result["final"], tiny))
 
 
 def _compact_row(sec: Section, compact: bool) -> None:
     if compact:
-        sec.rows.append(("(TRL log-prob head on CPU)", "GPU: scores the loss positions only",
-                         "the same on CPU (TRL scores every prompt position there: the same log-probs, ~8x the time)"))
+        sec.rows.append(
+            (
+                "(TRL log-prob head on CPU)",
+                "GPU: scores the loss positions only",
+                "the same on CPU (TRL scores every prompt position there: the same log-probs, ~8x the time)",
+            )
+        )
 
 
 def smoke_grpo(smoke: Smoke, data: dict, where: str) -> None:
@@ -350,18 +398,31 @@ def smoke_grpo(smoke: Smoke, data: dict, where: str) -> None:
     sec.set(data, "data", made[0], f"{made[0]} ({made[1]})")
     if val:
         sec.set(data, "validation_data", val[0], f"{val[0]} ({val[1]})")
-    sec.set(data, "use_vllm", False, "false: TRL's in-process generation (vLLM needs a GPU), constrained to the "
-                                     "decision-array form: the random policy picks every op, the rest is forced")
+    sec.set(
+        data,
+        "use_vllm",
+        False,
+        "false: TRL's in-process generation (vLLM needs a GPU), constrained to the "
+        "decision-array form: the random policy picks every op, the rest is forced",
+    )
     # a rollout batch of one prompt x num_generations on one process, two optimizer updates of two micro-steps:
     # the paper's shape (steps_per_generation = 2 x accumulation), 32 times smaller
     g = int(data.get("num_generations", 8))
-    sec.set(data, "per_device_train_batch_size", g // 4, f"{g // 4} (x 4 micro-steps = 1 prompt x {g} rollouts "
-                                                         "per rollout batch; the paper: 32 prompts on 2 GPUs)")
+    sec.set(
+        data,
+        "per_device_train_batch_size",
+        g // 4,
+        f"{g // 4} (x 4 micro-steps = 1 prompt x {g} rollouts per rollout batch; the paper: 32 prompts on 2 GPUs)",
+    )
     sec.set(data, "gradient_accumulation_steps", 2, "2 (two optimizer updates per rollout batch, as the paper's)")
     sec.set(data, "steps_per_generation", 4)
     sec.set(data, "max_steps", 2, "2 (one rollout batch)")
-    sec.set(data, "eval_every_rollout_batches", 2, "2 (validates before training only: the next would come "
-                                                 "after the smoke's last step)")
+    sec.set(
+        data,
+        "eval_every_rollout_batches",
+        2,
+        "2 (validates before training only: the next would come after the smoke's last step)",
+    )
     sec.set(data, "save_every_rollout_batches", 1)
     for key in ("eval_steps", "save_steps"):
         if data.get(key) is not None:
@@ -370,8 +431,12 @@ def smoke_grpo(smoke: Smoke, data: dict, where: str) -> None:
     judge = ScriptedQwen3(judge_verdict, think_tokens=1500, reasoning_field=None)
     with ScriptedServer(judge) as url:
         if isinstance(data.get("judge"), Mapping):
-            sec.set(data, "judge.base_url", url, f"{url} (a scripted Qwen3-like thinker: 1,500 think tokens inline, "
-                                                 "then a verdict from word overlap)")
+            sec.set(
+                data,
+                "judge.base_url",
+                url,
+                f"{url} (a scripted Qwen3-like thinker: 1,500 think tokens inline, then a verdict from word overlap)",
+            )
         recipe = build_recipe(GRPORecipe, data, where, {"lora": LoraSettings, "judge": LLMConfig})
         sec.keep(recipe)
         before = saved_weights(tiny)
@@ -379,26 +444,45 @@ def smoke_grpo(smoke: Smoke, data: dict, where: str) -> None:
             result = run_grpo(recipe, callbacks=[ConstrainedRollouts()])
         _compact_row(sec, compact)
     sec.check("weights moved", *weights_moved(before, saved_weights(result["final"])))
-    rows = [json.loads(line) for f in {recipe.data, recipe.validation_data or recipe.data}
-            for line in open(f, encoding="utf-8")]
+    rows = [
+        json.loads(line)
+        for f in {recipe.data, recipe.validation_data or recipe.data}
+        for line in open(f, encoding="utf-8")
+    ]
     longest = max(prompt_tokens([r["prompt"] for r in rows], chat_tokenizer(tiny)))
-    sec.check("within max input", longest <= PAPER_MAX_INPUT, f"longest training or validation prompt {longest} "
-              f"tokens with the policy's chat template (the paper's max input: {PAPER_MAX_INPUT}; TRL truncates none)")
+    sec.check(
+        "within max input",
+        longest <= PAPER_MAX_INPUT,
+        f"longest training or validation prompt {longest} "
+        f"tokens with the policy's chat template (the paper's max input: {PAPER_MAX_INPUT}; TRL truncates none)",
+    )
     logs = [h for h in result["log_history"] if "reward" in h and "reward_std" in h]
     means, stds = [h["reward"] for h in logs], [h["reward_std"] for h in logs]
-    sec.check("reward varies", logs and (max(stds) > 0 or len(set(means)) > 1),
-              f"reward mean {means}, std {stds} over {len(logs)} logged steps")
+    sec.check(
+        "reward varies",
+        logs and (max(stds) > 0 or len(set(means)) > 1),
+        f"reward mean {means}, std {stds} over {len(logs)} logged steps",
+    )
     failures, asked = result.get("judge_failures") or {}, [b for b, _ in judge.calls]
     if recipe.judge is not None:
         cur = result["curriculum"]
-        sec.check("judge verdicts", asked and not failures,
-                  f"{len(asked)} judge requests, failures {failures or 'none'}; curriculum lambda {cur['lam']} "
-                  f"(switched at step {cur['switched_at']})")
+        sec.check(
+            "judge verdicts",
+            asked and not failures,
+            f"{len(asked)} judge requests, failures {failures or 'none'}; curriculum lambda {cur['lam']} "
+            f"(switched at step {cur['switched_at']})",
+        )
         cut = sum(f == "length" for _, f in judge.calls)
-        chains = sum(bool(json.loads(b["messages"][1]["content"])["referenced_reasoning_chain"])
-                     for b in asked if len(b["messages"]) == 2)
-        sec.check("reasoning in judge prompts", chains > 0 or not _has_chains(made[0]),
-                  f"{chains} judge prompts carry a referenced reasoning chain; {cut} think phases cut at the budget")
+        chains = sum(
+            bool(json.loads(b["messages"][1]["content"])["referenced_reasoning_chain"])
+            for b in asked
+            if len(b["messages"]) == 2
+        )
+        sec.check(
+            "reasoning in judge prompts",
+            chains > 0 or not _has_chains(made[0]),
+            f"{chains} judge prompts carry a referenced reasoning chain; {cut} think phases cut at the budget",
+        )
     sec.check("checkpoint reloads", *reloads(result["final"], tiny))
 
 

@@ -27,6 +27,7 @@ checks it makes on the models it trains (``weights_moved``, ``reloads``, ``Train
 >>> [(d["op"], d["compressed_content"]) for d in json.loads(answer)]
 [('KEEP', 'I live in Lisbon.'), ('DROP', '')]
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,6 @@ SPAN_WORDS = 10  # a constrained KEEP's content: the message's first words (shor
 TINY = "random Qwen3ForCausalLM: 2 layers, hidden 64, init std 0.02, the shipped Qwen3 tokenizer"
 
 
-
 def tiny_policy(out: str | Path, seed: int = 0) -> Path:
     """Save ``TINY`` to ``out`` (reused when it is there) and return the folder."""
     out = Path(out)
@@ -54,10 +54,21 @@ def tiny_policy(out: str | Path, seed: int = 0) -> Path:
     from lazymem.llm.tokens import require_qwen3_tokenizer
 
     tok = AutoTokenizer.from_pretrained(str(require_qwen3_tokenizer()))
-    config = Qwen3Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                         max_position_embeddings=MAX_MODEL_LEN, tie_word_embeddings=True, initializer_range=0.02,
-                         bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    config = Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=MAX_MODEL_LEN,
+        tie_word_embeddings=True,
+        initializer_range=0.02,
+        bos_token_id=None,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
     model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
@@ -130,8 +141,9 @@ class DecisionRollouts:
         last = None
         if self.rows is None:
             prompts = self.tok.batch_decode(input_ids, skip_special_tokens=False)
-            self.rows = [_Row(self._encode, window_texts(p), self.keep, self.drop, self.tok.eos_token_id)
-                         for p in prompts]
+            self.rows = [
+                _Row(self._encode, window_texts(p), self.keep, self.drop, self.tok.eos_token_id) for p in prompts
+            ]
         else:
             last = input_ids[:, -1].tolist()
         mask = torch.full_like(scores, float("-inf"))
@@ -233,13 +245,16 @@ def weights_moved(before: dict, after: dict) -> tuple[bool, str]:
     if any("lora_" in k for k in after):
         zero = [k for k, v in after.items() if "lora_B" in k and not v.abs().sum()]
         n = sum("lora_B" in k for k in after)
-        return bool(n and not zero), (f"{n - len(zero)} of {n} lora_B tensors left their zero init"
-                                      + (f"; still zero: {zero[:4]}" if zero else ""))
+        return bool(n and not zero), (
+            f"{n - len(zero)} of {n} lora_B tensors left their zero init"
+            + (f"; still zero: {zero[:4]}" if zero else "")
+        )
     same = [k for k in before if k in after and torch.equal(before[k].float(), after[k].float())]
     missing = [k for k in before if k not in after]
-    return not same and not missing, (f"{len(before) - len(same) - len(missing)} of {len(before)} trainable tensors "
-                                      "changed" + (f"; unchanged: {same[:4]}" if same else "")
-                                      + (f"; not saved: {missing[:4]}" if missing else ""))
+    return not same and not missing, (
+        f"{len(before) - len(same) - len(missing)} of {len(before)} trainable tensors "
+        "changed" + (f"; unchanged: {same[:4]}" if same else "") + (f"; not saved: {missing[:4]}" if missing else "")
+    )
 
 
 def reloads(final: str, base: str) -> tuple[bool, str]:
@@ -255,14 +270,16 @@ def reloads(final: str, base: str) -> tuple[bool, str]:
         return load_policy(path, trainable=False)
 
     tok, model = load_tokenizer(final), load(final)
-    ids = tok.apply_chat_template([{"role": "user", "content": "Hello"}], add_generation_prompt=True,
-                                  return_tensors="pt", return_dict=True)
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "Hello"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
     with torch.no_grad():
         new = model.generate(**ids, max_new_tokens=4, do_sample=False).shape[1] - ids["input_ids"].shape[1]
     ckpt = last_checkpoint(Path(final).parent)
     ok = ckpt is not None and load(ckpt) is not None
-    return new > 0 and ok, (f"{final} loads and generates {new} tokens; checkpoint "
-                            f"{Path(ckpt).name if ckpt else 'MISSING'} loads")
+    return new > 0 and ok, (
+        f"{final} loads and generates {new} tokens; checkpoint {Path(ckpt).name if ckpt else 'MISSING'} loads"
+    )
 
 
 # --- scripted thinking models behind an OpenAI-compatible server -------------------------------------------------
@@ -278,8 +295,10 @@ def judge_verdict(messages: Sequence[dict]) -> tuple[str, str]:
     gold = _words(item["gold_answer"])
     faithful = 2 if memory <= source else 1 if len(memory & source) * 2 >= len(memory) else 0
     useful = 2 if gold and gold <= memory else 1 if memory & (gold | _words(item["referenced_reasoning_chain"])) else 0
-    trace = (f"The memory has {len(memory)} content words; {len(memory & source)} are in the source message. "
-             f"The gold answer's words in it: {sorted(gold & memory)[:8]}.")
+    trace = (
+        f"The memory has {len(memory)} content words; {len(memory & source)} are in the source message. "
+        f"The gold answer's words in it: {sorted(gold & memory)[:8]}."
+    )
     return trace, json.dumps({"faithfulness": faithful, "utility": useful, "reason": "scripted word overlap"})
 
 

@@ -29,6 +29,7 @@ decisions: the gate's failure kind is the reason), or a gold message is dropped.
 'message 2: not evidence for the query'
 
 """  # noqa: E501  (a doctest's expected output is one line)
+
 from __future__ import annotations
 
 import json
@@ -99,8 +100,9 @@ class Annotation:
 
 def completion(text: str, model: str = GOLD_TEACHER) -> Completion:
     """A successful Completion holding ``text`` (what the gold teacher returns)."""
-    return Completion(text=text, prompt_tokens=None, completion_tokens=None, latency_s=0.0, model=model,
-                      finish_reason="stop")
+    return Completion(
+        text=text, prompt_tokens=None, completion_tokens=None, latency_s=0.0, model=model, finish_reason="stop"
+    )
 
 
 def key_span(text: str, answer: str, query: str) -> str:
@@ -155,8 +157,9 @@ def content_keeps(prompt: WindowPrompt, history: History, question: Question) ->
 
     texts = [history[p].text for p in prompt.decision_positions]
     out = {}
-    for p, gold, text, kept in zip(prompt.decision_positions, prompt.gold_labels, texts,
-                                   extractive_keeps(question.text, texts)):
+    for p, gold, text, kept in zip(
+        prompt.decision_positions, prompt.gold_labels, texts, extractive_keeps(question.text, texts)
+    ):
         if gold:
             out[p] = key_span(text, question.answer, question.text)
         elif kept:
@@ -164,8 +167,13 @@ def content_keeps(prompt: WindowPrompt, history: History, question: Question) ->
     return out
 
 
-def gold_target(prompt: WindowPrompt, history: History, numbered: bool = False,
-                contents: dict[int, str] | None = None, keeps: set[int] | None = None) -> str:
+def gold_target(
+    prompt: WindowPrompt,
+    history: History,
+    numbered: bool = False,
+    contents: dict[int, str] | None = None,
+    keeps: set[int] | None = None,
+) -> str:
     """The gold-label teacher's output: KEEP each gold message verbatim, DROP the rest (one JSON line).
 
     ``numbered``: each reason starts with its message's number (``"message 3: not evidence for
@@ -175,15 +183,18 @@ def gold_target(prompt: WindowPrompt, history: History, numbered: bool = False,
     ``keeps``: the positions to KEEP instead of the gold ones (a content adapter's targets, ``content_keeps``);
     a kept non-gold message's reason says it is related to the query.
     """
+
     def reason(i: int, gold: bool, keep: bool) -> str:
         text = (KEEP_REASON if gold else RELATED_REASON) if keep else DROP_REASON
         return f"message {i}: {text}" if numbered else text
 
     contents = contents or {}
-    items = [{"op": "KEEP", "compressed_content": contents.get(p, history[p].text), "reason": reason(i, gold, True)}
-             if (gold if keeps is None else p in keeps)
-             else {"op": "DROP", "compressed_content": "", "reason": reason(i, gold, False)}
-             for i, (p, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1)]
+    items = [
+        {"op": "KEEP", "compressed_content": contents.get(p, history[p].text), "reason": reason(i, gold, True)}
+        if (gold if keeps is None else p in keeps)
+        else {"op": "DROP", "compressed_content": "", "reason": reason(i, gold, False)}
+        for i, (p, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1)
+    ]
     return json.dumps(items, ensure_ascii=False)
 
 
@@ -211,7 +222,7 @@ def gold_trace(prompt: WindowPrompt, history: History, keeps: set[int] | None = 
     for i, (pos, gold) in enumerate(zip(prompt.decision_positions, prompt.gold_labels), start=1):
         m = history[pos]
         keep = gold if keeps is None else pos in keeps
-        lines.append(f'{trace_head(i, m.role, m.text)} {"KEEP" if keep else "DROP"}')
+        lines.append(f"{trace_head(i, m.role, m.text)} {'KEEP' if keep else 'DROP'}")
     return "\n".join(lines + ["</think>"])
 
 
@@ -222,9 +233,14 @@ def trace_head(i: int, role: str, text: str) -> str:
     return f'{i}. {role}: "{quote}" ->'
 
 
-def gold_completion(prompt: WindowPrompt, history: History, trace: bool = False,
-                    numbered: bool = False, contents: dict[int, str] | None = None,
-                    keeps: set[int] | None = None) -> Completion:
+def gold_completion(
+    prompt: WindowPrompt,
+    history: History,
+    trace: bool = False,
+    numbered: bool = False,
+    contents: dict[int, str] | None = None,
+    keeps: set[int] | None = None,
+) -> Completion:
     target = gold_target(prompt, history, numbered=numbered, contents=contents, keeps=keeps)
     return completion(gold_trace(prompt, history, keeps) + "\n" + target if trace else target)
 
@@ -269,21 +285,32 @@ def judge(prompt: WindowPrompt, out: Completion, keep_reasoning: bool = False) -
     n_keep = sum(d.op == "KEEP" for d in verdict.decisions)
     dropped = [d.pos for d, gold in zip(verdict.decisions, prompt.gold_labels) if gold and d.op == "DROP"]
     if dropped:
-        return Annotation(DROPPED_GOLD, text, n_keep, len(verdict.decisions), has_think,
-                          f"gold position(s) {dropped} dropped")
+        return Annotation(
+            DROPPED_GOLD, text, n_keep, len(verdict.decisions), has_think, f"gold position(s) {dropped} dropped"
+        )
     return Annotation(OK, text, n_keep, len(verdict.decisions), has_think)
 
 
 def key_spans(prompt: WindowPrompt, history: History, question: Question) -> dict[int, str]:
     """``key_span`` of each gold message of a window, by position."""
-    return {p: key_span(history[p].text, question.answer, question.text)
-            for p, gold in zip(prompt.decision_positions, prompt.gold_labels) if gold}
+    return {
+        p: key_span(history[p].text, question.answer, question.text)
+        for p, gold in zip(prompt.decision_positions, prompt.gold_labels)
+        if gold
+    }
 
 
-def annotate(prompts: Sequence[WindowPrompt], histories: Sequence[History], client: LLMClient | None,
-             sampling: Sampling, trace: bool = False, numbered: bool = False,
-             keep_reasoning: bool = False, questions: Sequence[Question] | None = None,
-             keep: str = "verbatim") -> list[tuple[Completion, Annotation]]:
+def annotate(
+    prompts: Sequence[WindowPrompt],
+    histories: Sequence[History],
+    client: LLMClient | None,
+    sampling: Sampling,
+    trace: bool = False,
+    numbered: bool = False,
+    keep_reasoning: bool = False,
+    questions: Sequence[Question] | None = None,
+    keep: str = "verbatim",
+) -> list[tuple[Completion, Annotation]]:
     """Teacher outputs for many windows and their verdicts, in order.
 
     ``client`` None means the gold-label teacher (``histories[i]`` gives window i's texts; with
@@ -301,11 +328,17 @@ def annotate(prompts: Sequence[WindowPrompt], histories: Sequence[History], clie
     if keep != "verbatim" and (client is not None or questions is None or len(questions) != len(prompts)):
         raise ValueError(f"keep={keep!r} is the gold teacher's (client None) and needs each window's question")
     if client is None:
-        spans = ([key_spans(p, h, q) for p, h, q in zip(prompts, histories, questions)] if keep == "key_span"
-                 else [content_keeps(p, h, q) for p, h, q in zip(prompts, histories, questions)] if keep == "content"
-                 else [None] * len(prompts))
-        outs = [gold_completion(p, h, trace, numbered, c, set(c) if keep == "content" else None)
-                for p, h, c in zip(prompts, histories, spans)]
+        spans = (
+            [key_spans(p, h, q) for p, h, q in zip(prompts, histories, questions)]
+            if keep == "key_span"
+            else [content_keeps(p, h, q) for p, h, q in zip(prompts, histories, questions)]
+            if keep == "content"
+            else [None] * len(prompts)
+        )
+        outs = [
+            gold_completion(p, h, trace, numbered, c, set(c) if keep == "content" else None)
+            for p, h, c in zip(prompts, histories, spans)
+        ]
     else:
         outs = client.generate([list(p.messages) for p in prompts], sampling) if prompts else []
         if len(outs) != len(prompts):

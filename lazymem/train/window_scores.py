@@ -31,6 +31,7 @@ the row's gold labels, and the rates over them.
 >>> summarize(score_rows(rows, ["[]"]))["gold_keep_recall"]
 0.0
 """
+
 from __future__ import annotations
 
 import statistics
@@ -64,8 +65,12 @@ def row_answers(rows: Sequence[Mapping]) -> dict[tuple[str, str], tuple]:
     return out
 
 
-def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA,
-               answers: Mapping[tuple[str, str], tuple] | None = None) -> list[dict]:
+def score_rows(
+    rows: Sequence[Mapping],
+    outputs: Sequence[str],
+    eta: float = ETA,
+    answers: Mapping[tuple[str, str], tuple] | None = None,
+) -> list[dict]:
     """One record per window: gate verdicts, decisions counted against the gold labels, rewards; with
     ``answers`` (``row_answers``), the answer recall of what a gold window keeps."""
     from lazymem.answers import answer_recall
@@ -77,8 +82,11 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
         gold = [bool(g) for g in row["gold_labels"]]
         v = format_gate(raw, row["decision_positions"])
         texts = window_texts(row["prompt"]) if "prompt" in row else None
-        n_keep_decisions, n_rewritten = (count_rewritten(v.decisions, dict(zip(row["decision_positions"], texts)))
-                                         if texts is not None and len(texts) == len(gold) else (None, None))
+        n_keep_decisions, n_rewritten = (
+            count_rewritten(v.decisions, dict(zip(row["decision_positions"], texts)))
+            if texts is not None and len(texts) == len(gold)
+            else (None, None)
+        )
         ops = [d.op for d in v.decisions] if v.ok else []  # the gate returns decisions only when it passes
         kept = [op == "KEEP" for op in ops] if v.ok else [False] * len(gold)  # a failed window keeps nothing
         r_act = action_reward(ops, gold, eta) if v.ok else None
@@ -86,25 +94,43 @@ def score_rows(rows: Sequence[Mapping], outputs: Sequence[str], eta: float = ETA
         recall = {}
         if known is not None and any(gold) and texts is not None and len(texts) == len(gold):
             kept_text = " ".join(d.content for d in v.decisions if d.op == "KEEP") if v.ok else ""
-            recall = {"answer_recall": answer_recall(kept_text, *known),
-                      "answer_recall_shown": answer_recall(" ".join(t for t, g in zip(texts, gold) if g), *known)}
+            recall = {
+                "answer_recall": answer_recall(kept_text, *known),
+                "answer_recall_shown": answer_recall(" ".join(t for t, g in zip(texts, gold) if g), *known),
+            }
             if recall["answer_recall_shown"] is None:  # no answer tokens to look for (abstention, empty answer)
                 recall = {}
-        out.append({
-            "question_id": row.get("question_id"), "window_index": row.get("window_index"),
-            "n_messages": len(gold), "n_gold": sum(gold), "strict_gate": v.ok, "gate_fmt": v.fmt_ok,
-            "reason": v.reason, "n_decisions": len(v.decisions) if v.decisions else 0,
-            "n_keep": sum(kept), "gold_kept": sum(k and g for k, g in zip(kept, gold)),
-            "nongold_dropped": sum((not k) and (not g) for k, g in zip(kept, gold)),
-            "r_act": r_act, "reward": r_act if r_act is not None else 0.0,
-            "n_keep_decisions": n_keep_decisions, "n_rewritten": n_rewritten, "output": raw,
-            **({"kept_tokens": sum(count(d.content) for d in v.decisions if d.op == "KEEP") if v.ok else 0,
-                "extractive_tokens": _extractive_tokens(row, texts, count)}
-               if count is not None and texts is not None and len(texts) == len(gold) else {}),
-            **recall,
-            **({"style": row["style"]} if row.get("style") else {}),
-            **({"window_shape": list(row["window_shape"])} if row.get("window_shape") else {}),
-        })
+        out.append(
+            {
+                "question_id": row.get("question_id"),
+                "window_index": row.get("window_index"),
+                "n_messages": len(gold),
+                "n_gold": sum(gold),
+                "strict_gate": v.ok,
+                "gate_fmt": v.fmt_ok,
+                "reason": v.reason,
+                "n_decisions": len(v.decisions) if v.decisions else 0,
+                "n_keep": sum(kept),
+                "gold_kept": sum(k and g for k, g in zip(kept, gold)),
+                "nongold_dropped": sum((not k) and (not g) for k, g in zip(kept, gold)),
+                "r_act": r_act,
+                "reward": r_act if r_act is not None else 0.0,
+                "n_keep_decisions": n_keep_decisions,
+                "n_rewritten": n_rewritten,
+                "output": raw,
+                **(
+                    {
+                        "kept_tokens": sum(count(d.content) for d in v.decisions if d.op == "KEEP") if v.ok else 0,
+                        "extractive_tokens": _extractive_tokens(row, texts, count),
+                    }
+                    if count is not None and texts is not None and len(texts) == len(gold)
+                    else {}
+                ),
+                **recall,
+                **({"style": row["style"]} if row.get("style") else {}),
+                **({"window_shape": list(row["window_shape"])} if row.get("window_shape") else {}),
+            }
+        )
     return out
 
 
@@ -140,7 +166,9 @@ def summarize(records: Sequence[Mapping]) -> dict:
         return round(x / d, 6) if d else None
 
     return {
-        "windows": n, "gold_windows": sum(r["n_gold"] > 0 for r in records), "gold_messages": n_gold,
+        "windows": n,
+        "gold_windows": sum(r["n_gold"] > 0 for r in records),
+        "gold_messages": n_gold,
         "gate_fmt": rate(sum(r["gate_fmt"] for r in records), n),
         "strict_gate": rate(sum(r["strict_gate"] for r in records), n),
         "gold_keep_recall": rate(sum(r["gold_kept"] for r in records), n_gold),
@@ -151,9 +179,14 @@ def summarize(records: Sequence[Mapping]) -> dict:
         "n_keep_decisions": n_keeps if judged else None,
         "n_rewritten": sum(r["n_rewritten"] for r in judged) if judged else None,
         "rewritten_rate": rate(sum(r["n_rewritten"] for r in judged), n_keeps),
-        **({"kept_tokens": round(statistics.fmean(r["kept_tokens"] for r in records), 3),
-            "extractive_tokens": round(statistics.fmean(r["extractive_tokens"] for r in records), 3)}
-           if records and all("kept_tokens" in r for r in records) else {}),
+        **(
+            {
+                "kept_tokens": round(statistics.fmean(r["kept_tokens"] for r in records), 3),
+                "extractive_tokens": round(statistics.fmean(r["extractive_tokens"] for r in records), 3),
+            }
+            if records and all("kept_tokens" in r for r in records)
+            else {}
+        ),
         **_answer_rates(records),
         "failures": dict(sorted(Counter(r["reason"] for r in records if not r["strict_gate"]).items())),
         "by_size": by_size(records),
@@ -167,9 +200,11 @@ def _answer_rates(rs: Sequence[Mapping]) -> dict:
     judged = [r for r in rs if r.get("answer_recall") is not None]
     if not judged:
         return {}
-    return {"answer_windows": len(judged),
-            "answer_recall": round(statistics.fmean(r["answer_recall"] for r in judged), 6),
-            "answer_recall_shown": round(statistics.fmean(r["answer_recall_shown"] for r in judged), 6)}
+    return {
+        "answer_windows": len(judged),
+        "answer_recall": round(statistics.fmean(r["answer_recall"] for r in judged), 6),
+        "answer_recall_shown": round(statistics.fmean(r["answer_recall_shown"] for r in judged), 6),
+    }
 
 
 def by_group(records: Sequence[Mapping], key: str) -> dict:
@@ -183,21 +218,27 @@ def by_group(records: Sequence[Mapping], key: str) -> dict:
     {'1,4,3': {'windows': 1, 'gold_windows': 1, 'gate_fmt': 1.0, 'gold_keep_recall': 1.0, 'nongold_drop_rate': 1.0}, \
 '2,8,7': {'windows': 1, 'gold_windows': 0, 'gate_fmt': 0.0, 'gold_keep_recall': None, 'nongold_drop_rate': 0.0}}
     """
+
     def name(r: Mapping) -> str:
         v = r.get(key)
         return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
 
-    return {value: _group_rates([r for r in records if name(r) == value], nongold=True)
-            for value in sorted({name(r) for r in records})}
+    return {
+        value: _group_rates([r for r in records if name(r) == value], nongold=True)
+        for value in sorted({name(r) for r in records})
+    }
 
 
 def _group_rates(rs: Sequence[Mapping], nongold: bool) -> dict:
     """Windows, gold windows, Gate Fmt. and gold-keep recall of one group of window records (and, with
     ``nongold``, the non-gold drop rate)."""
     n_gold = sum(r["n_gold"] for r in rs)
-    out = {"windows": len(rs), "gold_windows": sum(r["n_gold"] > 0 for r in rs),
-           "gate_fmt": round(sum(r["gate_fmt"] for r in rs) / len(rs), 6),
-           "gold_keep_recall": round(sum(r["gold_kept"] for r in rs) / n_gold, 6) if n_gold else None}
+    out = {
+        "windows": len(rs),
+        "gold_windows": sum(r["n_gold"] > 0 for r in rs),
+        "gate_fmt": round(sum(r["gate_fmt"] for r in rs) / len(rs), 6),
+        "gold_keep_recall": round(sum(r["gold_kept"] for r in rs) / n_gold, 6) if n_gold else None,
+    }
     if nongold:
         n_rest = sum(r["n_messages"] - r["n_gold"] for r in rs)
         out["nongold_drop_rate"] = round(sum(r["nongold_dropped"] for r in rs) / n_rest, 6) if n_rest else None
@@ -216,5 +257,7 @@ def by_size(records: Sequence[Mapping]) -> dict:
     {'5': {'windows': 1, 'gold_windows': 0, 'gate_fmt': 0.0, 'gold_keep_recall': None}, \
 '8': {'windows': 1, 'gold_windows': 1, 'gate_fmt': 1.0, 'gold_keep_recall': 1.0}}
     """
-    return {str(size): _group_rates([r for r in records if r["n_messages"] == size], nongold=False)
-            for size in sorted({r["n_messages"] for r in records})}
+    return {
+        str(size): _group_rates([r for r in records if r["n_messages"] == size], nongold=False)
+        for size in sorted({r["n_messages"] for r in records})
+    }

@@ -13,6 +13,7 @@ one is flagged, not shown). Then ``table.md`` (``heldout.table_markdown``) and `
 >>> ident["data"], ident["limit"], "batch_windows" in ident, "thinking_budget" in ident["mpm"]
 ('pairs.jsonl', 40, False, False)
 """
+
 from __future__ import annotations
 
 import json
@@ -45,16 +46,22 @@ class WindowTableConfig:
     """Rows (models) x sets (held-out pair files): the keys of an ``eval-windows`` YAML recipe."""
 
     sets: Mapping[str, str] = field(default_factory=dict, metadata=h("name -> JSONL of held-out query-window pairs"))
-    rows: Mapping[str, Mapping] = field(default_factory=dict, metadata=h(
-        "name -> {mpm: LLMConfig keys, structured: bool, sampling: Sampling keys}"))
+    rows: Mapping[str, Mapping] = field(
+        default_factory=dict, metadata=h("name -> {mpm: LLMConfig keys, structured: bool, sampling: Sampling keys}")
+    )
     only: tuple[str, ...] = field(default=(), metadata=h("run only these rows (empty = all)"))
-    only_sets: tuple[str, ...] = field(default=(), metadata=h(
-        "run only on these sets (empty = all); finished cells of every set stay in the table"))
+    only_sets: tuple[str, ...] = field(
+        default=(), metadata=h("run only on these sets (empty = all); finished cells of every set stay in the table")
+    )
     limit: int | None = field(default=40, metadata=h("balanced windows per set (None = all)"))
     seed: int = field(default=0, metadata=h("seed of the subset: every row sees the same windows"))
     output_dir: str = field(default="runs/eval_windows", metadata=h("<set>/<row>/summary.json and table.md"))
-    executor: Any = field(default=None, metadata=h(
-        "where cells run: inline (default), local or slurm, or lazymem.jobs.JobsConfig keys (partition, ...)"))
+    executor: Any = field(
+        default=None,
+        metadata=h(
+            "where cells run: inline (default), local or slurm, or lazymem.jobs.JobsConfig keys (partition, ...)"
+        ),
+    )
 
     def __post_init__(self):
         from lazymem.jobs import JobsConfig
@@ -166,16 +173,32 @@ def run_window_table(config: WindowTableConfig, progress: bool = True, command: 
     from lazymem.sweep import Cell, Jobs, run_cells, write_table
 
     out = Path(config.output_dir)
-    cells = [Cell((s, r), out / s / r, config.row_config(r, data), config.selected(s, r), (RECORDS_FILE, SUMMARY_FILE))
-             for s, data in config.sets.items() for r in config.rows]
-    jobs = None if config.executor.inline else Jobs(
-        config.executor, out, tasks=lambda cell, changes: [Task(cell.key, cell.folder, run_cell, (cell.spec,
-                                                                                                 cell.folder))],
-        command=tuple(command or (Path(sys.argv[0]).name, *sys.argv[1:])), only_index=1)
-    outcomes = run_cells(cells, check=lambda cell: cell_changes(cell.folder, cell.spec),
-                         run=lambda cell, changes: run_cell(cell.spec, cell.folder, progress),
-                         load=lambda cell: _read_summary(cell.folder), progress="lines" if progress else None,
-                         catch=jobs is not None, label="eval-windows", jobs=jobs)
+    cells = [
+        Cell((s, r), out / s / r, config.row_config(r, data), config.selected(s, r), (RECORDS_FILE, SUMMARY_FILE))
+        for s, data in config.sets.items()
+        for r in config.rows
+    ]
+    jobs = (
+        None
+        if config.executor.inline
+        else Jobs(
+            config.executor,
+            out,
+            tasks=lambda cell, changes: [Task(cell.key, cell.folder, run_cell, (cell.spec, cell.folder))],
+            command=tuple(command or (Path(sys.argv[0]).name, *sys.argv[1:])),
+            only_index=1,
+        )
+    )
+    outcomes = run_cells(
+        cells,
+        check=lambda cell: cell_changes(cell.folder, cell.spec),
+        run=lambda cell, changes: run_cell(cell.spec, cell.folder, progress),
+        load=lambda cell: _read_summary(cell.folder),
+        progress="lines" if progress else None,
+        catch=jobs is not None,
+        label="eval-windows",
+        jobs=jobs,
+    )
     table: dict[str, dict[str, dict]] = {}
     for o in outcomes:
         if o.shown or o.status in ("stale", "failed"):

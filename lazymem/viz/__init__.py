@@ -20,6 +20,7 @@ Modules:
 - ``save``: ``save_figures``/``save_figure`` write ``figures/<name>.html`` (plotly.js written
   once beside them: renders offline) and ``figures/<name>.png`` (kaleido, which needs a Chromium).
 """
+
 from lazymem.viz.explorer import explorer_view, window_explorer_html
 from lazymem.viz.figures import (
     all_at_k_vs_w,
@@ -43,10 +44,31 @@ from lazymem.viz.training import (
 )
 
 __all__ = [
-    "explorer_view", "window_explorer_html", "all_at_k_vs_w", "attribution_bars", "history_stats",
+    "explorer_view",
+    "window_explorer_html",
+    "all_at_k_vs_w",
+    "attribution_bars",
+    "history_stats",
     "method_comparison",
-    "split_table_fig", "type_counts", "window_length_hist", "window_strip", "COLORS", "GOLD_COLOR", "HIT_COLOR",
-    "STATE_CODE", "STATE_LABELS", "cell_states", "window_records", "PNG_FIX", "save_figure", "save_figures",
-    "keep_drop_balance", "keep_probe_roc", "length_histograms", "message_length_ranges", "training_curves",
-    "pareto_figure", "pareto_front",
+    "split_table_fig",
+    "type_counts",
+    "window_length_hist",
+    "window_strip",
+    "COLORS",
+    "GOLD_COLOR",
+    "HIT_COLOR",
+    "STATE_CODE",
+    "STATE_LABELS",
+    "cell_states",
+    "window_records",
+    "PNG_FIX",
+    "save_figure",
+    "save_figures",
+    "keep_drop_balance",
+    "keep_probe_roc",
+    "length_histograms",
+    "message_length_ranges",
+    "training_curves",
+    "pareto_figure",
+    "pareto_front",
 ]

@@ -1,4 +1,5 @@
 """A static HTML view of one question's windows (original beside compressed text), for executed notebooks."""
+
 from __future__ import annotations
 
 import html
@@ -31,8 +32,15 @@ def _esc(x: Any) -> str:
     return html.escape(str(x))
 
 
-def window_explorer_html(history: Any, records: Sequence[Any], question: Any = None, memory: Any = None,
-                         answer: str | None = None, judge: Any = None, title: str | None = None) -> str:
+def window_explorer_html(
+    history: Any,
+    records: Sequence[Any],
+    question: Any = None,
+    memory: Any = None,
+    answer: str | None = None,
+    judge: Any = None,
+    title: str | None = None,
+) -> str:
     """A self-contained HTML view of one question's windows, for executed notebooks.
 
     One table per window: position, speaker and time, the original text beside the
@@ -63,9 +71,11 @@ def window_explorer_html(history: Any, records: Sequence[Any], question: Any = N
     if question is not None:
         ev = ", ".join(str(p) for p in sorted(qgold)) or "none"
         qtype, qtext = get_field(question, "type", ""), get_field(question, "text", "")
-        parts.append(f"<div><b>[{_esc(qtype)}]</b> {_esc(qtext)}</div>"
-                     f"<div>gold answer: <i>{_esc(get_field(question, 'answer', ''))}</i> · "
-                     f"asked {_esc(get_field(question, 'query_time', '') or '?')} · gold evidence: {ev}</div>")
+        parts.append(
+            f"<div><b>[{_esc(qtype)}]</b> {_esc(qtext)}</div>"
+            f"<div>gold answer: <i>{_esc(get_field(question, 'answer', ''))}</i> · "
+            f"asked {_esc(get_field(question, 'query_time', '') or '?')} · gold evidence: {ev}</div>"
+        )
     n_ok = sum(1 for r in records if r["verdict"] is None or r["verdict"]["ok"])
     parts.append(f"<div>{len(records)} windows, {n_ok} passed the gate (or were not gated)</div>")
     for i, rec in enumerate(records):
@@ -80,16 +90,24 @@ def window_explorer_html(history: Any, records: Sequence[Any], question: Any = N
             vtxt = f'<span class="failv">gate failed: {_esc(v["reason"])}</span> {_esc(v.get("detail", ""))}'
         kept = sum(1 for s, _ in states.values() if s == "KEEP")
         parts.append(f"<h4>{_esc(window_label(i, rec))} · {vtxt} · {kept} kept of {len(states)}</h4>")
-        parts.append('<table><colgroup><col style="width:11%"><col style="width:41%"><col style="width:7%">'
-                     '<col style="width:41%"></colgroup><tr><th>message</th><th>original</th><th>decision</th>'
-                     "<th>compressed</th></tr>")
+        parts.append(
+            '<table><colgroup><col style="width:11%"><col style="width:41%"><col style="width:7%">'
+            '<col style="width:41%"></colgroup><tr><th>message</th><th>original</th><th>decision</th>'
+            "<th>compressed</th></tr>"
+        )
         for p, (state, content) in states.items():
             m = history[p]
-            badges = ("".join(['<span class="badge hit">HIT</span>' if p in rec["hits"] else "",
-                               '<span class="badge gold">GOLD</span>' if p in gold else ""]))
-            parts.append(f'<tr class="{state}"><td>{badges}<b>{p}</b> {_esc(m.role)}<br><small>'
-                         f"{_esc(m.timestamp)}</small></td><td>{_esc(m.text)}</td>"
-                         f'<td class="op">{_esc(STATE_LABELS[state])}</td><td>{_esc(content)}</td></tr>')
+            badges = "".join(
+                [
+                    '<span class="badge hit">HIT</span>' if p in rec["hits"] else "",
+                    '<span class="badge gold">GOLD</span>' if p in gold else "",
+                ]
+            )
+            parts.append(
+                f'<tr class="{state}"><td>{badges}<b>{p}</b> {_esc(m.role)}<br><small>'
+                f"{_esc(m.timestamp)}</small></td><td>{_esc(m.text)}</td>"
+                f'<td class="op">{_esc(STATE_LABELS[state])}</td><td>{_esc(content)}</td></tr>'
+            )
         parts.append("</table>")
     if memory is not None:
         text = memory if isinstance(memory, str) else "\n".join(map(str, memory))
@@ -106,6 +124,12 @@ def explorer_view(view: Mapping) -> tuple[Any, str]:
     """The strip figure and the explorer HTML for one question's view
     (``lazymem.notebooks.explore_question``: question, history, records, memory, answer, judge)."""
     fig = window_strip(view["history"], view["records"], question=view["question"])
-    page = window_explorer_html(view["history"], view["records"], view["question"], memory=view.get("memory"),
-                                answer=view.get("answer"), judge=view.get("judge"))
+    page = window_explorer_html(
+        view["history"],
+        view["records"],
+        view["question"],
+        memory=view.get("memory"),
+        answer=view.get("answer"),
+        judge=view.get("judge"),
+    )
     return fig, page

@@ -3,6 +3,7 @@
 Every function returns a ``plotly.graph_objects.Figure`` and imports plotly inside itself,
 so ``import lazymem.viz`` stays cheap.
 """
+
 from __future__ import annotations
 
 import html
@@ -29,8 +30,13 @@ def _wrap(text: str, width: int = 70, limit: int = 700) -> str:
     return "<br>".join(textwrap.wrap(html.escape(text), width)) or "(empty)"
 
 
-def window_strip(history: Any, windows: Sequence[Any], decisions: Sequence[Any] | None = None,
-                 gate: Sequence[Any] | None = None, question: Any = None):
+def window_strip(
+    history: Any,
+    windows: Sequence[Any],
+    decisions: Sequence[Any] | None = None,
+    gate: Sequence[Any] | None = None,
+    question: Any = None,
+):
     """One row of message cells per window, coloured KEEP / DROP / gate failure / not processed.
 
     Row i is window W_i (label: merged.sub id and its position range); its cells are the
@@ -62,9 +68,11 @@ def window_strip(history: Any, windows: Sequence[Any], decisions: Sequence[Any] 
             z[i][j] = STATE_CODE[state]
             text[i][j] = str(p)
             marks = " ".join(x for x, on in (("HIT", p in rec["hits"]), ("GOLD", p in gold)) if on)
-            tip = (f"<b>pos {p}</b> {html.escape(str(m.id))} · {html.escape(str(m.role))} · "
-                   f"{html.escape(str(m.timestamp))} {marks}<br>{_wrap(m.text)}"
-                   f"<br><b>{STATE_LABELS[state]}</b>")
+            tip = (
+                f"<b>pos {p}</b> {html.escape(str(m.id))} · {html.escape(str(m.role))} · "
+                f"{html.escape(str(m.timestamp))} {marks}<br>{_wrap(m.text)}"
+                f"<br><b>{STATE_LABELS[state]}</b>"
+            )
             if state == "KEEP":
                 tip += f": {_wrap(content)}"
             elif state == "fail":
@@ -80,34 +88,79 @@ def window_strip(history: Any, windows: Sequence[Any], decisions: Sequence[Any] 
     scale = []
     for state, code in sorted(STATE_CODE.items(), key=lambda kv: kv[1]):
         scale += [[code / 4, COLORS[state]], [(code + 1) / 4, COLORS[state]]]
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(width)), y=list(range(len(records))), text=text, texttemplate="%{text}",
-        textfont=dict(size=10), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
-        colorscale=scale, zmin=-0.5, zmax=3.5, showscale=False, xgap=3, ygap=3, hoverongaps=False))
-    fig.add_trace(go.Scatter(x=hits[0], y=hits[1], mode="markers", name="retrieved (hit)", hoverinfo="skip",
-                             marker=dict(symbol="circle-open", size=21, color=HIT_COLOR, line=dict(width=1.5))))
-    fig.add_trace(go.Scatter(x=golds[0], y=golds[1], mode="markers", name="gold evidence", hoverinfo="skip",
-                             marker=dict(symbol="star", size=11, color=GOLD_COLOR, line=dict(width=1, color="#555"))))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=list(range(width)),
+            y=list(range(len(records))),
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=10),
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale=scale,
+            zmin=-0.5,
+            zmax=3.5,
+            showscale=False,
+            xgap=3,
+            ygap=3,
+            hoverongaps=False,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=hits[0],
+            y=hits[1],
+            mode="markers",
+            name="retrieved (hit)",
+            hoverinfo="skip",
+            marker=dict(symbol="circle-open", size=21, color=HIT_COLOR, line=dict(width=1.5)),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=golds[0],
+            y=golds[1],
+            mode="markers",
+            name="gold evidence",
+            hoverinfo="skip",
+            marker=dict(symbol="star", size=11, color=GOLD_COLOR, line=dict(width=1, color="#555")),
+        )
+    )
     for state in ("KEEP", "DROP", "fail", "none"):  # legend entries for the heatmap colours
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=STATE_LABELS[state],
-                                 marker=dict(symbol="square", size=12, color=COLORS[state],
-                                             line=dict(width=1, color="#888"))))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=STATE_LABELS[state],
+                marker=dict(symbol="square", size=12, color=COLORS[state], line=dict(width=1, color="#888")),
+            )
+        )
     title = f"{len(records)} windows"
     if question is not None:
         qtext = str(get_field(question, "text", ""))
         qtext = qtext[:90] + ("..." if len(qtext) > 90 else "")
         qid, qtype = (html.escape(str(get_field(question, f, ""))) for f in ("id", "type"))
-        title = (f"{qid} [{qtype}] "
-                 f"{html.escape(qtext)} ({len(records)} windows)")
+        title = f"{qid} [{qtype}] {html.escape(qtext)} ({len(records)} windows)"
     fig.update_layout(
         title=dict(text=title, font=dict(size=14), x=0.01, y=0.985, yref="container", yanchor="top"),
-        template="plotly_white", plot_bgcolor="white",
-        height=150 + 34 * max(len(records), 1), margin=dict(l=10, r=10, t=95, b=40),
+        template="plotly_white",
+        plot_bgcolor="white",
+        height=150 + 34 * max(len(records), 1),
+        margin=dict(l=10, r=10, t=95, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, font=dict(size=11)),
-        xaxis=dict(title="message in window", tickvals=list(range(width)), range=[-0.5, width - 0.5],
-                   showgrid=False, zeroline=False),
-        yaxis=dict(tickvals=list(range(len(records))), ticktext=labels, autorange="reversed",
-                   showgrid=False, zeroline=False))
+        xaxis=dict(
+            title="message in window",
+            tickvals=list(range(width)),
+            range=[-0.5, width - 0.5],
+            showgrid=False,
+            zeroline=False,
+        ),
+        yaxis=dict(
+            tickvals=list(range(len(records))), ticktext=labels, autorange="reversed", showgrid=False, zeroline=False
+        ),
+    )
     return fig
 
 
@@ -118,8 +171,10 @@ def _series(coverage: Mapping) -> dict[str, dict[int, float]]:
         nested = {str(name): v.get("all_at_k", v) for name, v in coverage.items()}
     else:
         nested = {"this run": coverage}
-    return {name: {int(w): v for w, v in sorted(s.items(), key=lambda kv: int(kv[0])) if v is not None}
-            for name, s in nested.items()}
+    return {
+        name: {int(w): v for w, v in sorted(s.items(), key=lambda kv: int(kv[0])) if v is not None}
+        for name, s in nested.items()
+    }
 
 
 def all_at_k_vs_w(coverage_by_w: Mapping, paper: Mapping | None = None, k: int = 50):
@@ -136,17 +191,40 @@ def all_at_k_vs_w(coverage_by_w: Mapping, paper: Mapping | None = None, k: int =
 
     fig = go.Figure()
     for name, s in _series(coverage_by_w).items():
-        fig.add_trace(go.Scatter(x=list(s), y=list(s.values()), mode="lines+markers+text", name=name,
-                                 text=[f"{v:.3f}" for v in s.values()], textposition="top center"))
+        fig.add_trace(
+            go.Scatter(
+                x=list(s),
+                y=list(s.values()),
+                mode="lines+markers+text",
+                name=name,
+                text=[f"{v:.3f}" for v in s.values()],
+                textposition="top center",
+            )
+        )
     if paper is not None and not isinstance(paper, Mapping):
-        raise TypeError(f"paper={paper!r}: pass None or a {{name: {{w: value}}}} mapping, e.g. "
-                        "lazymem.eval.paper.all_at_50_reference('locomo')")
+        raise TypeError(
+            f"paper={paper!r}: pass None or a {{name: {{w: value}}}} mapping, e.g. "
+            "lazymem.eval.paper.all_at_50_reference('locomo')"
+        )
     for name, s in (paper or {}).items():
-        fig.add_trace(go.Scatter(x=list(s), y=list(s.values()), mode="lines+markers", name=name,
-                                 line=dict(dash="dash"), marker=dict(symbol="x")))
-    fig.update_layout(template="plotly_white", title=f"Evidence coverage All@{k} vs window radius w",
-                      xaxis=dict(title="window radius w", dtick=1), yaxis=dict(title=f"All@{k}", range=[0, 1.05]),
-                      height=420, margin=dict(l=10, r=10, t=50, b=40))
+        fig.add_trace(
+            go.Scatter(
+                x=list(s),
+                y=list(s.values()),
+                mode="lines+markers",
+                name=name,
+                line=dict(dash="dash"),
+                marker=dict(symbol="x"),
+            )
+        )
+    fig.update_layout(
+        template="plotly_white",
+        title=f"Evidence coverage All@{k} vs window radius w",
+        xaxis=dict(title="window radius w", dtick=1),
+        yaxis=dict(title=f"All@{k}", range=[0, 1.05]),
+        height=420,
+        margin=dict(l=10, r=10, t=50, b=40),
+    )
     return fig
 
 
@@ -170,12 +248,16 @@ def window_length_hist(windows_by_question: Mapping[str, Sequence[Any]]):
     per_q = [len(ws) for ws in windows_by_question.values()]
     mean_p = sum(per_q) / len(per_q) if per_q else 0.0
     mean_len = sum(lengths) / len(lengths) if lengths else 0.0
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"messages per window (mean {mean_len:.2f})",
-                                                        f"windows per question P (mean {mean_p:.2f})"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=(f"messages per window (mean {mean_len:.2f})", f"windows per question P (mean {mean_p:.2f})"),
+    )
     fig.add_trace(go.Histogram(x=lengths, xbins=dict(size=1), name="window length", marker_color="#4c78a8"), 1, 1)
     fig.add_trace(go.Histogram(x=per_q, xbins=dict(size=1), name="P", marker_color="#f58518"), 1, 2)
-    fig.update_layout(template="plotly_white", showlegend=False, height=360, bargap=0.1,
-                      margin=dict(l=10, r=10, t=50, b=40))
+    fig.update_layout(
+        template="plotly_white", showlegend=False, height=360, bargap=0.1, margin=dict(l=10, r=10, t=50, b=40)
+    )
     fig.update_xaxes(title_text="messages", row=1, col=1)
     fig.update_xaxes(title_text="windows", row=1, col=2)
     fig.update_yaxes(title_text="count", row=1, col=1)
@@ -187,10 +269,23 @@ def type_counts(summary: Mapping):
     import plotly.graph_objects as go
 
     counts = summary["questions_by_type"]
-    fig = go.Figure(go.Bar(x=list(counts), y=list(counts.values()), text=list(counts.values()),
-                           textposition="outside", marker_color="#4c78a8"))
-    fig.update_layout(template="plotly_white", title=f"Questions by type: {summary.get('name', '')}",
-                      xaxis_title="type", yaxis_title="questions", height=380, margin=dict(l=10, r=10, t=50, b=40))
+    fig = go.Figure(
+        go.Bar(
+            x=list(counts),
+            y=list(counts.values()),
+            text=list(counts.values()),
+            textposition="outside",
+            marker_color="#4c78a8",
+        )
+    )
+    fig.update_layout(
+        template="plotly_white",
+        title=f"Questions by type: {summary.get('name', '')}",
+        xaxis_title="type",
+        yaxis_title="questions",
+        height=380,
+        margin=dict(l=10, r=10, t=50, b=40),
+    )
     return fig
 
 
@@ -200,16 +295,24 @@ def split_table_fig(counts_by_type: Mapping[str, Mapping[str, int]], title: str 
 
     cols = ("total", "train", "validation", "test")
     rows = sorted(counts_by_type)
-    cells = [rows + ["total"]] + [[counts_by_type[t].get(c, 0) for t in rows]
-                                 + [sum(counts_by_type[t].get(c, 0) for t in rows)] for c in cols]
-    fig = go.Figure(go.Table(header=dict(values=["type", *cols], fill_color="#4c78a8", font=dict(color="white")),
-                             cells=dict(values=cells, align=["left"] + ["right"] * len(cols))))
+    cells = [rows + ["total"]] + [
+        [counts_by_type[t].get(c, 0) for t in rows] + [sum(counts_by_type[t].get(c, 0) for t in rows)] for c in cols
+    ]
+    fig = go.Figure(
+        go.Table(
+            header=dict(values=["type", *cols], fill_color="#4c78a8", font=dict(color="white")),
+            cells=dict(values=cells, align=["left"] + ["right"] * len(cols)),
+        )
+    )
     fig.update_layout(title=title, height=80 + 30 * (len(rows) + 2), margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
-def history_stats(history_lengths: Mapping[str, int] | Sequence[int], evidence_per_question: Sequence[int],
-                  evidence_relpos: Sequence[float] | None = None):
+def history_stats(
+    history_lengths: Mapping[str, int] | Sequence[int],
+    evidence_per_question: Sequence[int],
+    evidence_relpos: Sequence[float] | None = None,
+):
     """Histograms: messages per history, gold messages per question, and (optionally)
     where gold evidence sits in its history (0 = first message, 1 = last)."""
     import plotly.graph_objects as go
@@ -223,10 +326,12 @@ def history_stats(history_lengths: Mapping[str, int] | Sequence[int], evidence_p
     fig.add_trace(go.Histogram(x=lengths, marker_color="#4c78a8"), 1, 1)
     fig.add_trace(go.Histogram(x=list(evidence_per_question), xbins=dict(size=1), marker_color="#f58518"), 1, 2)
     if evidence_relpos is not None:
-        fig.add_trace(go.Histogram(x=list(evidence_relpos), xbins=dict(start=0, end=1, size=0.1),
-                                   marker_color="#54a24b"), 1, 3)
-    fig.update_layout(template="plotly_white", showlegend=False, height=340, bargap=0.1,
-                      margin=dict(l=10, r=10, t=50, b=40))
+        fig.add_trace(
+            go.Histogram(x=list(evidence_relpos), xbins=dict(start=0, end=1, size=0.1), marker_color="#54a24b"), 1, 3
+        )
+    fig.update_layout(
+        template="plotly_white", showlegend=False, height=340, bargap=0.1, margin=dict(l=10, r=10, t=50, b=40)
+    )
     return fig
 
 
@@ -240,10 +345,19 @@ def method_comparison(rows: Sequence[Mapping], metric: str = "score", title: str
     fig = go.Figure()
     for m in methods:
         vals = {r["type"]: r.get(metric) for r in rows if r["method"] == m}
-        fig.add_bar(name=m, x=types, y=[vals.get(t) for t in types],
-                    text=[None if vals.get(t) is None else f"{vals[t]:.2f}" for t in types])
-    fig.update_layout(barmode="group", title=title or f"{metric} by question type and method",
-                      yaxis_title=metric, xaxis_title="question type", template="plotly_white")
+        fig.add_bar(
+            name=m,
+            x=types,
+            y=[vals.get(t) for t in types],
+            text=[None if vals.get(t) is None else f"{vals[t]:.2f}" for t in types],
+        )
+    fig.update_layout(
+        barmode="group",
+        title=title or f"{metric} by question type and method",
+        yaxis_title=metric,
+        xaxis_title="question type",
+        template="plotly_white",
+    )
     return fig
 
 
@@ -259,14 +373,33 @@ def attribution_bars(attributions: Mapping[str, Mapping], title: str = "Wrong an
     systems = list(attributions)
     if not systems:
         raise ValueError("attribution_bars: no systems given")
-    fig = make_subplots(rows=1, cols=len(systems), shared_yaxes=True,
-                        subplot_titles=[f"{s} ({a['wrong']}/{a['questions']} wrong)" for s, a in attributions.items()])
+    fig = make_subplots(
+        rows=1,
+        cols=len(systems),
+        shared_yaxes=True,
+        subplot_titles=[f"{s} ({a['wrong']}/{a['questions']} wrong)" for s, a in attributions.items()],
+    )
     for col, a in enumerate(attributions.values(), start=1):
         types = list(a["by_type"]) or ["(none wrong)"]
         for stage, color in STAGE_COLORS.items():
             y = [a["by_type"].get(t, {}).get(stage, 0) for t in types]
-            fig.add_bar(x=types, y=y, name=stage, marker_color=color, legendgroup=stage, showlegend=col == 1,
-                        text=[v or None for v in y], row=1, col=col)
-    fig.update_layout(barmode="stack", title=title, template="plotly_white", yaxis_title="wrong answers",
-                      width=max(520, 300 * len(systems)), height=420)
+            fig.add_bar(
+                x=types,
+                y=y,
+                name=stage,
+                marker_color=color,
+                legendgroup=stage,
+                showlegend=col == 1,
+                text=[v or None for v in y],
+                row=1,
+                col=col,
+            )
+    fig.update_layout(
+        barmode="stack",
+        title=title,
+        template="plotly_white",
+        yaxis_title="wrong answers",
+        width=max(520, 300 * len(systems)),
+        height=420,
+    )
     return fig

@@ -19,6 +19,7 @@ paper's latency protocol) into those rows, so the latency panel can show them.
 >>> pareto_front([("a", 10, 0.5), ("b", 100, 0.9), ("c", 50, 0.4)])
 ['a', 'b']
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -45,8 +46,14 @@ def _frontier_xy(points: Sequence[tuple[str, float, float]]) -> tuple[list[float
 POSITIONS = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
 
 
-def label_positions(xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], logx: bool = False,
-                    char_w: float = 0.018, line_h: float = 0.07) -> list[str]:
+def label_positions(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    texts: Sequence[str],
+    logx: bool = False,
+    char_w: float = 0.018,
+    line_h: float = 0.07,
+) -> list[str]:
     """A plotly ``textposition`` per point so that labels overlap as little as possible.
 
     Greedy, in order of x: each label takes the first of ``POSITIONS`` whose box (in axis
@@ -80,8 +87,9 @@ def label_positions(xs: Sequence[float], ys: Sequence[float], texts: Sequence[st
         return (max(0.0, -0.05 - b[0]) + max(0.0, b[1] - 1.05)) * line_h
 
     for i in sorted(range(len(xs)), key=lambda k: (nx[k], ny[k])):
-        costs = [sum(overlap(box(i, p), b) for j, b in enumerate(boxes) if j != i) + outside(box(i, p))
-                 for p in POSITIONS]
+        costs = [
+            sum(overlap(box(i, p), b) for j, b in enumerate(boxes) if j != i) + outside(box(i, p)) for p in POSITIONS
+        ]
         best = POSITIONS[costs.index(min(costs))]
         out[i] = best
         boxes.append(box(i, best))
@@ -129,17 +137,28 @@ def bench_latency_rows(rows: Sequence[Mapping], benches: Mapping[str, Mapping]) 
             out.append(dict(r))
             continue
         if b.get("method") and r.get("method") and b["method"] != r["method"]:
-            raise ConfigError(f"bench_latency_rows: row {r['system']!r} is method {r['method']!r}, "
-                             f"its bench timed {b['method']!r}")
+            raise ConfigError(
+                f"bench_latency_rows: row {r['system']!r} is method {r['method']!r}, its bench timed {b['method']!r}"
+            )
         p = b.get("protocol") or {}
-        out.append({**r, "latency_s": {k: dict(b["stages"][k]) for k in LATENCY_STAGES},
-                    "latency_source": f"bench latency: {p.get('warmup_runs')} warm-up runs discarded, "
-                                      f"statistics over {p.get('measured_runs')}"})
+        out.append(
+            {
+                **r,
+                "latency_s": {k: dict(b["stages"][k]) for k in LATENCY_STAGES},
+                "latency_source": f"bench latency: {p.get('warmup_runs')} warm-up runs discarded, "
+                f"statistics over {p.get('measured_runs')}",
+            }
+        )
     return out
 
 
-def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapping[str, Mapping] | None = None,
-                  title: str = "Accuracy-efficiency trade-offs", metric_label: str | None = None):
+def pareto_figure(
+    rows: Sequence[Mapping],
+    metric: str = "score",
+    reported: Mapping[str, Mapping] | None = None,
+    title: str = "Accuracy-efficiency trade-offs",
+    metric_label: str | None = None,
+):
     """The figure (see the module docstring); rows without a score are skipped (in the evidence
     panel: rows without evidence recall).
 
@@ -163,8 +182,11 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
             pts_tok.append((point_name(r), float(tok), float(score)))
         if lat.get("mean") is not None:
             pts_lat.append((point_name(r), float(lat["mean"]), float(score), lat.get("median"), lat.get("p95")))
-    rep = [(n, float(v["tokens"]), float(v["lj"])) for n, v in (reported or {}).items()
-           if v.get("tokens") and v.get("lj") is not None]
+    rep = [
+        (n, float(v["tokens"]), float(v["lj"]))
+        for n, v in (reported or {}).items()
+        if v.get("tokens") and v.get("lj") is not None
+    ]
     apart = bool(rep and pts_tok) and min(p[2] for p in rep) > 2 * max(max(p[2] for p in pts_tok), 1e-9)
     titles = [f"{label} vs answer-context memory tokens", f"{label} vs mean end-to-end latency (bars P50-P95)"]
     if pts_ev:
@@ -178,28 +200,47 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
         _points(fig, pts_tok, "measured", "#1f77b4", 1, "tokens")
     if rep:
         text = [f"{p[0]} (reported)" for p in rep]
-        fig.add_scatter(x=[p[1] for p in rep], y=[p[2] for p in rep], mode="markers+text", name="paper (reported)",
-                        text=text, cliponaxis=False,
-                        textposition=label_positions([p[1] for p in rep], [p[2] for p in rep], text, logx=True,
-                                                     char_w=0.011 if not apart else 0.02),
-                        textfont=dict(color="#888", size=9),
-                        marker=dict(size=9, color="rgba(0,0,0,0)", line=dict(color="#888", width=1.5)),
-                        row=1, col=col_rep if apart else 1)
+        fig.add_scatter(
+            x=[p[1] for p in rep],
+            y=[p[2] for p in rep],
+            mode="markers+text",
+            name="paper (reported)",
+            text=text,
+            cliponaxis=False,
+            textposition=label_positions(
+                [p[1] for p in rep], [p[2] for p in rep], text, logx=True, char_w=0.011 if not apart else 0.02
+            ),
+            textfont=dict(color="#888", size=9),
+            marker=dict(size=9, color="rgba(0,0,0,0)", line=dict(color="#888", width=1.5)),
+            row=1,
+            col=col_rep if apart else 1,
+        )
     if pts_lat:
         text = [p[0] for p in pts_lat]
         fig.add_scatter(
-            x=[p[1] for p in pts_lat], y=[p[2] for p in pts_lat], mode="markers+text", showlegend=False,
-            text=text, textposition=label_positions([p[1] for p in pts_lat], [p[2] for p in pts_lat], text),
-            customdata=[f"mean {p[1]:.2f} s" for p in pts_lat], cliponaxis=False,
+            x=[p[1] for p in pts_lat],
+            y=[p[2] for p in pts_lat],
+            mode="markers+text",
+            showlegend=False,
+            text=text,
+            textposition=label_positions([p[1] for p in pts_lat], [p[2] for p in pts_lat], text),
+            customdata=[f"mean {p[1]:.2f} s" for p in pts_lat],
+            cliponaxis=False,
             hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
             marker=dict(size=11, color="#d62728"),
-            error_x=dict(type="data", symmetric=False,
-                         array=[max(0.0, (h or m) - m) if h is not None else 0 for (_, m, _, _, h) in pts_lat],
-                         arrayminus=[max(0.0, m - (md if md is not None else m)) for (_, m, _, md, _) in pts_lat]),
-            row=1, col=2)
+            error_x=dict(
+                type="data",
+                symmetric=False,
+                array=[max(0.0, (h or m) - m) if h is not None else 0 for (_, m, _, _, h) in pts_lat],
+                arrayminus=[max(0.0, m - (md if md is not None else m)) for (_, m, _, md, _) in pts_lat],
+            ),
+            row=1,
+            col=2,
+        )
         fx, fy = _frontier_xy([(p[0], p[1], p[2]) for p in pts_lat])
-        fig.add_scatter(x=fx, y=fy, mode="lines", line=dict(dash="dash", color="#d62728"), name="frontier (latency)",
-                        row=1, col=2)
+        fig.add_scatter(
+            x=fx, y=fy, mode="lines", line=dict(dash="dash", color="#d62728"), name="frontier (latency)", row=1, col=2
+        )
     if pts_ev:
         _points(fig, pts_ev, "evidence recall", "#2ca02c", col_ev, "tokens")
         fig.update_xaxes(type="log", title_text="answer-context memory tokens (log)", row=1, col=col_ev)
@@ -209,19 +250,35 @@ def pareto_figure(rows: Sequence[Mapping], metric: str = "score", reported: Mapp
     fig.update_yaxes(title_text=label, row=1, col=1)
     if apart:
         fig.update_xaxes(type="log", title_text="memory tokens (log), as reported", row=1, col=col_rep)
-    fig.update_layout(title=title, template="plotly_white", height=560, width=600 * len(titles) - (300 if apart else 0),
-                      margin=dict(l=70, r=90, t=110, b=70), legend=dict(orientation="h", y=-0.18))
+    fig.update_layout(
+        title=title,
+        template="plotly_white",
+        height=560,
+        width=600 * len(titles) - (300 if apart else 0),
+        margin=dict(l=70, r=90, t=110, b=70),
+        legend=dict(orientation="h", y=-0.18),
+    )
     return fig
 
 
 def _points(fig, pts: Sequence[tuple[str, float, float]], name: str, color: str, col: int, unit: str) -> None:
     """Labelled points (x on a log axis) and their dashed Pareto frontier in panel ``col``."""
     text = [p[0] for p in pts]
-    fig.add_scatter(x=[p[1] for p in pts], y=[p[2] for p in pts], mode="markers+text", name=name,
-                    text=text, textposition=label_positions([p[1] for p in pts], [p[2] for p in pts], text, logx=True),
-                    customdata=[f"{p[1]:,.0f} {unit}" for p in pts], cliponaxis=False,
-                    hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
-                    marker=dict(size=11, color=color), row=1, col=col)
+    fig.add_scatter(
+        x=[p[1] for p in pts],
+        y=[p[2] for p in pts],
+        mode="markers+text",
+        name=name,
+        text=text,
+        textposition=label_positions([p[1] for p in pts], [p[2] for p in pts], text, logx=True),
+        customdata=[f"{p[1]:,.0f} {unit}" for p in pts],
+        cliponaxis=False,
+        hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
+        marker=dict(size=11, color=color),
+        row=1,
+        col=col,
+    )
     fx, fy = _frontier_xy(pts)
-    fig.add_scatter(x=fx, y=fy, mode="lines", line=dict(dash="dash", color=color), name=f"frontier ({name})",
-                    row=1, col=col)
+    fig.add_scatter(
+        x=fx, y=fy, mode="lines", line=dict(dash="dash", color=color), name=f"frontier ({name})", row=1, col=col
+    )

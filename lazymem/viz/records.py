@@ -14,6 +14,7 @@ record per window:
 >>> cell_states(window_records([{"positions": [3, 4], "decisions": [{"pos": 3, "op": "KEEP", "content": "x"}]}])[0])
 {3: ('KEEP', 'x'), 4: ('none', '')}
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -55,12 +56,16 @@ def _verdict_dict(v: Any) -> dict | None:
         return None
     if isinstance(v, bool):
         return {"ok": v, "reason": "ok" if v else "failed"}
-    return {"ok": bool(get_field(v, "ok")), "reason": str(get_field(v, "reason", "") or ""),
-            "detail": str(get_field(v, "detail", "") or "")}
+    return {
+        "ok": bool(get_field(v, "ok")),
+        "reason": str(get_field(v, "reason", "") or ""),
+        "detail": str(get_field(v, "detail", "") or ""),
+    }
 
 
-def window_records(windows: Sequence[Any], decisions: Sequence[Any] | None = None,
-                   gate: Sequence[Any] | None = None) -> list[dict]:
+def window_records(
+    windows: Sequence[Any], decisions: Sequence[Any] | None = None, gate: Sequence[Any] | None = None
+) -> list[dict]:
     """Plain per-window records (see the module docstring) from windows and their results.
 
     Args:
@@ -101,15 +106,17 @@ def window_records(windows: Sequence[Any], decisions: Sequence[Any] | None = Non
             ds = get_field(verdict, "decisions") if verdict is not None and not isinstance(verdict, bool) else None
             if verdict is not None and not get_field(verdict, "ok", verdict) and not ds:
                 ds = None  # a failed gate decided nothing
-        out.append({
-            "positions": positions,
-            "hits": [int(p) for p in get_field(w, "hits", ()) or ()],
-            "gold": [int(p) for p in get_field(w, "gold", ()) or ()],
-            "merged_id": int(get_field(w, "merged_id", 0) or 0),
-            "sub_id": int(get_field(w, "sub_id", 0) or 0),
-            "verdict": _verdict_dict(verdict),
-            "decisions": None if ds is None else [_decision_dict(d) for d in ds],
-        })
+        out.append(
+            {
+                "positions": positions,
+                "hits": [int(p) for p in get_field(w, "hits", ()) or ()],
+                "gold": [int(p) for p in get_field(w, "gold", ()) or ()],
+                "merged_id": int(get_field(w, "merged_id", 0) or 0),
+                "sub_id": int(get_field(w, "sub_id", 0) or 0),
+                "verdict": _verdict_dict(verdict),
+                "decisions": None if ds is None else [_decision_dict(d) for d in ds],
+            }
+        )
     return out
 
 

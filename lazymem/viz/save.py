@@ -1,4 +1,5 @@
 """Write figures as ``<name>.html`` (plotly.js written once beside them) and ``<name>.png`` (kaleido)."""
+
 from __future__ import annotations
 
 import re
@@ -9,12 +10,18 @@ from typing import Any
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
-PNG_FIX = ("install a Chromium for kaleido: `apt-get install -y chromium` (Debian/Ubuntu) "
-           "or `python -c 'import kaleido; kaleido.get_chrome_sync()'` with internet access")
+PNG_FIX = (
+    "install a Chromium for kaleido: `apt-get install -y chromium` (Debian/Ubuntu) "
+    "or `python -c 'import kaleido; kaleido.get_chrome_sync()'` with internet access"
+)
 
 
-def save_figures(figures: Mapping[str, Any], out_dir: str | Path = "figures", png: bool = True,
-                 include_plotlyjs: bool | str = "directory") -> dict[str, dict[str, str | None]]:
+def save_figures(
+    figures: Mapping[str, Any],
+    out_dir: str | Path = "figures",
+    png: bool = True,
+    include_plotlyjs: bool | str = "directory",
+) -> dict[str, dict[str, str | None]]:
     """Write ``<out_dir>/<name>.html`` for each figure and, in one kaleido batch, ``<name>.png``.
 
     HTML loads plotly.js from ``<out_dir>/plotly.min.js`` (``include_plotlyjs="directory"``,
@@ -45,19 +52,28 @@ def save_figures(figures: Mapping[str, Any], out_dir: str | Path = "figures", pn
 
             figs = list(figures.values())
             # kaleido draws at plotly's default 700 x 500 unless told: use each figure's own layout size
-            pio.write_images(figs, paths, width=[getattr(f.layout, "width", None) for f in figs],
-                             height=[getattr(f.layout, "height", None) for f in figs])
+            pio.write_images(
+                figs,
+                paths,
+                width=[getattr(f.layout, "width", None) for f in figs],
+                height=[getattr(f.layout, "height", None) for f in figs],
+            )
         except Exception as e:  # missing kaleido/Chromium surfaces as several exception types
-            warnings.warn(f"PNG not written for {', '.join(figures)} ({type(e).__name__}: {str(e)[:200]}); "
-                          f"HTML only. Fix: {PNG_FIX}", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"PNG not written for {', '.join(figures)} ({type(e).__name__}: {str(e)[:200]}); "
+                f"HTML only. Fix: {PNG_FIX}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         else:
             for name, p in zip(figures, paths):
                 written[name]["png"] = str(p)
     return written
 
 
-def save_figure(fig: Any, name: str, out_dir: str | Path = "figures", png: bool = True,
-                include_plotlyjs: bool | str = "directory") -> dict[str, str | None]:
+def save_figure(
+    fig: Any, name: str, out_dir: str | Path = "figures", png: bool = True, include_plotlyjs: bool | str = "directory"
+) -> dict[str, str | None]:
     """Write ``<out_dir>/<name>.html`` and ``<out_dir>/<name>.png``; returns ``{"html", "png"}``
     paths (png None when it could not be written). See ``save_figures``."""
     return save_figures({name: fig}, out_dir, png=png, include_plotlyjs=include_plotlyjs)[name]

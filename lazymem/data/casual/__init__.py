@@ -21,6 +21,7 @@ the spec pair), ``facts`` (fact makers and their templates, one per category), `
 >>> sorted({m.role for m in h}) == sorted(h.speakers), ds.name
 (True, 'synthetic-casual:conversations=1,sessions=6,seed=0,questions=6')
 """
+
 from __future__ import annotations
 
 from lazymem.data.casual.generator import (  # noqa: F401

@@ -13,6 +13,7 @@ two statements), 4 single-hop, 5 adversarial (asks about the speaker who did NOT
 >>> f.category, f.answer in f.stmts[0].text
 (4, True)
 """
+
 from __future__ import annotations
 
 import random
@@ -91,67 +92,141 @@ def long_date(dt: datetime) -> str:
 
 # slot -> (statement templates, question template about {X} with {xposs}, callback (question, answer) or None)
 SINGLE = {
-    "pet": (("I finally did it, I adopted a {pet}! {pname} came home with me on Saturday.",
-             "Meet the newest member of the family: a {pet} named {pname}. [shares a photo of a {pet} on a couch]",
-             "So I have news... I adopted a {pet}. {Poss} name is {pname} and I'm obsessed."),
-            "What is the name of {X}'s {pet}?", "{pname}", ("How's {pname} settling in?",
-                                                              "{pname} is doing great! Already stealing my socks.")),
-    "class": (("I signed up for a {cls} class at the community center. First session is next week!",
-               "Guess what, I'm taking a {cls} class now. I've wanted to try it for years.",
-               "I started a {cls} class on Tuesdays. I'm terrible at it, but it's so much fun."),
-              "What class did {X} sign up for?", "{cls}", ("How's the {cls} class going?",
-                                                          "I love it! I'm slowly getting less terrible.")),
-    "job": (("Big news: I got a job at {workplace}! I start in two weeks.",
-             "I accepted the offer at {workplace}. Still can't believe it.",
-             "So I've been keeping this quiet, but I'm leaving my old job to work at {workplace}."),
-            "Where did {X} get a new job?", "{workplace}", ("How's the new job at {workplace}?",
-                                                           "Honestly better than I hoped. The people are lovely.")),
-    "instrument": (("I've been teaching myself the {instrument} with online videos. My fingers hurt!",
-                    "I bought a secondhand {instrument} and I practice every night now.",),
-                   "What instrument is {X} learning?", "{instrument}", ("Still practicing the {instrument}?",
-                                                                         "Every night! I can almost play a song.")),
-    "book": (("I just finished {book} and I can't stop thinking about it.",
-              "I stayed up way too late reading {book}. That ending!"),
-             "What book did {X} just finish?", "{book}", None),
-    "family": (("My {fam} {fname} is coming to stay with me next month. I haven't seen {fobj} in ages.",
-                "I spent the whole weekend helping my {fam} {fname} move apartments. So many boxes."),
-               "What is the name of {X}'s {fam}?", "{fname}", ("How's {fname} doing?",
-                                                              "Good! We talk almost every day now.")),
-    "food": (("I made {food} from scratch last night and it actually turned out great.",
-              "Okay, I've perfected my {food} recipe. I've made it three weekends in a row."),
-             "What dish has {X} been making from scratch?", "{food}", None),
+    "pet": (
+        (
+            "I finally did it, I adopted a {pet}! {pname} came home with me on Saturday.",
+            "Meet the newest member of the family: a {pet} named {pname}. [shares a photo of a {pet} on a couch]",
+            "So I have news... I adopted a {pet}. {Poss} name is {pname} and I'm obsessed.",
+        ),
+        "What is the name of {X}'s {pet}?",
+        "{pname}",
+        ("How's {pname} settling in?", "{pname} is doing great! Already stealing my socks."),
+    ),
+    "class": (
+        (
+            "I signed up for a {cls} class at the community center. First session is next week!",
+            "Guess what, I'm taking a {cls} class now. I've wanted to try it for years.",
+            "I started a {cls} class on Tuesdays. I'm terrible at it, but it's so much fun.",
+        ),
+        "What class did {X} sign up for?",
+        "{cls}",
+        ("How's the {cls} class going?", "I love it! I'm slowly getting less terrible."),
+    ),
+    "job": (
+        (
+            "Big news: I got a job at {workplace}! I start in two weeks.",
+            "I accepted the offer at {workplace}. Still can't believe it.",
+            "So I've been keeping this quiet, but I'm leaving my old job to work at {workplace}.",
+        ),
+        "Where did {X} get a new job?",
+        "{workplace}",
+        ("How's the new job at {workplace}?", "Honestly better than I hoped. The people are lovely."),
+    ),
+    "instrument": (
+        (
+            "I've been teaching myself the {instrument} with online videos. My fingers hurt!",
+            "I bought a secondhand {instrument} and I practice every night now.",
+        ),
+        "What instrument is {X} learning?",
+        "{instrument}",
+        ("Still practicing the {instrument}?", "Every night! I can almost play a song."),
+    ),
+    "book": (
+        (
+            "I just finished {book} and I can't stop thinking about it.",
+            "I stayed up way too late reading {book}. That ending!",
+        ),
+        "What book did {X} just finish?",
+        "{book}",
+        None,
+    ),
+    "family": (
+        (
+            "My {fam} {fname} is coming to stay with me next month. I haven't seen {fobj} in ages.",
+            "I spent the whole weekend helping my {fam} {fname} move apartments. So many boxes.",
+        ),
+        "What is the name of {X}'s {fam}?",
+        "{fname}",
+        ("How's {fname} doing?", "Good! We talk almost every day now."),
+    ),
+    "food": (
+        (
+            "I made {food} from scratch last night and it actually turned out great.",
+            "Okay, I've perfected my {food} recipe. I've made it three weekends in a row.",
+        ),
+        "What dish has {X} been making from scratch?",
+        "{food}",
+        None,
+    ),
 }
 # `asked=1`: a planted single-hop/adversarial statement told as the answer to the other speaker's question. The
 # question turn carries the question's words, the answer turn (the evidence) the value with few of them, as in
 # LoCoMo, where the turn retrieval finds is often the one next to the gold turn. (the other's ask, the answer;
 # {value} is the answer-bearing string, {pet}/{fam} the fact's slots, {fobj} the relative's object pronoun)
 ASKED = {
-    "pet": (("Wait, didn't you say you were getting a {pet}? What's the name?",
-             "{value}! Came home on Saturday and already owns the couch."),
-            ("So is the {pet} finally happening or not? Does it have a name yet?",
-             "It happened! Meet {value}. I'm completely obsessed.")),
-    "class": (("Did you ever sign up for that class you kept talking about?",
-               "I did, {value}! First session is next week, I'm nervous."),
-              ("What class did you end up choosing in the end?", "{value}, on Tuesdays. I'm terrible at it so far.")),
-    "job": (("So, any news on the new job front? Where did you end up?",
-             "Yes!! {value}. I start in two weeks and I still can't believe it."),
-            ("Did you get the job you interviewed for?", "I got an offer from {value} and took it!")),
-    "instrument": (("Are you still learning that instrument you mentioned?",
-                    "The {value}, yes! Every night, my fingers hurt."),
-                   ("What instrument did you pick up in the end?", "A secondhand {value}. I practice after dinner.")),
-    "book": (("Finish any good books lately? I need something new to read.",
-              "{value}. I stayed up way too late with it, that ending!"),
-             ("What was that book you just finished?", "{value}! I can't stop thinking about it.")),
-    "family": (("Isn't your {fam} coming to stay soon? Remind me of the name?",
-                "{value}! Next month. I haven't seen {fobj} in ages."),
-               ("How's your {fam} doing? I forget the name.", "{value}, and doing well! We talk almost every day.")),
-    "food": (("Have you been making anything from scratch lately? You mentioned a dish.",
-              "{value}! Three weekends in a row now, I think I've perfected it."),
-             ("What's the dish you keep making from scratch?", "{value}. It actually turned out great last night.")),
+    "pet": (
+        (
+            "Wait, didn't you say you were getting a {pet}? What's the name?",
+            "{value}! Came home on Saturday and already owns the couch.",
+        ),
+        (
+            "So is the {pet} finally happening or not? Does it have a name yet?",
+            "It happened! Meet {value}. I'm completely obsessed.",
+        ),
+    ),
+    "class": (
+        (
+            "Did you ever sign up for that class you kept talking about?",
+            "I did, {value}! First session is next week, I'm nervous.",
+        ),
+        ("What class did you end up choosing in the end?", "{value}, on Tuesdays. I'm terrible at it so far."),
+    ),
+    "job": (
+        (
+            "So, any news on the new job front? Where did you end up?",
+            "Yes!! {value}. I start in two weeks and I still can't believe it.",
+        ),
+        ("Did you get the job you interviewed for?", "I got an offer from {value} and took it!"),
+    ),
+    "instrument": (
+        ("Are you still learning that instrument you mentioned?", "The {value}, yes! Every night, my fingers hurt."),
+        ("What instrument did you pick up in the end?", "A secondhand {value}. I practice after dinner."),
+    ),
+    "book": (
+        (
+            "Finish any good books lately? I need something new to read.",
+            "{value}. I stayed up way too late with it, that ending!",
+        ),
+        ("What was that book you just finished?", "{value}! I can't stop thinking about it."),
+    ),
+    "family": (
+        (
+            "Isn't your {fam} coming to stay soon? Remind me of the name?",
+            "{value}! Next month. I haven't seen {fobj} in ages.",
+        ),
+        ("How's your {fam} doing? I forget the name.", "{value}, and doing well! We talk almost every day."),
+    ),
+    "food": (
+        (
+            "Have you been making anything from scratch lately? You mentioned a dish.",
+            "{value}! Three weekends in a row now, I think I've perfected it.",
+        ),
+        ("What's the dish you keep making from scratch?", "{value}. It actually turned out great last night."),
+    ),
 }
 
-_FAMILY_PRONOUN = {"sister": "her", "mom": "her", "aunt": "her", "grandma": "her", "niece": "her",
-                   "brother": "him", "dad": "him", "uncle": "him", "nephew": "him", "cousin": "them"}
+_FAMILY_PRONOUN = {
+    "sister": "her",
+    "mom": "her",
+    "aunt": "her",
+    "grandma": "her",
+    "niece": "her",
+    "brother": "him",
+    "dad": "him",
+    "uncle": "him",
+    "nephew": "him",
+    "cousin": "them",
+}
 _FAMILY = tuple(_FAMILY_PRONOUN)
 
 
@@ -168,9 +243,15 @@ def asked_turns(fact: Fact, rng: random.Random) -> tuple[str, str] | None:
 
 
 # the pools each slot draws from ({fam} and {fname} are drawn together)
-_NEEDS = {"pet": (("pet", P.PETS), ("pname", P.PET_NAMES)), "class": (("cls", P.CLASSES),),
-          "job": (("workplace", P.WORKPLACES),), "instrument": (("instrument", P.INSTRUMENTS),),
-          "book": (("book", P.BOOKS),), "family": (), "food": (("food", P.FOODS),)}
+_NEEDS = {
+    "pet": (("pet", P.PETS), ("pname", P.PET_NAMES)),
+    "class": (("cls", P.CLASSES),),
+    "job": (("workplace", P.WORKPLACES),),
+    "instrument": (("instrument", P.INSTRUMENTS),),
+    "book": (("book", P.BOOKS),),
+    "family": (),
+    "food": (("food", P.FOODS),),
+}
 
 
 def _relative(d: Draw, who: int, options: tuple[str, ...]) -> tuple[str, str] | None:
@@ -224,9 +305,11 @@ def adversarial(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | 
 
 
 _WHEN = (("today", 0), ("yesterday", 1), ("two days ago", 2), ("this morning", 0), ("last night", 1))
-_TEMPORAL = ("Guess what, I {event} {when}! I'm still {feeling}.",
-             "I {event} {when}. It was such a good day.",
-             "So {when} I {event}, and honestly it was one of the best things I've done all year.")
+_TEMPORAL = (
+    "Guess what, I {event} {when}! I'm still {feeling}.",
+    "I {event} {when}. It was such a good day.",
+    "So {when} I {event}, and honestly it was one of the best things I've done all year.",
+)
 
 
 def temporal(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | None:
@@ -240,37 +323,72 @@ def temporal(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | Non
     when, back = d.pick(_WHEN)
     event = past.format(poss="my")
     text = d.pick(_TEMPORAL).format(event=event, when=when, feeling=d.pick(P.FEELINGS))
-    return Fact(2, [Stmt(who, text, (event, when))], f"When did {name} {base.format(poss=poss)}?", "",
-                resolve=lambda times, back=back: long_date(times[0] - timedelta(days=back)),
-                topic="event", slots={"base": base.format(poss="{their}")})
+    return Fact(
+        2,
+        [Stmt(who, text, (event, when))],
+        f"When did {name} {base.format(poss=poss)}?",
+        "",
+        resolve=lambda times, back=back: long_date(times[0] - timedelta(days=back)),
+        topic="event",
+        slots={"base": base.format(poss="{their}")},
+    )
 
 
 _TRAITS = {
-    "outdoors": (("I spent the whole weekend camping by the lake, no phone signal at all.",
-                  "Went on a sunrise hike again this morning. Best way to start the day."),
-                 ("camping by the lake", "sunrise hike"),
-                 "Would {X} rather spend a vacation in the mountains or in a big city?",
-                 "The mountains; {xposs} weekends go to camping and sunrise hikes"),
-    "animals": (("I've been volunteering at the animal shelter every Saturday.",
-                 "We're fostering two kittens until they find a home. They're chaos."),
-                ("animal shelter", "fostering two kittens"), "Would {X} enjoy working at a vet clinic?",
-                "Likely yes; {X} volunteers at an animal shelter and fosters kittens"),
-    "books": (("I joined a book club that meets at the library every other Thursday.",
-               "I reorganized my bookshelves by color and ran out of room again."),
-              ("book club", "bookshelves"), "Would a bookstore gift card be a good present for {X}?",
-              "Yes; {X} is in a book club and has overflowing bookshelves"),
-    "cooking": (("I hosted a dinner party and cooked five courses. Totally worth the chaos.",
-                 "I've been taking knife skills lessons at a cooking school downtown."),
-                ("five courses", "knife skills lessons"), "Would {X} enjoy a cooking-themed vacation?",
-                "Probably yes; {X} hosts dinner parties and takes cooking lessons"),
-    "music": (("I went to three concerts this month, my ears are still ringing.",
-               "I've been making playlists for every mood, I have like forty now."),
-              ("three concerts", "playlists"), "Is {X} likely to enjoy a music festival?",
-              "Yes; {X} goes to lots of concerts and makes playlists for every mood"),
-    "art": (("I've been sketching at the park every evening after work.",
-             "I turned the spare room into a little painting studio."),
-            ("sketching at the park", "painting studio"), "What kind of creative hobby might {X} pursue further?",
-            "Visual art such as painting or drawing; {X} sketches daily and set up a painting studio"),
+    "outdoors": (
+        (
+            "I spent the whole weekend camping by the lake, no phone signal at all.",
+            "Went on a sunrise hike again this morning. Best way to start the day.",
+        ),
+        ("camping by the lake", "sunrise hike"),
+        "Would {X} rather spend a vacation in the mountains or in a big city?",
+        "The mountains; {xposs} weekends go to camping and sunrise hikes",
+    ),
+    "animals": (
+        (
+            "I've been volunteering at the animal shelter every Saturday.",
+            "We're fostering two kittens until they find a home. They're chaos.",
+        ),
+        ("animal shelter", "fostering two kittens"),
+        "Would {X} enjoy working at a vet clinic?",
+        "Likely yes; {X} volunteers at an animal shelter and fosters kittens",
+    ),
+    "books": (
+        (
+            "I joined a book club that meets at the library every other Thursday.",
+            "I reorganized my bookshelves by color and ran out of room again.",
+        ),
+        ("book club", "bookshelves"),
+        "Would a bookstore gift card be a good present for {X}?",
+        "Yes; {X} is in a book club and has overflowing bookshelves",
+    ),
+    "cooking": (
+        (
+            "I hosted a dinner party and cooked five courses. Totally worth the chaos.",
+            "I've been taking knife skills lessons at a cooking school downtown.",
+        ),
+        ("five courses", "knife skills lessons"),
+        "Would {X} enjoy a cooking-themed vacation?",
+        "Probably yes; {X} hosts dinner parties and takes cooking lessons",
+    ),
+    "music": (
+        (
+            "I went to three concerts this month, my ears are still ringing.",
+            "I've been making playlists for every mood, I have like forty now.",
+        ),
+        ("three concerts", "playlists"),
+        "Is {X} likely to enjoy a music festival?",
+        "Yes; {X} goes to lots of concerts and makes playlists for every mood",
+    ),
+    "art": (
+        (
+            "I've been sketching at the park every evening after work.",
+            "I turned the spare room into a little painting studio.",
+        ),
+        ("sketching at the park", "painting studio"),
+        "What kind of creative hobby might {X} pursue further?",
+        "Visual art such as painting or drawing; {X} sketches daily and set up a painting studio",
+    ),
 }
 
 
@@ -298,26 +416,40 @@ def multi_hop(d: Draw, speakers: tuple[Speaker, Speaker], who: int) -> Fact | No
     d.claim(f"multi:{kind}:{who}")
     if kind == "trips":
         a, b = d.one(P.PLACES), d.one(P.PLACES)
-        stmts = [Stmt(who, f"Just got back from {a}! The food alone was worth the flight.", (a,),
-                      (f"Are you still dreaming about {a}?", "Every single day. I want to go back already.")),
-                 Stmt(who, f"I'm writing to you from {b}, believe it or not. Last-minute work trip turned vacation.",
-                      (b,))]
+        stmts = [
+            Stmt(
+                who,
+                f"Just got back from {a}! The food alone was worth the flight.",
+                (a,),
+                (f"Are you still dreaming about {a}?", "Every single day. I want to go back already."),
+            ),
+            Stmt(who, f"I'm writing to you from {b}, believe it or not. Last-minute work trip turned vacation.", (b,)),
+        ]
         return Fact(1, stmts, f"Which two places did {name} travel to?", f"{a} and {b}", topic="trips")
     if kind == "hobby":
         h = d.one(P.HOBBIES)
-        stmts = [Stmt(who, f"I've gotten really into {h} lately. It's the only thing that clears my head.", (h,)),
-                 Stmt(1 - who, f"Okay, you've converted me, I tried {h} this weekend and loved it!", (h,))]
+        stmts = [
+            Stmt(who, f"I've gotten really into {h} lately. It's the only thing that clears my head.", (h,)),
+            Stmt(1 - who, f"Okay, you've converted me, I tried {h} this weekend and loved it!", (h,)),
+        ]
         return Fact(1, stmts, f"What hobby do {name} and {other} both enjoy?", h, topic="hobby")
     rel = _relative(d, who, ("sister", "brother", "cousin"))
     if rel is None:
         return None
     fam, r = rel
-    stmts = [Stmt(who, f"My {fam} {r} is visiting this week, so the house is loud again.", (fam, r)),
-             Stmt(who, f"Big family news: {r} got engaged! We're all over the moon.", (r, "engaged"))]
+    stmts = [
+        Stmt(who, f"My {fam} {r} is visiting this week, so the house is loud again.", (fam, r)),
+        Stmt(who, f"Big family news: {r} got engaged! We're all over the moon.", (r, "engaged")),
+    ]
     return Fact(1, stmts, f"Who in {name}'s family got engaged?", f"{poss} {fam} {r}", topic="relative")
 
 
 MAKERS: dict[int, Callable[[Draw, tuple[Speaker, Speaker], int], Fact | None]] = {
-    1: multi_hop, 2: temporal, 3: open_domain, 4: single_hop, 5: adversarial}
+    1: multi_hop,
+    2: temporal,
+    3: open_domain,
+    4: single_hop,
+    5: adversarial,
+}
 # Category of question slot i: single-hop most often, as in LoCoMo (4 > 2 > 5 > 1 > 3).
 CYCLE = (4, 2, 1, 4, 5, 2, 4, 3, 1, 5)

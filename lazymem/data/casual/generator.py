@@ -7,6 +7,7 @@ loads them with the project's LoCoMo parser (``locomo.parse_locomo``), so roles 
 speakers' names as in real LoCoMo. ``parse_casual_spec`` / ``casual_spec_string`` convert
 between arguments and "synthetic-casual:conversations=8,sessions=12,seed=1,questions=20".
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,10 @@ def stamp(dt: datetime) -> str:
     >>> stamp(datetime(2023, 5, 8, 13, 56)), stamp(datetime(2023, 5, 8, 0, 5))
     ('1:56 pm on 8 May, 2023', '12:05 am on 8 May, 2023')
     """
-    return f"{(dt.hour - 1) % 12 + 1}:{dt.minute:02d} {'am' if dt.hour < 12 else 'pm'} on {dt.day} " \
-           f"{P.MONTHS[dt.month - 1]}, {dt.year}"
+    return (
+        f"{(dt.hour - 1) % 12 + 1}:{dt.minute:02d} {'am' if dt.hour < 12 else 'pm'} on {dt.day} "
+        f"{P.MONTHS[dt.month - 1]}, {dt.year}"
+    )
 
 
 def _times(rng: random.Random, n: int) -> list[datetime]:
@@ -46,10 +49,24 @@ def _times(rng: random.Random, n: int) -> list[datetime]:
 class _Fill(dict):
     """format_map slots of small talk and distractors: values no fact of the conversation uses."""
 
-    _POOLS = {"pet": P.PETS, "pname": P.PET_NAMES, "cls": P.CLASSES, "place": P.PLACES, "instrument": P.INSTRUMENTS,
-              "book": P.BOOKS, "food": P.FOODS, "workplace": P.WORKPLACES, "hobby": P.HOBBIES, "photo": P.PHOTOS,
-              "show": P.SHOWS, "outing": P.OUTINGS, "weather": P.WEATHER, "month": P.MONTHS, "circle": P.CIRCLE,
-              "feeling": P.FEELINGS}
+    _POOLS = {
+        "pet": P.PETS,
+        "pname": P.PET_NAMES,
+        "cls": P.CLASSES,
+        "place": P.PLACES,
+        "instrument": P.INSTRUMENTS,
+        "book": P.BOOKS,
+        "food": P.FOODS,
+        "workplace": P.WORKPLACES,
+        "hobby": P.HOBBIES,
+        "photo": P.PHOTOS,
+        "show": P.SHOWS,
+        "outing": P.OUTINGS,
+        "weather": P.WEATHER,
+        "month": P.MONTHS,
+        "circle": P.CIRCLE,
+        "feeling": P.FEELINGS,
+    }
 
     def __init__(self, rng: random.Random, used: set[str], speakers: dict[str, str]):
         super().__init__(speakers)
@@ -61,8 +78,12 @@ class _Fill(dict):
             names = [n for n in (P.OTHERS_SHE if she else P.OTHERS_HE) if n not in self.used]
             poss = "her" if she else "his"
             events = [e for e, _ in P.EVENTS if e not in self.used]
-            self.update(other=self.rng.choice(names), their=poss, their_cap=poss.capitalize(),
-                        event=self.rng.choice(events).format(poss=poss))
+            self.update(
+                other=self.rng.choice(names),
+                their=poss,
+                their_cap=poss.capitalize(),
+                event=self.rng.choice(events).format(poss=poss),
+            )
             return self[key]
         pool = self._POOLS[key]
         value = self.rng.choice([v for v in pool if v not in self.used] or list(pool))
@@ -83,8 +104,10 @@ def _plan(rng: random.Random, d: Draw, speakers, n_questions: int, where: str) -
             if fact is not None:
                 break
         if fact is None:
-            raise ConfigError(f"synthetic-casual: {where} cannot hold {n_questions} distinct questions "
-                              f"(ran out after {i}; use questions <= {i})")
+            raise ConfigError(
+                f"synthetic-casual: {where} cannot hold {n_questions} distinct questions "
+                f"(ran out after {i}; use questions <= {i})"
+            )
         facts.append(fact)
     return facts
 
@@ -98,9 +121,11 @@ def _place(rng: random.Random, facts: list[Fact], n_sessions: int, where: str) -
         k = len(facts[f].stmts)
         if len(cands) < k:
             need = sum(len(x.stmts) for x in facts)
-            raise ConfigError(f"synthetic-casual: {where} has too few sessions for {len(facts)} questions "
-                              f"({need} planted statements, {PER_SESSION} per session: sessions >= "
-                              f"{-(-need // PER_SESSION) + 1})")
+            raise ConfigError(
+                f"synthetic-casual: {where} has too few sessions for {len(facts)} questions "
+                f"({need} planted statements, {PER_SESSION} per session: sessions >= "
+                f"{-(-need // PER_SESSION) + 1})"
+            )
         out[f] = sorted(rng.sample(cands, k))
         for s in out[f]:
             free[s] -= 1
@@ -109,11 +134,18 @@ def _place(rng: random.Random, facts: list[Fact], n_sessions: int, where: str) -
 
 def _planted_block(rng: random.Random, text: str, who: int, names: tuple[str, str]) -> list[tuple[int, str, bool]]:
     """The statement (evidence), a reaction, and sometimes the speaker's follow-up."""
-    block = [(who, _longer(rng, text, 0.7), True),
-             (1 - who, _longer(rng, rng.choice(C.REACTIONS).replace("{O}", names[who]), 0.3), False)]
+    block = [
+        (who, _longer(rng, text, 0.7), True),
+        (1 - who, _longer(rng, rng.choice(C.REACTIONS).replace("{O}", names[who]), 0.3), False),
+    ]
     if rng.random() < 0.5:
-        block.append((who, _longer(rng, rng.choice(C.FOLLOWUPS).format(O=names[1 - who],
-                                                                       feeling=rng.choice(P.FEELINGS)), 0.3), False))
+        block.append(
+            (
+                who,
+                _longer(rng, rng.choice(C.FOLLOWUPS).format(O=names[1 - who], feeling=rng.choice(P.FEELINGS)), 0.3),
+                False,
+            )
+        )
     return block
 
 
@@ -134,12 +166,20 @@ def _filler_block(rng: random.Random, fill: _Fill) -> list[tuple[int, str, bool]
         pair = rng.choice(C.PHOTOS)
     else:
         return [(who, rng.choice(C.SHORT), False), (1 - who, rng.choice(C.SHORT), False)]
-    return [(who, _longer(rng, pair[0], 0.5).format_map(fill), False),
-            (1 - who, _longer(rng, pair[1], 0.5).format_map(fill), False)]
+    return [
+        (who, _longer(rng, pair[0], 0.5).format_map(fill), False),
+        (1 - who, _longer(rng, pair[1], 0.5).format_map(fill), False),
+    ]
 
 
-def _echo_block(rng: random.Random, fact: Fact, fill: _Fill, answers: tuple[str, ...],
-                first: int | None = None, pool: dict | None = None) -> list[tuple[int, str, bool]]:
+def _echo_block(
+    rng: random.Random,
+    fact: Fact,
+    fill: _Fill,
+    answers: tuple[str, ...],
+    first: int | None = None,
+    pool: dict | None = None,
+) -> list[tuple[int, str, bool]]:
     """A topical echo of ``fact`` (chatter.ECHOES, or ``pool``): a (turn, reply) pair sharing the question's
     words, never an answer-bearing string of the conversation, opened by speaker ``first`` (None: either);
     [] when every template of the topic would hold one."""
@@ -216,8 +256,9 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
         if topical >= 2:  # the fact's own speaker on its topic, in a session where it is not stated
             away = [f for f, ss in enumerate(where) if s not in ss and facts[f].topic in C.SELF_ECHOES]
             for f in rng.sample(away, min(len(away), rng.randint(1, 2))):
-                echo = _echo_block(rng, facts[f], _Fill(rng, d.used, {}), answers, first=facts[f].stmts[0].who,
-                                   pool=C.SELF_ECHOES)
+                echo = _echo_block(
+                    rng, facts[f], _Fill(rng, d.used, {}), answers, first=facts[f].stmts[0].who, pool=C.SELF_ECHOES
+                )
                 blocks += [(echo, None)] if echo else []
         flexible = {id(b): True for b in fillers}
         blocks += [(b, None) for b in fillers]
@@ -254,22 +295,32 @@ def _conversation(seed: int, c: int, n_sessions: int, n_questions: int, topical:
     return {"sample_id": sid, "conversation": conv, "qa": qa}, evidence
 
 
-def _check(n_conversations: int, n_sessions: int, seed: int, n_questions: int, topical: int = 0,
-           asked: int = 0) -> None:
+def _check(
+    n_conversations: int, n_sessions: int, seed: int, n_questions: int, topical: int = 0, asked: int = 0
+) -> None:
     if topical not in (0, 1, 2) or isinstance(topical, bool):
         raise ConfigError(f"synthetic-casual: topical must be 0, 1 or 2, got {topical!r}")
     if asked not in (0, 1) or isinstance(asked, bool):
         raise ConfigError(f"synthetic-casual: asked must be 0 or 1, got {asked!r}")
-    for name, value, lo in (("conversations", n_conversations, 1), ("sessions", n_sessions, 2),
-                            ("questions", n_questions, 1)):
+    for name, value, lo in (
+        ("conversations", n_conversations, 1),
+        ("sessions", n_sessions, 2),
+        ("questions", n_questions, 1),
+    ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise ConfigError(f"synthetic-casual: {name} must be an integer >= {lo}, got {value!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigError(f"synthetic-casual: seed must be an integer, got {seed!r}")
 
 
-def casual_samples_with_facts(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                              topical: int = 0, asked: int = 0):
+def casual_samples_with_facts(
+    n_conversations: int = 1,
+    n_sessions: int = 12,
+    seed: int = 0,
+    n_questions: int = 20,
+    topical: int = 0,
+    asked: int = 0,
+):
     """The LoCoMo samples and, per question id ("{sample_id}:q{j}"), its evidence (dia_id, strings)."""
     _check(n_conversations, n_sessions, seed, n_questions, topical, asked)
     samples, facts = [], {}
@@ -280,8 +331,14 @@ def casual_samples_with_facts(n_conversations: int = 1, n_sessions: int = 12, se
     return samples, facts
 
 
-def casual_samples(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                   topical: int = 0, asked: int = 0) -> list[dict]:
+def casual_samples(
+    n_conversations: int = 1,
+    n_sessions: int = 12,
+    seed: int = 0,
+    n_questions: int = 20,
+    topical: int = 0,
+    asked: int = 0,
+) -> list[dict]:
     """LoCoMo-schema samples (``sample_id`` ``syncasual{seed}-c{i}``), deterministic in the arguments.
 
     >>> s = casual_samples(1, 4, 0, 5)[0]
@@ -297,8 +354,14 @@ def samples_sha256(samples: list[dict]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def casual_dataset(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                   topical: int = 0, asked: int = 0):
+def casual_dataset(
+    n_conversations: int = 1,
+    n_sessions: int = 12,
+    seed: int = 0,
+    n_questions: int = 20,
+    topical: int = 0,
+    asked: int = 0,
+):
     """The samples loaded by the LoCoMo parser: a Dataset whose roles are the speakers' names."""
     from lazymem.data.locomo import parse_locomo
 
@@ -308,12 +371,24 @@ def casual_dataset(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0
 
 
 PREFIX = "synthetic-casual"
-_KEYS = {"conversations": "n_conversations", "sessions": "n_sessions", "seed": "seed", "questions": "n_questions",
-         "topical": "topical", "asked": "asked"}
+_KEYS = {
+    "conversations": "n_conversations",
+    "sessions": "n_sessions",
+    "seed": "seed",
+    "questions": "n_questions",
+    "topical": "topical",
+    "asked": "asked",
+}
 
 
-def casual_spec_string(n_conversations: int = 1, n_sessions: int = 12, seed: int = 0, n_questions: int = 20,
-                       topical: int = 0, asked: int = 0) -> str:
+def casual_spec_string(
+    n_conversations: int = 1,
+    n_sessions: int = 12,
+    seed: int = 0,
+    n_questions: int = 20,
+    topical: int = 0,
+    asked: int = 0,
+) -> str:
     """The canonical spec of a generator call (the Dataset's name and source); ``topical`` and ``asked`` only
     when on, so the specs (and bytes) of earlier data stay as they were.
 

@@ -51,6 +51,7 @@ reordering draws (or the makers in a ``_*_FAMILIES`` tuple) changes every data s
 >>> sum(len(s) for s in records[0]["haystack_sessions"])
 60
 """
+
 from __future__ import annotations
 
 from lazymem.data.synthetic.generator import (  # noqa: F401

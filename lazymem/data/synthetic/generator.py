@@ -6,6 +6,7 @@ records (see the package docstring for sharing and evidence). ``write_synthetic`
 them as canonical JSON; ``records_sha256`` is that file's hash; ``parse_spec`` and
 ``spec_string`` convert between generator arguments and "synthetic:messages=...,..." specs.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,11 +22,14 @@ from lazymem.data.synthetic.vary import vary
 from lazymem.errors import ConfigError
 
 
-def _generate(n_messages: int, seed: int, n_histories: int, questions_per_history: int, varied: int = 0,
-              long: int = 0):
-    for name, value, lo in (("n_messages", n_messages, 6), ("n_histories", n_histories, 1),
-                            ("questions_per_history", questions_per_history, 1), ("varied", varied, 0),
-                            ("long", long, 0)):
+def _generate(n_messages: int, seed: int, n_histories: int, questions_per_history: int, varied: int = 0, long: int = 0):
+    for name, value, lo in (
+        ("n_messages", n_messages, 6),
+        ("n_histories", n_histories, 1),
+        ("questions_per_history", questions_per_history, 1),
+        ("varied", varied, 0),
+        ("long", long, 0),
+    ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise ConfigError(f"{name} must be an integer >= {lo}, got {value!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -38,13 +42,17 @@ def _generate(n_messages: int, seed: int, n_histories: int, questions_per_histor
         # and history h is the same whatever n_histories is.
         rng = random.Random(f"lazymem-synthetic:{seed}:{h}")
         prefix = f"syn{seed}-h{h}"
-        sessions, sids, dates, asked, facts, evidence, times = _history(rng, n_messages, questions_per_history,
-                                                                          prefix)
-        qa = [fact.resolve([times[s] for s, _, _ in ev], asked) if fact.resolve is not None
-              else (fact.question, fact.answer) for fact, ev in zip(facts, evidence)]
+        sessions, sids, dates, asked, facts, evidence, times = _history(rng, n_messages, questions_per_history, prefix)
+        qa = [
+            fact.resolve([times[s] for s, _, _ in ev], asked)
+            if fact.resolve is not None
+            else (fact.question, fact.answer)
+            for fact, ev in zip(facts, evidence)
+        ]
         if varied:  # its own rng: the plain data set of this seed stays byte-identical
-            asked_as = vary(random.Random(f"lazymem-synthetic-varied:{seed}:{h}"), sessions, [q for q, _ in qa],
-                            evidence)
+            asked_as = vary(
+                random.Random(f"lazymem-synthetic-varied:{seed}:{h}"), sessions, [q for q, _ in qa], evidence
+            )
             qa = [(q, a) for q, (_, a) in zip(asked_as, qa)]
         if long:  # its own rng too: specs without `long` stay byte-identical
             lengthen(random.Random(f"lazymem-synthetic-long:{seed}:{h}"), sessions, level=long)
@@ -55,17 +63,31 @@ def _generate(n_messages: int, seed: int, n_histories: int, questions_per_histor
                 hay[s] = list(sessions[s])
             for s, t, _ in ev:
                 hay[s][t] = {**hay[s][t], "has_answer": True}
-            records.append({
-                "question_id": qid, "question_type": fact.qtype, "question": question, "answer": answer,
-                "question_date": _stamp(asked), "haystack_session_ids": sids, "haystack_dates": dates,
-                "haystack_sessions": hay, "answer_session_ids": [sids[s] for s in sorted({s for s, _, _ in ev})],
-            })
+            records.append(
+                {
+                    "question_id": qid,
+                    "question_type": fact.qtype,
+                    "question": question,
+                    "answer": answer,
+                    "question_date": _stamp(asked),
+                    "haystack_session_ids": sids,
+                    "haystack_dates": dates,
+                    "haystack_sessions": hay,
+                    "answer_session_ids": [sids[s] for s in sorted({s for s, _, _ in ev})],
+                }
+            )
             facts_out[qid] = [Evidence(sids[s], t, c) for s, t, c in ev]
     return records, facts_out
 
 
-def generate_records(n_messages: int = 400, seed: int = 0, n_histories: int = 1,
-                     questions_per_history: int = 12, varied: int = 0, long: int = 0) -> list[dict]:
+def generate_records(
+    n_messages: int = 400,
+    seed: int = 0,
+    n_histories: int = 1,
+    questions_per_history: int = 12,
+    varied: int = 0,
+    long: int = 0,
+) -> list[dict]:
     """LongMemEval-schema records, one per question, over n_histories synthetic histories.
 
     Each history has exactly ``n_messages`` messages (one fewer when odd: sessions are whole
@@ -86,8 +108,14 @@ def generate_records(n_messages: int = 400, seed: int = 0, n_histories: int = 1,
     return _generate(n_messages, seed, n_histories, questions_per_history, varied, long)[0]
 
 
-def generate_with_facts(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12,
-                        varied: int = 0, long: int = 0) -> tuple[list[dict], dict[str, list[Evidence]]]:
+def generate_with_facts(
+    n_messages: int = 400,
+    seed: int = 0,
+    n_histories: int = 1,
+    questions_per_history: int = 12,
+    varied: int = 0,
+    long: int = 0,
+) -> tuple[list[dict], dict[str, list[Evidence]]]:
     """generate_records plus, per question id, its evidence turns and the strings each contains.
 
     For abstention questions the evidence is the near-miss statement (its strings are the
@@ -108,6 +136,7 @@ def canonical_json_chunks(records: list[dict]) -> Iterator[bytes]:
     ...                                                             separators=(",", ":"))
     True
     """
+
     def enc(obj) -> bytes:
         return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
@@ -148,8 +177,14 @@ def records_sha256(records: list[dict]) -> str:
     return h.hexdigest()
 
 
-def spec_string(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12,
-                varied: int = 0, long: int = 0) -> str:
+def spec_string(
+    n_messages: int = 400,
+    seed: int = 0,
+    n_histories: int = 1,
+    questions_per_history: int = 12,
+    varied: int = 0,
+    long: int = 0,
+) -> str:
     """The canonical spec of a generator call (Dataset.name and .source); ``varied`` / ``long`` only when set.
 
     >>> spec_string(1000, 3), spec_string(400, 1, 8, 12, varied=1)
@@ -159,8 +194,14 @@ def spec_string(n_messages: int = 400, seed: int = 0, n_histories: int = 1, ques
     return spec + (f",varied={varied}" if varied else "") + (f",long={long}" if long else "")
 
 
-def synthetic_dataset(n_messages: int = 400, seed: int = 0, n_histories: int = 1, questions_per_history: int = 12,
-                      varied: int = 0, long: int = 0):
+def synthetic_dataset(
+    n_messages: int = 400,
+    seed: int = 0,
+    n_histories: int = 1,
+    questions_per_history: int = 12,
+    varied: int = 0,
+    long: int = 0,
+):
     """The generated records loaded as a Dataset; sha256 = records_sha256 (= write_synthetic's file hash)."""
     from lazymem.data.longmemeval import parse_records
 
@@ -169,8 +210,15 @@ def synthetic_dataset(n_messages: int = 400, seed: int = 0, n_histories: int = 1
     return parse_records(records, file=spec, name=spec, sha256=records_sha256(records))
 
 
-def write_synthetic(path, n_messages: int = 400, seed: int = 0, n_histories: int = 1,
-                    questions_per_history: int = 12, varied: int = 0, long: int = 0) -> str:
+def write_synthetic(
+    path,
+    n_messages: int = 400,
+    seed: int = 0,
+    n_histories: int = 1,
+    questions_per_history: int = 12,
+    varied: int = 0,
+    long: int = 0,
+) -> str:
     """Write the records as canonical JSON (sorted keys, UTF-8, compact) and return the file's sha256.
 
     Byte-identical for the same arguments; the file loads with ``load_longmemeval``.
@@ -184,8 +232,14 @@ def write_synthetic(path, n_messages: int = 400, seed: int = 0, n_histories: int
     return h.hexdigest()
 
 
-_SPEC_KEYS = {"messages": "n_messages", "seed": "seed", "histories": "n_histories",
-              "questions": "questions_per_history", "varied": "varied", "long": "long"}
+_SPEC_KEYS = {
+    "messages": "n_messages",
+    "seed": "seed",
+    "histories": "n_histories",
+    "questions": "questions_per_history",
+    "varied": "varied",
+    "long": "long",
+}
 _SUFFIX = {"": 1, "k": 1_000, "m": 1_000_000}
 
 
@@ -193,8 +247,11 @@ def _number(key: str, text: str) -> int:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", text.strip().replace("_", ""))
     if m is None:
         raise ConfigError(f"synthetic spec: {key}={text!r} is not a whole number (examples: 400, 1k, 100k, 1.5k)")
-    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()] if "." in m.group(1) else \
-        int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    value = (
+        float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+        if "." in m.group(1)
+        else int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    )
     if value != int(value):
         raise ConfigError(f"synthetic spec: {key}={text!r} is not a whole number")
     return int(value)

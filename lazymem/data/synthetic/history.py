@@ -4,6 +4,7 @@
 session dates, the question plan (``plan._plan``), the sessions each statement goes to,
 then the turns session by session, distractor exchanges filled by ``_Fill``.
 """
+
 from __future__ import annotations
 
 import random
@@ -37,14 +38,16 @@ def _session_times(rng: random.Random, n_sessions: int) -> tuple[list[datetime],
     for _ in range(n_sessions):
         times.append(t)
         # Gaps of a day or more while the span allows it, so temporal facts land on distinct days.
-        gap = rng.randint(1440, 2 * mean - 1440) if mean >= 1.5 * 1440 else rng.randint(max(20, mean // 3),
-                                                                                       mean * 5 // 3)
+        gap = (
+            rng.randint(1440, 2 * mean - 1440) if mean >= 1.5 * 1440 else rng.randint(max(20, mean // 3), mean * 5 // 3)
+        )
         t += timedelta(minutes=gap)
     return times, times[-1] + timedelta(minutes=rng.randint(1440, 4 * 1440))
 
 
-def _place(rng: random.Random, facts: list[_Fact], sizes: list[int], times: list[datetime],
-           n_messages: int) -> list[list[int]]:
+def _place(
+    rng: random.Random, facts: list[_Fact], sizes: list[int], times: list[datetime], n_messages: int
+) -> list[list[int]]:
     """Session index of each statement of each fact: distinct, chronological sessions, one pair per statement."""
     free = list(sizes)
     where: list[list[int] | None] = [None] * len(facts)
@@ -66,8 +69,10 @@ def _place(rng: random.Random, facts: list[_Fact], sizes: list[int], times: list
                 chosen = sorted(rng.sample(per_day, k))
         if chosen is None:
             need = sum(len(x.stmts) for x in facts)
-            raise ConfigError(f"n_messages={n_messages} is too small for {len(facts)} questions per history "
-                              f"({need} planted statements; n_messages >= {max(60, 6 * need)} always fits them)")
+            raise ConfigError(
+                f"n_messages={n_messages} is too small for {len(facts)} questions per history "
+                f"({need} planted statements; n_messages >= {max(60, 6 * need)} always fits them)"
+            )
         for s in chosen:
             free[s] -= 1
         where[f] = chosen
@@ -132,8 +137,7 @@ def _history(rng: random.Random, n_messages: int, n_questions: int, prefix: str)
                         user = user.removeprefix(intro)
                     user = rng.choice(_BRIDGES) + user
                 assistant = rng.choice(_OPENERS) + st.assistant.replace("{date}", date)
-                evidence[f].append((s, 2 * p + st.side, tuple(c.replace("{date}", _md(times[s]))
-                                                              for c in st.contains)))
+                evidence[f].append((s, 2 * p + st.side, tuple(c.replace("{date}", _md(times[s])) for c in st.contains)))
             elif p == n_pairs - 1 and p >= 3 and rng.random() < 0.4:
                 user, assistant = rng.choice(_CLOSERS)
             else:

@@ -22,6 +22,7 @@ about the user.
 >>> turns[0][1]["content"].startswith("Hello there."), len(turns[0][1]["content"].split()) > 80
 (True, True)
 """
+
 from __future__ import annotations
 
 import random
@@ -42,60 +43,137 @@ INTROS = (
     "To make this easier to act on, here is a short plan:",
 )
 ITEMS = (
-    ("Start with what you already have", "Take stock of the resources, time and budget you can realistically "
-     "commit before buying or booking anything new. It is easy to overspend on a fresh start."),
-    ("Set a simple goal", "Pick one concrete outcome for the next two to four weeks, write it down, and check in "
-     "on it once a week rather than every day."),
-    ("Keep a short list", "Write the three most important tasks on a sticky note or in your phone. A short list "
-     "gets done; a long one mostly gets rewritten."),
-    ("Ask someone who has done it", "A friend, a coworker or an online community can save you hours. People are "
-     "usually happy to share what worked and what they would skip next time."),
-    ("Budget a little slack", "Plans rarely go exactly as expected, so leave about ten to twenty percent of your "
-     "time and money unassigned for surprises."),
-    ("Compare two or three options", "Read recent reviews, look at the return or cancellation policy, and compare "
-     "total cost rather than the headline price."),
-    ("Build a routine", "Doing something at the same time each day makes it much easier to keep going once the "
-     "initial excitement wears off."),
-    ("Track what happens", "A simple note with the date and a sentence or two is enough. After a few weeks you "
-     "will see patterns you would otherwise miss."),
-    ("Mind the timing", "Seasons, holidays and weekday versus weekend can change prices, crowds and availability "
-     "a lot, so check the calendar before you commit."),
-    ("Take care of the basics", "Sleep, water and regular meals make every other part of a plan easier, and "
-     "they are the first things to slip when life gets busy."),
-    ("Prepare the night before", "Lay out what you need, charge your devices and check directions or opening "
-     "hours, so the morning starts without a scramble."),
-    ("Keep it enjoyable", "If a step feels like a chore every single time, look for a version of it you actually "
-     "like; consistency matters more than intensity."),
-    ("Know when to get help", "If something involves health, money or legal questions, a short consultation "
-     "with a professional is usually worth it."),
-    ("Review and adjust", "After a couple of weeks, look back at what worked and drop whatever did not. "
-     "Small changes add up."),
+    (
+        "Start with what you already have",
+        "Take stock of the resources, time and budget you can realistically "
+        "commit before buying or booking anything new. It is easy to overspend on a fresh start.",
+    ),
+    (
+        "Set a simple goal",
+        "Pick one concrete outcome for the next two to four weeks, write it down, and check in "
+        "on it once a week rather than every day.",
+    ),
+    (
+        "Keep a short list",
+        "Write the three most important tasks on a sticky note or in your phone. A short list "
+        "gets done; a long one mostly gets rewritten.",
+    ),
+    (
+        "Ask someone who has done it",
+        "A friend, a coworker or an online community can save you hours. People are "
+        "usually happy to share what worked and what they would skip next time.",
+    ),
+    (
+        "Budget a little slack",
+        "Plans rarely go exactly as expected, so leave about ten to twenty percent of your "
+        "time and money unassigned for surprises.",
+    ),
+    (
+        "Compare two or three options",
+        "Read recent reviews, look at the return or cancellation policy, and compare "
+        "total cost rather than the headline price.",
+    ),
+    (
+        "Build a routine",
+        "Doing something at the same time each day makes it much easier to keep going once the "
+        "initial excitement wears off.",
+    ),
+    (
+        "Track what happens",
+        "A simple note with the date and a sentence or two is enough. After a few weeks you "
+        "will see patterns you would otherwise miss.",
+    ),
+    (
+        "Mind the timing",
+        "Seasons, holidays and weekday versus weekend can change prices, crowds and availability "
+        "a lot, so check the calendar before you commit.",
+    ),
+    (
+        "Take care of the basics",
+        "Sleep, water and regular meals make every other part of a plan easier, and "
+        "they are the first things to slip when life gets busy.",
+    ),
+    (
+        "Prepare the night before",
+        "Lay out what you need, charge your devices and check directions or opening "
+        "hours, so the morning starts without a scramble.",
+    ),
+    (
+        "Keep it enjoyable",
+        "If a step feels like a chore every single time, look for a version of it you actually "
+        "like; consistency matters more than intensity.",
+    ),
+    (
+        "Know when to get help",
+        "If something involves health, money or legal questions, a short consultation "
+        "with a professional is usually worth it.",
+    ),
+    (
+        "Review and adjust",
+        "After a couple of weeks, look back at what worked and drop whatever did not. Small changes add up.",
+    ),
 )
 MORE_ITEMS = (
-    ("Write down the why", "A sentence about why this matters to you is surprisingly useful on the days when "
-     "motivation is low and the original reason feels far away."),
-    ("Start earlier than you think", "Most things take longer than planned, especially the first time, so give "
-     "yourself a head start instead of relying on a last-minute push."),
-    ("Keep the costs visible", "A quick running total in a note or spreadsheet stops small purchases from "
-     "quietly adding up to something much larger than you intended."),
-    ("Try a small test first", "Before committing fully, do a short trial run. It tells you more than hours of "
-     "research and costs very little if it does not work out."),
-    ("Protect your time", "Block the time in your calendar as if it were an appointment with someone else; "
-     "it is much easier to keep a commitment that already has a slot."),
-    ("Reduce friction", "Put what you need where you will see it and remove one or two obstacles up front, so "
-     "the easy choice and the right choice are the same."),
-    ("Check the fine print", "Terms such as delivery windows, deposits, warranties and cancellation fees are "
-     "where most unpleasant surprises hide."),
-    ("Plan for a bad day", "Decide in advance what the minimum version looks like, so a busy or tiring day "
-     "does not undo the progress you have made."),
-    ("Share the plan", "Telling one person what you intend to do adds a little accountability, and they may "
-     "spot something you missed."),
-    ("Celebrate small wins", "Noticing progress, even modest progress, makes it far more likely that you will "
-     "keep going through the slower stretches."),
-    ("Keep a backup option", "Have a second choice ready in case the first falls through; it takes the "
-     "pressure off and usually costs nothing to prepare."),
-    ("Stay flexible", "If circumstances change, it is fine to change the plan with them. The goal matters more "
-     "than sticking to the exact steps you started with."),
+    (
+        "Write down the why",
+        "A sentence about why this matters to you is surprisingly useful on the days when "
+        "motivation is low and the original reason feels far away.",
+    ),
+    (
+        "Start earlier than you think",
+        "Most things take longer than planned, especially the first time, so give "
+        "yourself a head start instead of relying on a last-minute push.",
+    ),
+    (
+        "Keep the costs visible",
+        "A quick running total in a note or spreadsheet stops small purchases from "
+        "quietly adding up to something much larger than you intended.",
+    ),
+    (
+        "Try a small test first",
+        "Before committing fully, do a short trial run. It tells you more than hours of "
+        "research and costs very little if it does not work out.",
+    ),
+    (
+        "Protect your time",
+        "Block the time in your calendar as if it were an appointment with someone else; "
+        "it is much easier to keep a commitment that already has a slot.",
+    ),
+    (
+        "Reduce friction",
+        "Put what you need where you will see it and remove one or two obstacles up front, so "
+        "the easy choice and the right choice are the same.",
+    ),
+    (
+        "Check the fine print",
+        "Terms such as delivery windows, deposits, warranties and cancellation fees are "
+        "where most unpleasant surprises hide.",
+    ),
+    (
+        "Plan for a bad day",
+        "Decide in advance what the minimum version looks like, so a busy or tiring day "
+        "does not undo the progress you have made.",
+    ),
+    (
+        "Share the plan",
+        "Telling one person what you intend to do adds a little accountability, and they may "
+        "spot something you missed.",
+    ),
+    (
+        "Celebrate small wins",
+        "Noticing progress, even modest progress, makes it far more likely that you will "
+        "keep going through the slower stretches.",
+    ),
+    (
+        "Keep a backup option",
+        "Have a second choice ready in case the first falls through; it takes the "
+        "pressure off and usually costs nothing to prepare.",
+    ),
+    (
+        "Stay flexible",
+        "If circumstances change, it is fine to change the plan with them. The goal matters more "
+        "than sticking to the exact steps you started with.",
+    ),
 )
 ITEMS_ALL = ITEMS + MORE_ITEMS
 USER_CONTEXT = (
@@ -140,8 +218,10 @@ def long_answer(rng: random.Random, text: str) -> str:
 def _with_list(rng: random.Random, text: str, items) -> str:
     """``text``, an intro, ``items`` numbered or bulleted, a closing (the draws in the order v2's data used)."""
     numbered = rng.random() < 0.6
-    lines = [f"{i}. **{head}.** {body}" if numbered else f"- **{head}:** {body}"
-             for i, (head, body) in enumerate(items, start=1)]
+    lines = [
+        f"{i}. **{head}.** {body}" if numbered else f"- **{head}:** {body}"
+        for i, (head, body) in enumerate(items, start=1)
+    ]
     return "\n\n".join([text, rng.choice(INTROS), "\n".join(lines), rng.choice(CLOSINGS)])
 
 

@@ -5,6 +5,7 @@
 values no other fact of the history uses. The helpers format money, dates and articles
 with their own name tables (no locale dependence).
 """
+
 from __future__ import annotations
 
 import random

@@ -3,6 +3,7 @@
 Slots cycle through the six LongMemEval types in ``_TYPE_CYCLE`` order; every 12th slot
 is an abstention. A slot whose type has run out of distinct facts takes the next type.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,8 +24,14 @@ _FAMILIES: dict[str, tuple[Callable[[_Draw], _Fact | None], ...]] = {
     "single-session-preference": _SSP_FAMILIES,
 }
 # Type order of the question slots (cycled); every 12th slot is an abstention.
-_TYPE_CYCLE = ("single-session-user", "single-session-assistant", "single-session-preference", "multi-session",
-               "temporal-reasoning", "knowledge-update")
+_TYPE_CYCLE = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
 _ABS_TYPES = ("single-session-user", "multi-session", "temporal-reasoning", "knowledge-update")
 
 
@@ -68,8 +75,10 @@ def _plan(d: _Draw, n_questions: int, n_sessions: int) -> list[_Fact]:
             if fact is not None:
                 break
         else:
-            raise ConfigError(f"questions_per_history={n_questions} is too many: ran out of distinct facts after "
-                              f"{len(facts)} questions (a history holds about 200; past about 60 the type mix "
-                              "is uneven)")
+            raise ConfigError(
+                f"questions_per_history={n_questions} is too many: ran out of distinct facts after "
+                f"{len(facts)} questions (a history holds about 200; past about 60 the type mix "
+                "is uneven)"
+            )
         facts.append(fact)
     return facts

@@ -24,6 +24,7 @@ Template text apart from logic is kept short here: the frames and sentences belo
 >>> question_topic("How many days passed between the day I ran my first 10k and today?")
 'first 10k'
 """
+
 from __future__ import annotations
 
 import random
@@ -42,8 +43,20 @@ QUESTION_FRAMES = (
     "Hey, {q}",
     "One thing I need to know: {q}",
 )
-OPENERS = ("Hey! ", "Hi again. ", "Okay, so ", "Quick one: ", "Morning! ", "So, ", "Random thought: ",
-           "Back again. ", "Hmm, ", "Good evening! ", "Alright, ", "Question for you. ")
+OPENERS = (
+    "Hey! ",
+    "Hi again. ",
+    "Okay, so ",
+    "Quick one: ",
+    "Morning! ",
+    "So, ",
+    "Random thought: ",
+    "Back again. ",
+    "Hmm, ",
+    "Good evening! ",
+    "Alright, ",
+    "Question for you. ",
+)
 # {topic}: the question's topic ("sister", "golden retriever", "first yoga class").
 HARD_NEGATIVES = (
     "My friend keeps telling me about her {topic}, which reminded me of this.",
@@ -55,9 +68,12 @@ HARD_NEGATIVES = (
     "Someone in my group chat posted about their {topic} this morning.",
     "This has nothing to do with my {topic}, just so you know.",
 )
-_TOPIC = re.compile(r"\bmy ((?:[a-z0-9-]+ ){0,2}?[a-z0-9-]+?)(?:'s\b|\?|,|\.| (?:is|was|were|are|and|or|did|do|does|"
-                    r"have|has|had|for|in|at|on|from|to|cost|called|named|live|work|go|take|get|buy|start|"
-                    r"today|last|this)\b)", re.IGNORECASE)
+_TOPIC = re.compile(
+    r"\bmy ((?:[a-z0-9-]+ ){0,2}?[a-z0-9-]+?)(?:'s\b|\?|,|\.| (?:is|was|were|are|and|or|did|do|does|"
+    r"have|has|had|for|in|at|on|from|to|cost|called|named|live|work|go|take|get|buy|start|"
+    r"today|last|this)\b)",
+    re.IGNORECASE,
+)
 _HOPS_P = (0.2, 0.5, 0.3)  # how many distractor turns get a hard negative: 1, 2 or 3
 
 
@@ -73,8 +89,12 @@ def question_topic(question: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-def vary(rng: random.Random, sessions: list[list[dict]], questions: list[str],
-         evidence: list[list[tuple[int, int, tuple[str, ...]]]]) -> list[str]:
+def vary(
+    rng: random.Random,
+    sessions: list[list[dict]],
+    questions: list[str],
+    evidence: list[list[tuple[int, int, tuple[str, ...]]]],
+) -> list[str]:
     """Rewrite ``sessions`` in place (openers, hard negatives) and return the paraphrased questions.
 
     ``evidence[i]`` lists question i's gold turns as (session, turn, contains) tuples.
@@ -85,8 +105,13 @@ def vary(rng: random.Random, sessions: list[list[dict]], questions: list[str],
         for turn in turns:
             if turn["role"] == "user" and rng.random() < 1 / 3:
                 turn["content"] = rng.choice(OPENERS) + turn["content"]
-    free = [(s, t) for s, turns in enumerate(sessions) if s not in gold_sessions
-            for t, turn in enumerate(turns) if turn["role"] == "user" and (s, t) not in gold]
+    free = [
+        (s, t)
+        for s, turns in enumerate(sessions)
+        if s not in gold_sessions
+        for t, turn in enumerate(turns)
+        if turn["role"] == "user" and (s, t) not in gold
+    ]
     out = []
     for question, _ev in zip(questions, evidence):
         out.append(frame_question(question, rng.randrange(len(QUESTION_FRAMES))))

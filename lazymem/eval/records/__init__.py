@@ -8,6 +8,7 @@
 
 ``lazymem.eval.runfiles.load_records`` reads a records file into RunRecords.
 """
+
 from lazymem.eval.records.methods import METHOD_PARTS, Mem0Part, Mem0Result, NanoMemoryPart, NanoSession
 from lazymem.eval.records.part import FieldError, JsonPart, json_kind
 from lazymem.eval.records.parts import (
@@ -25,6 +26,25 @@ from lazymem.eval.records.parts import (
 )
 from lazymem.eval.records.run import RunRecord
 
-__all__ = ["METHOD_PARTS", "CallMeta", "ConstructionRecord", "DecisionRecord", "FieldError", "JsonPart",
-           "JudgeRecord", "MeasuresRecord", "Mem0Part", "Mem0Result", "NanoMemoryPart", "NanoSession", "PoolHit",
-           "PoolRecord", "QuestionMeta", "RunRecord", "Timings", "VerdictRecord", "WindowRecord", "json_kind"]
+__all__ = [
+    "METHOD_PARTS",
+    "CallMeta",
+    "ConstructionRecord",
+    "DecisionRecord",
+    "FieldError",
+    "JsonPart",
+    "JudgeRecord",
+    "MeasuresRecord",
+    "Mem0Part",
+    "Mem0Result",
+    "NanoMemoryPart",
+    "NanoSession",
+    "PoolHit",
+    "PoolRecord",
+    "QuestionMeta",
+    "RunRecord",
+    "Timings",
+    "VerdictRecord",
+    "WindowRecord",
+    "json_kind",
+]

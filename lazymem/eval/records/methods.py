@@ -10,6 +10,7 @@ a record whose method is not listed keeps its ``baseline`` object as it is.
 >>> part.sessions[0].gold, part.gold_shown, part.prune_output is None
 ((4,), 1, True)
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -21,6 +21,7 @@ Traceback (most recent call last):
 ...
 lazymem.eval.records.part.FieldError: p.x: '1' is not an integer
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,8 +50,13 @@ def json_kind(v: Any) -> str:
     """
     if v is None:
         return "null"
-    for t, name in ((bool, "a boolean"), (str, "a string"), (Mapping, "an object"), (list, "a list"),
-                    ((int, float), "a number")):
+    for t, name in (
+        (bool, "a boolean"),
+        (str, "a string"),
+        (Mapping, "an object"),
+        (list, "a list"),
+        ((int, float), "a number"),
+    ):
         if isinstance(v, t):
             return name
     return f"a {type(v).__name__}"
@@ -70,11 +76,16 @@ def _scalar(t: type, name: str) -> Codec:
         if isinstance(v, bool) and t is not bool or not isinstance(v, (int, float) if t is float else t):
             raise FieldError(path, f"{v!r} is not {name}")
         return v
+
     return Codec(decode, lambda v: v, False)
 
 
-_SCALARS = {str: _scalar(str, "a string"), int: _scalar(int, "an integer"), float: _scalar(float, "a number"),
-            bool: _scalar(bool, "true or false")}
+_SCALARS = {
+    str: _scalar(str, "a string"),
+    int: _scalar(int, "an integer"),
+    float: _scalar(float, "a number"),
+    bool: _scalar(bool, "true or false"),
+}
 
 
 def _encode_any(v: Any) -> Any:
@@ -114,6 +125,7 @@ def codec(hint: Any) -> Codec:
             if v is None:
                 return None
             return options[0].encode(v) if len(options) == 1 else next(c.encode(v) for c in options if _fits(c, v))
+
         return Codec(decode, encode, nullable)
     if origin is tuple:
         item = codec(args[0])
@@ -122,6 +134,7 @@ def codec(hint: Any) -> Codec:
             if not isinstance(v, (list, tuple)):  # a tuple: a part built from the pipeline's objects
                 raise FieldError(path, f"{json_kind(v)}, expected a list")
             return tuple(item.decode(x, f"{path}[{i}]") for i, x in enumerate(v))
+
         return Codec(decode_seq, lambda v: [item.encode(x) for x in v], False)
     if origin in (Mapping, dict, typing.Mapping):
         value = codec(args[1]) if args else _ANY
@@ -130,6 +143,7 @@ def codec(hint: Any) -> Codec:
             if not isinstance(v, Mapping):
                 raise FieldError(path, f"{json_kind(v)}, expected an object")
             return {k: value.decode(x, f"{path}.{k}") for k, x in v.items()}
+
         return Codec(decode_map, lambda v: {k: value.encode(x) for k, x in v.items()}, False)
     raise TypeError(f"no JSON codec for type hint {hint!r}")
 
@@ -207,8 +221,7 @@ class JsonPart:
         keys = self.keys()
         fields = {n: None for n in names if n in self.codecs()}
         extra = {k: v for k, v in self.json_extra.items() if k not in names}
-        return dataclasses.replace(self, **fields, json_keys=tuple(k for k in keys if k not in names),
-                                   json_extra=extra)
+        return dataclasses.replace(self, **fields, json_keys=tuple(k for k in keys if k not in names), json_extra=extra)
 
     def get(self, name: str, default: Any = None) -> Any:
         """A field or unknown key by its JSON name, `default` when absent or None."""

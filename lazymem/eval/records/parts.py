@@ -8,6 +8,7 @@ fields that older records lack admit None (and stay absent when written back).
 >>> h.pos, h.dense_rank, h.bm25_rank, h.to_json()
 (4, 2, None, {'pos': 4, 'rank': 1, 'score': 0.03, 'dense_rank': 2})
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

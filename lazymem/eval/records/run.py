@@ -13,6 +13,7 @@ Traceback (most recent call last):
 ...
 lazymem.errors.LoadError: run/records.jsonl: record 4 (question_id 'q2'), field n_gold: '2' is not an integer
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -51,7 +52,8 @@ class RunRecord(JsonPart):
     """
 
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"traceback", "memory_measures_error", "run_id", "attempt", "recorded_at"})
+        {"traceback", "memory_measures_error", "run_id", "attempt", "recorded_at"}
+    )
 
     question_id: str
     method: str | None  # the pipeline method (lazymem.pipeline.methods); older hand-made records lack it
@@ -113,8 +115,7 @@ class RunRecord(JsonPart):
     @classmethod
     def failed(cls, question_id: str, method: str, error: str, traceback: str) -> RunRecord:
         """The record of a question whose pipeline raised (its question fields are added after)."""
-        return cls(question_id, method, "error", error, traceback, timings=Timings(json_keys=()),
-                   json_keys=FAILED_KEYS)
+        return cls(question_id, method, "error", error, traceback, timings=Timings(json_keys=()), json_keys=FAILED_KEYS)
 
     @classmethod
     def of(cls, record: RunRecord | Mapping) -> RunRecord:

@@ -17,6 +17,7 @@ Traceback (most recent call last):
 ...
 lazymem.errors.ConfigError: unknown method 'bm42'; methods are ['lazymem', 'extractive', 'rag', ...]
 """
+
 from __future__ import annotations
 
 import importlib

@@ -10,6 +10,7 @@ Adding a baseline is one module with a ``Method`` subclass (and its settings dat
 settings) and one line in ``REGISTRY``; docs/ARCHITECTURE.md has the worked example, which
 tests/test_method_settings.py registers and runs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -80,8 +81,9 @@ class Method:
         """The name of the answer prompt in PROMPTS (the paper's compressed-memory prompt for construction)."""
         return "answer_compressed" if self.constructs else "answer_text"
 
-    def memory(self, history: History, question: Question, pool: Pool | None,
-               timings: dict[str, float]) -> MethodOutput:
+    def memory(
+        self, history: History, question: Question, pool: Pool | None, timings: dict[str, float]
+    ) -> MethodOutput:
         """Build the memory for one question (``pool`` is None unless ``retrieves``)."""
         raise NotImplementedError(f"method {self.name!r} does not implement memory()")
 
@@ -133,4 +135,3 @@ def plain_settings(settings: Any) -> dict:
 
     as_dict = getattr(settings, "as_dict", None)
     return as_dict() if callable(as_dict) else dataclasses.asdict(settings)
-

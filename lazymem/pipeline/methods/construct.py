@@ -9,6 +9,7 @@ window's messages:
   decoded as ``pipeline.lazymem`` says (``LazyMemSettings``);
 - ``Extractive``: the training-free ``ExtractiveProcessor`` (``pipeline.extractive`` settings).
 """
+
 from __future__ import annotations
 
 import math
@@ -37,6 +38,7 @@ def max_windows(n_hits: int, w: int, L: int, s: int) -> int:
     >>> max_windows(10, 1, 4, 3), max_windows(10, 2, 8, 7)
     (10, 10)
     """
+
     def sub(k: int) -> int:
         return 1 + math.ceil(max(0, 2 * w * k + 1 - L) / s)
 
@@ -54,51 +56,90 @@ TRACE_BACKENDS = ("transformers", "llamacpp", "fake")  # can make the array foll
 class LazyMemSettings:
     """``pipeline.lazymem``: how the MPM's decisions are decoded (the paper prints no decoding settings)."""
 
-    structured: bool = field(default=False, metadata=h(
-        "constrain MPM decoding to decision_schema(n) of each window (untrained small models need it)"))
-    structured_trace: bool = field(default=False, metadata=h(
-        "structured: the MPM writes its n-line <think> trace before the array, whose ops follow it "
-        "(models trained with teacher gold-trace, e.g. LazyMem-135M; transformers or llamacpp)"))
-    grounded: bool = field(default=False, metadata=h(
-        "grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
-        "message (free or structured; backends transformers and llamacpp; LazyMem-135M's default)"))
-    keep_prior: float = field(default=0.0, metadata=h(
-        "a lexical KEEP prior: where the MPM writes the op of message i's <think> trace line, keep_prior x "
-        "(the share of the query's content words message i has: the extractive processor's lexical_scores) is "
-        "added to ' KEEP''s logit, beside mpm_sampling.logit_bias (the prompt's rule 11 as a decoding prior; "
-        "0 = off; backends transformers and llamacpp, models that write a trace, e.g. LazyMem-135M)"))
-    keep_prior_dense: float = field(default=0.0, metadata=h(
-        "a dense KEEP prior beside keep_prior: keep_prior_dense x (the cosine similarity of the question and "
-        "message i under keep_prior_model) is added to ' KEEP''s logit at message i's trace line "
-        "(lazymem.construct.prior.KeepPrior; 0 = off; same backends as keep_prior)"))
-    keep_prior_model: str = field(default="minilm-offline", metadata=h(
-        "keep_prior_dense's sentence encoder (a weight is chosen for one encoder: all-MiniLM-L6-v2, "
-        "'minilm-offline', for LazyMem-135M's)"))
-    trace_independent: bool = field(default=False, metadata=h(
-        "structured_trace: decide each message's op without the ops before it (its trace line read with every "
-        "earlier op DROP: KEEP where ' KEEP''s logit, KEEP bias and prior added, is at least ' DROP''s; "
-        "Sampling.trace_independent), so a window can keep more than the one message a model trained on "
-        "one-gold windows keeps after its first KEEP; backends transformers and llamacpp"))
-    schema_max_content: int = field(default=512, metadata=h("structured: max characters of a KEEP's "
-                                                            "compressed_content"))
+    structured: bool = field(
+        default=False,
+        metadata=h("constrain MPM decoding to decision_schema(n) of each window (untrained small models need it)"),
+    )
+    structured_trace: bool = field(
+        default=False,
+        metadata=h(
+            "structured: the MPM writes its n-line <think> trace before the array, whose ops follow it "
+            "(models trained with teacher gold-trace, e.g. LazyMem-135M; transformers or llamacpp)"
+        ),
+    )
+    grounded: bool = field(
+        default=False,
+        metadata=h(
+            "grounded decoding: every KEEP's compressed_content can only be a verbatim span of its own "
+            "message (free or structured; backends transformers and llamacpp; LazyMem-135M's default)"
+        ),
+    )
+    keep_prior: float = field(
+        default=0.0,
+        metadata=h(
+            "a lexical KEEP prior: where the MPM writes the op of message i's <think> trace line, keep_prior x "
+            "(the share of the query's content words message i has: the extractive processor's lexical_scores) is "
+            "added to ' KEEP''s logit, beside mpm_sampling.logit_bias (the prompt's rule 11 as a decoding prior; "
+            "0 = off; backends transformers and llamacpp, models that write a trace, e.g. LazyMem-135M)"
+        ),
+    )
+    keep_prior_dense: float = field(
+        default=0.0,
+        metadata=h(
+            "a dense KEEP prior beside keep_prior: keep_prior_dense x (the cosine similarity of the question and "
+            "message i under keep_prior_model) is added to ' KEEP''s logit at message i's trace line "
+            "(lazymem.construct.prior.KeepPrior; 0 = off; same backends as keep_prior)"
+        ),
+    )
+    keep_prior_model: str = field(
+        default="minilm-offline",
+        metadata=h(
+            "keep_prior_dense's sentence encoder (a weight is chosen for one encoder: all-MiniLM-L6-v2, "
+            "'minilm-offline', for LazyMem-135M's)"
+        ),
+    )
+    trace_independent: bool = field(
+        default=False,
+        metadata=h(
+            "structured_trace: decide each message's op without the ops before it (its trace line read with every "
+            "earlier op DROP: KEEP where ' KEEP''s logit, KEEP bias and prior added, is at least ' DROP''s; "
+            "Sampling.trace_independent), so a window can keep more than the one message a model trained on "
+            "one-gold windows keeps after its first KEEP; backends transformers and llamacpp"
+        ),
+    )
+    schema_max_content: int = field(
+        default=512, metadata=h("structured: max characters of a KEEP's compressed_content")
+    )
     schema_max_reason: int = field(default=128, metadata=h("structured: max characters of a decision's reason"))
 
     def __post_init__(self):
         for name in ("structured", "structured_trace", "grounded", "trace_independent"):
-            require(isinstance(getattr(self, name), bool), "lazymem", name, getattr(self, name),
-                    "must be true or false")
-        require(not self.trace_independent or (self.structured and self.structured_trace), "lazymem",
-                "trace_independent", self.trace_independent,
-                "needs structured: true and structured_trace: true (the array follows the decided trace)")
+            require(
+                isinstance(getattr(self, name), bool), "lazymem", name, getattr(self, name), "must be true or false"
+            )
+        require(
+            not self.trace_independent or (self.structured and self.structured_trace),
+            "lazymem",
+            "trace_independent",
+            self.trace_independent,
+            "needs structured: true and structured_trace: true (the array follows the decided trace)",
+        )
         try:
             self.keep_prior_weights  # noqa: B018  (KeepPrior checks the weights and the encoder's name)
         except ConfigError as e:
-            raise ConfigError(f"lazymem (keep_prior = KeepPrior.lexical, keep_prior_dense = dense, "
-                              f"keep_prior_model = dense_model): {e}") from None
+            raise ConfigError(
+                f"lazymem (keep_prior = KeepPrior.lexical, keep_prior_dense = dense, "
+                f"keep_prior_model = dense_model): {e}"
+            ) from None
         for name, low in (("schema_max_content", 1), ("schema_max_reason", 0)):
             v = getattr(self, name)
-            require(isinstance(v, int) and not isinstance(v, bool) and v >= low, "lazymem", name, v,
-                    f"must be an integer >= {low}")
+            require(
+                isinstance(v, int) and not isinstance(v, bool) and v >= low,
+                "lazymem",
+                name,
+                v,
+                f"must be an integer >= {low}",
+            )
 
     @property
     def keep_prior_weights(self) -> KeepPrior:
@@ -114,8 +155,9 @@ class _Constructing(Method):
         results, decisions, memory, stats, error = self.pipeline.construct(history, question, windows)
         return MethodOutput(memory, error, results, decisions, stats)
 
-    def window_outputs(self, history: History, question: Question, items: Sequence[WindowPrompt]
-                       ) -> tuple[list[str | None], list[Completion | None]]:
+    def window_outputs(
+        self, history: History, question: Question, items: Sequence[WindowPrompt]
+    ) -> tuple[list[str | None], list[Completion | None]]:
         """Every window's raw output (None where the call failed) and its model call (None without a model)."""
         raise NotImplementedError
 
@@ -132,24 +174,42 @@ class LazyMem(_Constructing):
     @classmethod
     def check(cls, config) -> None:
         s, backend = config.lazymem, config.mpm.backend
-        require(not s.structured_trace or backend in TRACE_BACKENDS, "PipelineConfig", "lazymem.structured_trace",
-                s.structured_trace, "needs backend transformers or llamacpp (the array follows the trace token by "
-                "token, or in a second pass; a server's JSON schema cannot make it)")
-        require(not s.grounded or backend in GROUNDED_BACKENDS, "PipelineConfig", "lazymem.grounded", s.grounded,
-                f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
-                f"mpm.backend {backend!r} (an OpenAI-compatible server, vLLM) cannot do grounded decoding: "
-                "set grounded: false (the rewritten count still measures it)")
+        require(
+            not s.structured_trace or backend in TRACE_BACKENDS,
+            "PipelineConfig",
+            "lazymem.structured_trace",
+            s.structured_trace,
+            "needs backend transformers or llamacpp (the array follows the trace token by "
+            "token, or in a second pass; a server's JSON schema cannot make it)",
+        )
+        require(
+            not s.grounded or backend in GROUNDED_BACKENDS,
+            "PipelineConfig",
+            "lazymem.grounded",
+            s.grounded,
+            f"needs token-level control of the MPM's decoding, which backends {GROUNDED_BACKENDS} have; "
+            f"mpm.backend {backend!r} (an OpenAI-compatible server, vLLM) cannot do grounded decoding: "
+            "set grounded: false (the rewritten count still measures it)",
+        )
         for name in ("keep_prior", "keep_prior_dense"):
-            require(not getattr(s, name) or backend in GROUNDED_BACKENDS, "PipelineConfig", f"lazymem.{name}",
-                    getattr(s, name), f"needs a logit bias that changes line by line, which backends "
-                    f"{GROUNDED_BACKENDS} give; mpm.backend {backend!r} cannot: set {name}: 0")
+            require(
+                not getattr(s, name) or backend in GROUNDED_BACKENDS,
+                "PipelineConfig",
+                f"lazymem.{name}",
+                getattr(s, name),
+                f"needs a logit bias that changes line by line, which backends "
+                f"{GROUNDED_BACKENDS} give; mpm.backend {backend!r} cannot: set {name}: 0",
+            )
 
     def window_outputs(self, history, question, items):
         if not items:
             return [], []
-        outputs = self.pipeline.generate_mpm([list(it.messages) for it in items], [it.n_decisions for it in items],
-                                             [tuple(history[p].text for p in it.decision_positions) for it in items],
-                                             question.text)
+        outputs = self.pipeline.generate_mpm(
+            [list(it.messages) for it in items],
+            [it.n_decisions for it in items],
+            [tuple(history[p].text for p in it.decision_positions) for it in items],
+            question.text,
+        )
         return [None if out.error is not None else out.text for out in outputs], list(outputs)
 
     @classmethod
@@ -158,8 +218,10 @@ class LazyMem(_Constructing):
         if questions is None:
             total = None
         else:
-            total = sum(max_windows(min(config.retrieval.n, len(dataset.histories[q.history_id])), w.w, w.L, w.s)
-                        for q in questions)
+            total = sum(
+                max_windows(min(config.retrieval.n, len(dataset.histories[q.history_id])), w.w, w.L, w.s)
+                for q in questions
+            )
         return {"mpm_max": total, "mpm_max_per_question": max_windows(config.retrieval.n, w.w, w.L, w.s)}
 
 
@@ -174,6 +236,8 @@ class Extractive(_Constructing):
         self.processor = ExtractiveProcessor(pipeline.config.extractive)
 
     def window_outputs(self, history, question, items):
-        raws = [self.processor.process(question.text, question.query_time, [history[p] for p in it.window.positions])
-                for it in items]
+        raws = [
+            self.processor.process(question.text, question.query_time, [history[p] for p in it.window.positions])
+            for it in items
+        ]
         return raws, [None] * len(items)

@@ -4,6 +4,7 @@ Each history is ingested once with Mem0's own LLM calls to the ``mpm`` server, a
 answered from ``Memory.search`` (``lazymem.pipeline.mem0.Mem0Store`` has the protocol and its
 sources). Settings: ``pipeline.mem0`` (``Mem0Settings``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,9 +13,11 @@ from lazymem.errors import ConfigError
 from lazymem.fields import h, require
 from lazymem.pipeline.methods.base import Method, MethodOutput
 
-MEM0_SERVE_HINT = ("`python -m llama_cpp.server --model X.gguf --port 8000` "
-                   "(pip install 'llama-cpp-python[server]'; base_url http://127.0.0.1:8000/v1, mpm.model: the name "
-                   "it serves) or `vllm serve MODEL --port 8000`")
+MEM0_SERVE_HINT = (
+    "`python -m llama_cpp.server --model X.gguf --port 8000` "
+    "(pip install 'llama-cpp-python[server]'; base_url http://127.0.0.1:8000/v1, mpm.model: the name "
+    "it serves) or `vllm serve MODEL --port 8000`"
+)
 
 
 @dataclass(frozen=True)
@@ -22,19 +25,30 @@ class Mem0Settings:
     """``pipeline.mem0``: Mem0's search depth, add-call size and dating."""
 
     top_k: int = field(default=30, metadata=h("memories Memory.search returns (Mem0's LoCoMo evaluation: --top_k 30)"))
-    chunk: int = field(default=2, metadata=h(
-        "consecutive messages of one session per Memory.add call (Mem0's LoCoMo evaluation: 2)"))
-    observation_date: bool = field(default=True, metadata=h(
-        "give each add call its session's date as the Observation Date (custom instructions); "
-        "false = stock OSS Mem0, whose extraction prompt dates every message today"))
+    chunk: int = field(
+        default=2, metadata=h("consecutive messages of one session per Memory.add call (Mem0's LoCoMo evaluation: 2)")
+    )
+    observation_date: bool = field(
+        default=True,
+        metadata=h(
+            "give each add call its session's date as the Observation Date (custom instructions); "
+            "false = stock OSS Mem0, whose extraction prompt dates every message today"
+        ),
+    )
 
     def __post_init__(self):
         for name in ("top_k", "chunk"):
             v = getattr(self, name)
-            require(isinstance(v, int) and not isinstance(v, bool) and v >= 1, "mem0", name, v,
-                    "must be an integer >= 1")
-        require(isinstance(self.observation_date, bool), "mem0", "observation_date", self.observation_date,
-                "must be true or false")
+            require(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1, "mem0", name, v, "must be an integer >= 1"
+            )
+        require(
+            isinstance(self.observation_date, bool),
+            "mem0",
+            "observation_date",
+            self.observation_date,
+            "must be true or false",
+        )
 
 
 class Mem0Method(Method):
@@ -64,10 +78,13 @@ class Mem0Method(Method):
             raise ConfigError(
                 f"PipelineConfig.method={cls.name!r}: mem0 calls its LLM through Mem0's 'openai' provider, not "
                 f"mpm.backend={config.mpm.backend!r}: set mpm.backend: openai and mpm.base_url to a local "
-                f"OpenAI-compatible server, e.g. {MEM0_SERVE_HINT}")
+                f"OpenAI-compatible server, e.g. {MEM0_SERVE_HINT}"
+            )
         if not config.mpm.base_url:
-            raise ConfigError(f"PipelineConfig.method={cls.name!r}: mem0 needs mpm.base_url (unset, Mem0 would call "
-                              f"api.openai.com): serve a model locally, e.g. {MEM0_SERVE_HINT}")
+            raise ConfigError(
+                f"PipelineConfig.method={cls.name!r}: mem0 needs mpm.base_url (unset, Mem0 would call "
+                f"api.openai.com): serve a model locally, e.g. {MEM0_SERVE_HINT}"
+            )
 
     def warm_up(self) -> None:
         _ = self.store  # a missing mem0ai stops a run here, before its first question

@@ -4,6 +4,7 @@ Sessions ranked by their best-matching turn (dense cosine), the top-k shown in o
 whose reply is the memory (``lazymem.pipeline.baselines.NanoMemory`` has the algorithm and its
 sources). Settings: ``pipeline.nanomemory`` (``NanoMemorySettings``).
 """
+
 from __future__ import annotations
 
 import time
@@ -19,18 +20,31 @@ class NanoMemorySettings:
     """``pipeline.nanomemory``: how many sessions its pruning call sees, in how large a window."""
 
     top_k: int = field(default=10, metadata=h("sessions shown to its pruning call (paper: 10)"))
-    context: int | None = field(default=None, metadata=h(
-        "the pruning call's context window in tokens; its prompt keeps the top sessions that fit in it less "
-        "mpm_sampling.max_tokens (lazymem.pipeline.baselines.fit_sessions). None: the mpm model's own "
-        "(llamacpp: extra_body.n_ctx, 8192 by default; transformers: max_position_embeddings; a server: not fitted)"))
+    context: int | None = field(
+        default=None,
+        metadata=h(
+            "the pruning call's context window in tokens; its prompt keeps the top sessions that fit in it less "
+            "mpm_sampling.max_tokens (lazymem.pipeline.baselines.fit_sessions). None: the mpm model's own "
+            "(llamacpp: extra_body.n_ctx, 8192 by default; transformers: max_position_embeddings; a server: not fitted)"
+        ),
+    )
 
     def __post_init__(self):
-        require(isinstance(self.top_k, int) and not isinstance(self.top_k, bool) and self.top_k >= 1,
-                "nanomemory", "top_k", self.top_k, "must be an integer >= 1")
-        require(self.context is None or (isinstance(self.context, int) and not isinstance(self.context, bool)
-                                         and self.context >= 1),
-                "nanomemory", "context", self.context, "must be None (the mpm model's window) or an integer >= 1 "
-                "(tokens)")
+        require(
+            isinstance(self.top_k, int) and not isinstance(self.top_k, bool) and self.top_k >= 1,
+            "nanomemory",
+            "top_k",
+            self.top_k,
+            "must be an integer >= 1",
+        )
+        require(
+            self.context is None
+            or (isinstance(self.context, int) and not isinstance(self.context, bool) and self.context >= 1),
+            "nanomemory",
+            "context",
+            self.context,
+            "must be None (the mpm model's window) or an integer >= 1 (tokens)",
+        )
 
 
 class NanoMemoryMethod(Method):
@@ -45,8 +59,10 @@ class NanoMemoryMethod(Method):
     @classmethod
     def check(cls, config) -> None:
         if config.retrieval.dense_model is None:
-            raise ConfigError(f"PipelineConfig.method={cls.name!r}: nanomemory ranks sessions by dense similarity: "
-                              "set retrieval.dense_model")
+            raise ConfigError(
+                f"PipelineConfig.method={cls.name!r}: nanomemory ranks sessions by dense similarity: "
+                "set retrieval.dense_model"
+            )
 
     def warm_up(self) -> None:
         retriever = self.pipeline.retriever
@@ -73,11 +89,24 @@ class NanoMemoryMethod(Method):
         out = p.client("mpm").generate([prompt], self.config.mpm_sampling)[0]
         timings["processing"] = time.perf_counter() - t1
         gold = set(question.evidence)
-        record = {"method": self.name, "top_k": self.config.nanomemory.top_k,
-                  "sessions": [{"session_id": s["session_id"], "score": s["score"], "n_messages": len(s["positions"]),
-                                "gold": sorted(gold & set(s["positions"]))} for s in sessions],
-                  "gold_shown": len(gold & {p for s in sessions for p in s["positions"]}), "n_gold": len(gold),
-                  "prune_output": _completion_meta(out), "prune_think": None, "fit": fit}
+        record = {
+            "method": self.name,
+            "top_k": self.config.nanomemory.top_k,
+            "sessions": [
+                {
+                    "session_id": s["session_id"],
+                    "score": s["score"],
+                    "n_messages": len(s["positions"]),
+                    "gold": sorted(gold & set(s["positions"])),
+                }
+                for s in sessions
+            ],
+            "gold_shown": len(gold & {p for s in sessions for p in s["positions"]}),
+            "n_gold": len(gold),
+            "prune_output": _completion_meta(out),
+            "prune_think": None,
+            "fit": fit,
+        }
         if out.error is not None:
             return MethodOutput("", f"nanomemory prune: {out.error}", baseline=record, timed=True)
         memory, record["prune_think"] = p.split_think(out.text, out.reasoning)

@@ -6,6 +6,7 @@
   (``lazymem.pipeline.baselines.oracle_session_positions``).
 - ``Full``: the whole history.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
