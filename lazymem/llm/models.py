@@ -154,13 +154,16 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     )
 
 
-def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
+def tiny_test_model(
+    out: str | os.PathLike, seed: int = 0, max_positions: int = 4096, init_std: float = 0.5, greedy: bool = True
+) -> Path:
     """Save a random 2-layer, hidden-64 Qwen3ForCausalLM with the Qwen3 tokenizer (for tests).
 
     Its outputs are noise, but it has the real vocabulary and chat template, so every code
     path (batching, chat templates, serving, constrained decoding, training) runs in seconds.
     Weights use a wide init (std 0.5) so greedy choices are not near-ties that float noise
-    could flip between batched and unbatched runs.
+    could flip between batched and unbatched runs; ``init_std=0.02`` is Qwen3's own (a policy to
+    train), ``max_positions`` its context, ``greedy`` its generation config's default decoding.
     """
     import torch
     from transformers import AutoTokenizer, GenerationConfig, Qwen3Config, Qwen3ForCausalLM
@@ -177,9 +180,9 @@ def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=16,
-        max_position_embeddings=4096,
+        max_position_embeddings=max_positions,
         tie_word_embeddings=True,
-        initializer_range=0.5,
+        initializer_range=init_std,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -187,7 +190,9 @@ def tiny_test_model(out: str | os.PathLike, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
     model.generation_config = GenerationConfig(
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, do_sample=False
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **({"do_sample": False} if greedy else {}),
     )
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))

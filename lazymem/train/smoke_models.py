@@ -45,36 +45,12 @@ TINY = "random Qwen3ForCausalLM: 2 layers, hidden 64, init std 0.02, the shipped
 
 def tiny_policy(out: str | Path, seed: int = 0) -> Path:
     """Save ``TINY`` to ``out`` (reused when it is there) and return the folder."""
+    from lazymem.llm.models import tiny_test_model
+
     out = Path(out)
     if (out / "model.safetensors").is_file():
         return out
-    import torch
-    from transformers import AutoTokenizer, GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-
-    from lazymem.llm.tokens import require_qwen3_tokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(require_qwen3_tokenizer()))
-    config = Qwen3Config(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=MAX_MODEL_LEN,
-        tie_word_embeddings=True,
-        initializer_range=0.02,
-        bos_token_id=None,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
-    model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    model.save_pretrained(str(out))
-    tok.save_pretrained(str(out))
-    return out
+    return tiny_test_model(out, seed, max_positions=MAX_MODEL_LEN, init_std=0.02, greedy=False)
 
 
 def fresh_adapter(base: str | Path, out: str | Path) -> str:
