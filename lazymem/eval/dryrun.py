@@ -22,7 +22,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from lazymem.eval.table import EvalTableConfig, cell_changes
+from lazymem.eval.table import EvalTableConfig, cell_changes, reported_line
 from lazymem.pipeline.methods import method_class
 from lazymem.pipeline.methods.construct import max_windows  # noqa: F401 (re-exported: the bound's home)
 from lazymem.secrets import redact_urls
@@ -340,15 +340,7 @@ def dry_run_text(plan: dict) -> str:
         lines += [f"  {k} = {v}" for k, v in first["open_settings"].items()]
     for set_name, rows in (plan.get("paper_systems_not_run") or {}).items():
         lines += ["", f"systems of the paper's Table 1 not run here ({set_name}; the paper's reported numbers):"]
-        for r in rows:
-            nums = (
-                "not reported on this benchmark"
-                if r["lj"] is None
-                else (
-                    f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})"
-                )
-            )
-            lines.append(f"  {r['system']}: {nums}; {r['why']}")
+        lines += [f"  {reported_line(r)}" for r in rows]
     lines += ["", "models and endpoints (deduplicated):"]
     for m in plan["models"]:
         extra = f" + adapter {m['adapter']}" if m.get("adapter") else ""

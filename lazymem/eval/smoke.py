@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lazymem.errors import ConfigError  # noqa: F401 (raised by the overrides it builds)
+from lazymem.eval.dryrun import on_disk
 
 LONGMEMEVAL_LOCAL = "../shared/data/longmemeval/s_fragment_3haystacks.json"
 SYNTHETIC = "synthetic:messages=400,seed=0,histories=4,questions=12"
@@ -62,15 +62,8 @@ class Plan:
         return "\n".join(lines)
 
 
-def _on_disk(spec: str) -> bool:
-    from lazymem.eval.dryrun import on_disk
-
-    return on_disk(spec)
-
-
 def cell_smoke_overrides(cfg: Any, url: str, cell: str, plan: Plan) -> list[str]:
     """KEY=VALUE overrides that replace one cell's models (see the module docstring)."""
-    from lazymem.llm.models import smollm2_gguf
     from lazymem.pipeline.methods import method_class
     from lazymem.secrets import redact_urls
 
@@ -95,7 +88,7 @@ def cell_smoke_overrides(cfg: Any, url: str, cell: str, plan: Plan) -> list[str]
         elif llm.device != "cpu":
             out.append(f"pipeline.{role}.device=cpu")
             engine = llm.backend
-            if llm.backend == "transformers" and llm.model == "smollm2-offline" and _gguf_ok(smollm2_gguf):
+            if llm.backend == "transformers" and llm.model == "smollm2-offline" and _llamacpp_runs_smollm2():
                 out.append(f"pipeline.{role}.backend=llamacpp")
                 engine = "llamacpp"
             plan.add(
@@ -118,11 +111,14 @@ def cell_smoke_overrides(cfg: Any, url: str, cell: str, plan: Plan) -> list[str]
     return out
 
 
-def _gguf_ok(find) -> bool:
+def _llamacpp_runs_smollm2() -> bool:
+    """Whether llama.cpp is installed and the SmolLM2 GGUF ships here (the fast CPU engine for the row)."""
+    from lazymem.llm.models import smollm2_gguf
+
     try:
         import llama_cpp  # noqa: F401
 
-        find()
+        smollm2_gguf()
         return True
     except Exception:
         return False
@@ -132,7 +128,7 @@ def set_smoke_overrides(cfg: Any, questions: int, data: str | None, cell: str, p
     """KEY=VALUE overrides that shrink one set's data (and replace a dataset that is not on disk)."""
     out = [f"limit={questions}", "stratified=false"]
     plan.add("questions a set", cfg.limit or "all", questions, cell)
-    spec = data or (cfg.dataset if _on_disk(cfg.dataset) else None)
+    spec = data or (cfg.dataset if on_disk(cfg.dataset) else None)
     if spec is None:
         spec = LONGMEMEVAL_LOCAL if Path(LONGMEMEVAL_LOCAL).exists() and cfg.judge != "locomo" else None
         if spec is None and cfg.judge == "locomo":
@@ -216,6 +212,7 @@ def check_cells(config: Any, out: Path, family: Any) -> tuple[list[str], list[st
     from lazymem.eval.config import EvalConfig
     from lazymem.eval.table import CellInputs
     from lazymem.pipeline.methods import method_class
+    from lazymem.sweep import Cell
 
     passed, failed = [], []
     prepared = CellInputs(config)
@@ -263,7 +260,7 @@ def check_cells(config: Any, out: Path, family: Any) -> tuple[list[str], list[st
                 )
             if cfg.judge != "none" and not probed:
                 probed = True
-                fails = judge_probe(cfg, prepared(_Cell((set_name, row)))[1])
+                fails = judge_probe(cfg, prepared(Cell((set_name, row), folder))[1])
                 failed += [f"{set_name}: {f}" for f in fails]
                 if not fails:
                     passed.append(
@@ -272,11 +269,6 @@ def check_cells(config: Any, out: Path, family: Any) -> tuple[list[str], list[st
     for model, n in sorted(family.max_prompt_tokens.items()):
         passed.append(f"{model}: longest prompt {n:,} tokens (context {family.max_model_len:,})")
     return passed, failed
-
-
-@dataclass
-class _Cell:
-    key: tuple[str, str]
 
 
 @contextlib.contextmanager

@@ -225,14 +225,18 @@ def reported_only_markdown(rows: Sequence[Mapping]) -> list[str]:
     if not rows:
         return []
     lines = ["Systems of the paper's Table 1 not run here (the paper's reported numbers, not measured):", ""]
-    for r in rows:
-        nums = (
-            "not reported on this benchmark"
-            if r["lj"] is None
-            else (f"LJ {r['lj']:.2f}, memory tokens {r['tokens'] if r['tokens'] is not None else '-'} (MPM {r['mpm']})")
-        )
-        lines.append(f"- {r['system']}: {nums}; {r['why']}")
-    return [*lines, ""]
+    return [*lines, *(f"- {reported_line(r)}" for r in rows), ""]
+
+
+def reported_line(r: Mapping) -> str:
+    """One system of ``reported_only``: its name, the paper's numbers on the benchmark, why it is not run."""
+    tokens = r["tokens"] if r["tokens"] is not None else "-"
+    nums = (
+        "not reported on this benchmark"
+        if r["lj"] is None
+        else (f"LJ {r['lj']:.2f}, memory tokens {tokens} (MPM {r['mpm']})")
+    )
+    return f"{r['system']}: {nums}; {r['why']}"
 
 
 def table_row(summary: Mapping, reference: Mapping | None = None, extension: bool = False) -> dict:
