@@ -33,7 +33,7 @@ def _rollout_batches_per_step(args) -> float:
 
 
 def test_paper_recipe_validates_every_10_rollout_batches_and_saves_every_30(tmp_path):
-    recipe = GRPORecipe.from_yaml(CONFIGS / "train" / "grpo_paper.yaml")
+    recipe = GRPORecipe.from_yaml(CONFIGS / "recipes" / "lazymem-4b-paper" / "grpo.yaml")
     assert (recipe.eval_every_rollout_batches, recipe.save_every_rollout_batches) == (10, 30)
     args = _trl_config(recipe, tmp_path)
     # TRL: a rollout batch of 16 x world x 8 completions, an optimizer step of 16 x 4 x world: 2 steps each
@@ -54,7 +54,7 @@ def test_the_paper_recipe_is_1872_trl_steps_by_trls_own_sampler():
     pytest.importorskip("trl")
     from trl.trainer.utils import RepeatSampler
 
-    r = GRPORecipe.from_yaml(CONFIGS / "train" / "grpo_paper.yaml")
+    r = GRPORecipe.from_yaml(CONFIGS / "recipes" / "lazymem-4b-paper" / "grpo.yaml")
     world, n = 2, 10_000
     generation_batch = r.per_device_train_batch_size * world * r.steps_per_generation  # 256 completions
     sampler = RepeatSampler(
@@ -86,7 +86,7 @@ def test_old_recipes_keep_their_steps_and_both_keys_are_refused(tmp_path):
     p.write_text("gradient_accumulation_steps: 4\nsteps_per_generation: 8\neval_steps: 10\nsave_steps: 5\n")
     old = GRPORecipe.from_yaml(p)
     assert (old.trl_eval_steps, old.trl_save_steps) == (10, 5)  # old keys: TRL optimizer steps, as before
-    for recipe in ("train/grpo_cpu.yaml",):
+    for recipe in ("recipes/quickstart-cpu/grpo.yaml",):
         g = GRPORecipe.from_yaml(CONFIGS / recipe)
         assert (g.trl_eval_steps, g.trl_save_steps) == (g.eval_steps, g.save_steps)
     p.write_text("eval_steps: 10\neval_every_rollout_batches: 10\n")

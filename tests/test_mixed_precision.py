@@ -15,7 +15,7 @@ from lazymem.errors import ConfigError
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SFT_PAPER, GRPO_PAPER = ROOT / "configs" / "train" / "sft_paper.yaml", ROOT / "configs" / "train" / "grpo_paper.yaml"
+SFT_PAPER, GRPO_PAPER = ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "sft.yaml", ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "grpo.yaml"
 
 
 def _jsonl(path, rows):
@@ -53,7 +53,7 @@ def test_the_paper_recipes_load_float32_weights_and_compute_in_bf16():
 
 
 def test_the_sft_paper_recipe_moves_every_weight(tiny_model, tmp_path):
-    """The real SFTTrainer through run_sft, with sft_paper.yaml's settings (lr 5e-6, cosine, warmup 0.03,
+    """The real SFTTrainer through run_sft, with the paper recipe's sft.yaml settings (lr 5e-6, cosine, warmup 0.03,
     accumulation 8, bf16 compute, gradient checkpointing, its dtype) on a tiny Qwen3 and short rows."""
     from lazymem.train.modeling import load_policy
     from lazymem.train.sft import SFTRecipe, run_sft
@@ -77,7 +77,7 @@ def test_the_sft_paper_recipe_moves_every_weight(tiny_model, tmp_path):
 
 
 def test_the_grpo_paper_recipe_moves_every_weight(tiny_model, tmp_path):
-    """TRL's GRPOTrainer with grpo_paper.yaml's GRPOConfig (lr 1e-6, beta, clip, DAPO, weight decay, bf16 compute)
+    """TRL's GRPOTrainer with the paper recipe's grpo.yaml GRPOConfig (lr 1e-6, beta, clip, DAPO, weight decay, bf16 compute)
     on the policy run_grpo loads (its dtype); a reward that differs between rollouts, so advantages are not 0."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -201,7 +201,7 @@ def test_the_zero2_accelerate_config_reads_as_deepspeed_stage_2_bf16():
     """Only its keys are checked here (deepspeed is not installed): accelerate's own reader accepts it."""
     from accelerate.commands.config.config_args import load_config_from_file
 
-    cfg = load_config_from_file(str(ROOT / "configs" / "train" / "accelerate" / "zero2.yaml"))
+    cfg = load_config_from_file(str(ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "accelerate_zero2.yaml"))
     assert str(cfg.distributed_type).endswith("DEEPSPEED") and cfg.deepspeed_config["zero_stage"] == 2
     assert (cfg.mixed_precision, cfg.num_processes) == ("bf16", 2)
     # accumulation and clipping come from the recipe ("auto"), so they cannot disagree with it

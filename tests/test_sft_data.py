@@ -511,8 +511,8 @@ def test_config_validation_and_recipes():
     )
     assert (c.teacher.model, c.teacher_sampling.max_tokens, c.window.w, c.datasets) == ("m", 100, 1, ("synthetic",))
     assert c.questions == 100 and RLDataConfig().questions is None and RLDataConfig().size == 10000
-    synth = SFTDataConfig.from_yaml(str(ROOT / "configs" / "train" / "data_synthetic.yaml"))
-    loco = SFTDataConfig.from_yaml(str(ROOT / "configs" / "train" / "data_locomo.yaml"))
+    synth = SFTDataConfig.from_yaml(str(ROOT / "configs" / "recipes" / "quickstart-cpu" / "data.yaml"))
+    loco = SFTDataConfig.from_yaml(str(ROOT / "configs" / "recipes" / "quickstart-cpu" / "data_locomo.yaml"))
     assert synth.teacher == loco.teacher == "gold" and set(loco.histories) == set(LOCOMO_TRAIN)
     # The training data are built as inference retrieves, up to the BM25 engine: the data configs keep
     # the paper's rank_bm25, inference defaults to bm25s, which ranks the same (tests/test_retrieve.py).

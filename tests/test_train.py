@@ -252,7 +252,7 @@ def test_paper_recipes_resolve_to_the_papers_table():
     from lazymem.train.sft import SFTRecipe
 
     root = Path(__file__).resolve().parents[1] / "configs"
-    sft = SFTRecipe.from_yaml(root / "train" / "sft_paper.yaml")
+    sft = SFTRecipe.from_yaml(root / "recipes" / "lazymem-4b-paper" / "sft.yaml")
     assert (
         sft.base,
         sft.lora,
@@ -264,7 +264,7 @@ def test_paper_recipes_resolve_to_the_papers_table():
         sft.max_length,
         sft.bf16,
     ) == ("Qwen/Qwen3-4B", None, 5e-6, "cosine", 0.03, 2, 16, 8192, True)
-    g = GRPORecipe.from_yaml(root / "train" / "grpo_paper.yaml")
+    g = GRPORecipe.from_yaml(root / "recipes" / "lazymem-4b-paper" / "grpo.yaml")
     completions_per_rollout_batch = g.per_device_train_batch_size * 2 * g.steps_per_generation
     completions_per_update = g.per_device_train_batch_size * 2 * g.gradient_accumulation_steps
     assert completions_per_rollout_batch == 32 * 8 and completions_per_update == 16 * 8  # VERL: mini-batch 16
@@ -316,7 +316,7 @@ def test_paper_recipes_resolve_to_the_papers_table():
         42,
     )
     assert g.judge.model == "Qwen/Qwen3-32B"
-    for cpu in ("train/sft_cpu.yaml", "train/grpo_cpu.yaml"):
+    for cpu in ("recipes/quickstart-cpu/sft.yaml", "recipes/quickstart-cpu/grpo.yaml"):
         (SFTRecipe if "sft" in cpu else GRPORecipe).from_yaml(root / cpu)
 
 
@@ -691,10 +691,10 @@ def test_the_paper_data_configs_resolve_to_the_papers_training_data():
     from lazymem.train.sft import SFTRecipe
     from lazymem.train.sft_data import SFTDataConfig
 
-    train = Path(__file__).resolve().parents[1] / "configs" / "train"
-    sft = SFTDataConfig.from_yaml(str(train / "data_sft_paper.yaml"))
-    rl = RLDataConfig.from_yaml(str(train / "data_rl_paper.yaml"))
-    val = RLDataConfig.from_yaml(str(train / "data_rl_val_paper.yaml"))
+    train = Path(__file__).resolve().parents[1] / "configs" / "recipes" / "lazymem-4b-paper"
+    sft = SFTDataConfig.from_yaml(str(train / "data_sft.yaml"))
+    rl = RLDataConfig.from_yaml(str(train / "data_rl.yaml"))
+    val = RLDataConfig.from_yaml(str(train / "data_rl_val.yaml"))
     for c in (sft, rl, val):
         assert (c.datasets, c.split_seed) == (("longmemeval_s_cleaned",), 42)
         assert (c.window.w, c.window.L, c.window.s) == (2, 8, 7)
@@ -717,7 +717,7 @@ def test_the_paper_data_configs_resolve_to_the_papers_training_data():
     assert rl.max_prompt_tokens == 8192
     assert (val.split, val.questions, val.max_prompt_tokens) == ("validation", None, 8192)
     assert Path(rl.reasoning_chains) == Path(sft.output_dir)
-    s, g = SFTRecipe.from_yaml(train / "sft_paper.yaml"), GRPORecipe.from_yaml(train / "grpo_paper.yaml")
+    s, g = SFTRecipe.from_yaml(train / "sft.yaml"), GRPORecipe.from_yaml(train / "grpo.yaml")
     assert Path(s.data).parent == Path(sft.output_dir)
     assert Path(g.data).parent == Path(rl.output_dir) and Path(g.validation_data).parent == Path(val.output_dir)
     assert g.base == f"{s.output_dir}/final"
@@ -728,8 +728,8 @@ def test_every_path_the_paper_recipes_comments_name_exists():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    for name in ("sft_paper", "grpo_paper", "data_sft_paper", "data_rl_paper", "data_rl_val_paper"):
-        text = (root / "configs" / "train" / f"{name}.yaml").read_text(encoding="utf-8")
+    for name in ("sft", "grpo", "data_sft", "data_rl", "data_rl_val", "accelerate_zero2"):
+        text = (root / "configs" / "recipes" / "lazymem-4b-paper" / f"{name}.yaml").read_text(encoding="utf-8")
         comments = "\n".join(line.split("#", 1)[1] for line in text.splitlines() if "#" in line)
         named = set(re.findall(r"(?:configs|lazymem|tests|scripts)/[\w./-]+\.(?:yaml|py|sh)", comments))
         assert named, name

@@ -14,7 +14,7 @@ Modules, in the order a run uses them:
 - ``objective``: a pure-PyTorch reference of the paper's GRPO objective, and the TRL settings
   under which TRL computes exactly it;
 - ``sft``, ``grpo`` (+ ``modeling``, ``recipe``, ``logs``): the TRL trainers as the paper's recipes,
-  resumable, driven by ``configs/train/*.yaml`` and ``lazymem train ...``.
+  resumable, driven by ``configs/recipes/<model>/<stage>.yaml`` and ``lazymem train ...``.
 
 Training sits beside evaluation, above the query pipeline, and never imports ``lazymem.eval``.
 Nothing heavy is imported at import time.

@@ -16,7 +16,7 @@ TRL settings that realise the paper's table (VERL 0.7.1), and where their meanin
   ``per_device_train_batch_size * gradient_accumulation_steps * n_processes = 32 * 8`` per
   optimizer step; VERL's PPO mini-batch of 16 prompts (two updates per 32-prompt rollout
   batch) is ``steps_per_generation = 2 * gradient_accumulation_steps`` with half the
-  accumulation (``configs/train/grpo_paper.yaml``);
+  accumulation (``configs/recipes/lazymem-4b-paper/grpo.yaml``);
 - KL 0.001 ``low_var_kl``: TRL's ``beta`` > 0 adds the k3 estimator to the per-token loss (as
   VERL's ``use_kl_loss``), against a reference TRL builds itself;
 - DAPO token normalisation: ``loss_type="dapo"`` (see ``lazymem.train.objective`` for when it
@@ -56,7 +56,7 @@ CADENCE_KEYS = ("eval_every_rollout_batches", "save_every_rollout_batches", "eva
 
 @dataclass(frozen=True)
 class GRPORecipe:
-    """One GRPO run; the same keys as ``configs/train/grpo_*.yaml`` (defaults: the paper's table)."""
+    """One GRPO run; the same keys as ``configs/recipes/*/grpo.yaml`` (defaults: the paper's table)."""
 
     base: str = field(default="smollm2-offline", metadata=h("the SFT model dir (full FT), or the base of `adapter`"))
     adapter: str | None = field(

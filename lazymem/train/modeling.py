@@ -119,7 +119,7 @@ def check_trainable_dtypes(trainer: Any) -> None:
             f"{len(half)} trainable parameters are half precision (first: {half[0][0]}, {half[0][1]}) "
             "and nothing keeps float32 master weights: their small updates would be rounded away. "
             "Load the weights in float32 (dtype: float32, bf16: true for bf16 compute) or launch "
-            "with a DeepSpeed config (configs/train/accelerate/zero2.yaml)"
+            "with a DeepSpeed config (configs/recipes/lazymem-4b-paper/accelerate_zero2.yaml)"
         )
 
 

@@ -1,4 +1,4 @@
-"""Training recipes as YAML: one frozen dataclass per stage, the same keys in ``configs/train/*.yaml``.
+"""Training recipes as YAML: one frozen dataclass per stage, the same keys in ``configs/recipes/<model>/<stage>.yaml``.
 
 Nested sections (``lora:``, ``judge:``) become their dataclasses; unknown keys and wrong
 types are ConfigErrors naming the file and the field; ``lora: null`` means full fine-tuning.

@@ -5,8 +5,8 @@ prompt exactly as inference builds it, the teacher's target); the loss is on the
 only. Full fine-tuning (the paper) or a LoRA adapter (``lora:``, the CPU recipe). A run
 resumes from the last complete checkpoint in ``output_dir`` (``resume: true``), so an
 interrupted CPU run loses at most ``save_steps`` steps, and a finished run of the same recipe
-is not trained again (its recorded result is returned). ``configs/train/sft_paper.yaml`` is the paper's
-table; ``configs/train/sft_cpu.yaml`` the laptop recipe.
+is not trained again (its recorded result is returned). ``configs/recipes/lazymem-4b-paper/sft.yaml`` is the paper's
+table; ``configs/recipes/quickstart-cpu/sft.yaml`` the laptop recipe.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ RESULT_FILE = "train_result.json"
 
 @dataclass(frozen=True)
 class SFTRecipe:
-    """One SFT run; the same keys as ``configs/train/sft_*.yaml``."""
+    """One SFT run; the same keys as ``configs/recipes/*/sft*.yaml``."""
 
     base: str = field(default="smollm2-offline", metadata=h("base model: alias, local dir or hub id (paper: Qwen3-4B)"))
     data: str | tuple[str, ...] = field(

@@ -9,7 +9,7 @@
 #
 # Offline the teacher is the explicit **gold-label teacher** (KEEP the gold messages verbatim, DROP
 # the rest), named as such in the card; with a model teacher set `teacher` to a served model (see
-# `configs/train/data_synthetic.yaml`). At scale: `lazymem train sft-data --config configs/train/data_locomo.yaml`.
+# `configs/recipes/quickstart-cpu/data.yaml`). At scale: `lazymem train sft-data --config configs/recipes/quickstart-cpu/data_locomo.yaml`.
 
 # %%
 import os
