@@ -955,7 +955,7 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     import lazymem.llm.models as models
 
     results = ROOT / "docs/results/lazymem-135m"
-    # the development windows: synthetic (keep_bias*.json, v2_dev/, v3_dev/) and, for labelled target-calibrated rows,
+    # the development windows: synthetic (keep_bias*.json, v2_dev/) and, for labelled target-calibrated rows,
     # LoCoMo conversations 1-8 (locomo_dev/; never the test conversations 9-10)
     records = [
         json.loads(p.read_text())
@@ -963,7 +963,6 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
             [
                 *results.glob("keep_bias*.json"),
                 *results.glob("v2_dev/keep_bias*.json"),
-                *results.glob("v3_dev/keep_bias*.json"),
                 *results.glob("locomo_dev/keep_bias*.json"),
             ]
         )

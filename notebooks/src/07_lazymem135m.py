@@ -153,8 +153,8 @@ for path in test_tables:
 # P(KEEP) of gold lines against the rest on development windows (never the test conversations), each
 # model's best-R_act bias marked. On LoCoMo's conversations 1-8 v2 ranks gold better than v1 and the
 # untrained base, but far worse than on its own casual style: the LoCoMo gap is mostly the model, not the
-# bias (docs/numbers.md, "Is it the operating point or the model?"). Training on eight LoCoMo conversations
-# (the labelled ablation) barely moves its ROC on windows from those same conversations (docs/numbers.md,
+# bias (docs/development.md, "Is it the operating point or the model?"). Training on eight LoCoMo conversations
+# (the labelled ablation) barely moves its ROC on windows from those same conversations (docs/development.md,
 # "The LoCoMo-trained ablation").
 
 # %%

@@ -9,7 +9,7 @@ single-hop, adversarial) and gold evidence dia_ids; distractors reuse the facts'
 about other people (a coworker's new dog) so retrieval has work to do. ``topical=1`` adds turns
 that share a question's words and never its answer (the two talk on about a planted statement's
 topic; sessions echo other facts); ``topical=2`` adds the fact's own speaker on its topic in other
-sessions and lead-ins before half the planted statements (LoCoMo's hard cases; docs/numbers.md).
+sessions and lead-ins before half the planted statements (LoCoMo's hard cases; docs/development.md).
 Sample ids are ``syncasual{seed}-c{i}``, never LoCoMo's ``conv-*``.
 
 Modules: ``generator`` (the samples, their hash, the Dataset through the LoCoMo parser,

@@ -99,7 +99,7 @@ DISTRACTORS = (
 # and not its answer, by topic (facts.Fact.topic): either speaker asks in general or talks about a
 # third party, so what the question asks is never stated. LoCoMo's conversations return to the
 # same topics, so half the non-gold turns a question's windows show share a word with it; without
-# these the generator's distractors seldom do (docs/numbers.md, "Is it more than word overlap?").
+# these the generator's distractors seldom do (docs/development.md, "Is it more than word overlap?").
 ECHOES = {
     "pet": (
         ("Is it hard having a {pet} in an apartment?", "Not really, you just need a good routine and lots of walks."),
