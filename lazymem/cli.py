@@ -10,7 +10,7 @@ lazymem bench pipeline [--config configs/eval/demo.yaml] [--limit N] [--engines 
 lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
 lazymem bench latency CONFIG [--limit N] [--warmup 3] [--runs 3] [--out FILE]
 lazymem eval [CONFIG] [--out DIR] [--shard i/K] [...]
-lazymem eval-table --config FILE [--set only=[row]] [--dry-run] [--executor local|slurm --max-parallel N --shards K]
+lazymem eval-table --config FILE [--set only=[row]] [--dry-run] [--page] [--executor local|slurm --max-parallel N --shards K]
 lazymem jobs DIR [--json]
 lazymem merge RUN_DIR [RUN_DIR ...] --out DIR [--json] [--no-progress]
 lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
@@ -33,7 +33,14 @@ import json
 import sys
 import time
 
-from lazymem.errors import ConfigError, error_message, int_at_least, report_exception  # noqa: F401 (error_message)
+from lazymem.errors import (  # noqa: F401 (error_message)
+    ConfigError,
+    error_message,
+    float_in,
+    int_in,
+    path_text,
+    report_exception,
+)
 from lazymem.files import print_json
 
 
@@ -85,8 +92,10 @@ def cmd_train(args) -> int:
 
         print_json(out) if args.json else print(table_markdown(out))
     else:
+        from lazymem.secrets import redact
+
         drop = ("log_history", "window_table", "pipeline_table", "sft_data", "rl_data")
-        out = {k: v for k, v in out.items() if k not in drop}
+        out = redact({k: v for k, v in out.items() if k not in drop})  # a teacher's key or URL password never shown
         print_json(out) if args.json else print(json.dumps(out, indent=1, default=str)[:4000])
     print(f"[train {args.train_command} done in {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
     return 0
@@ -148,7 +157,13 @@ def cmd_eval_table(args) -> int:
     from lazymem.eval.runner import sigterm_exits
 
     with sigterm_exits():  # SIGTERM: the cell's manifest says interrupted, the process exits 143
-        table = run_eval_table(config, progress=not args.no_progress, command=["lazymem", *args.argv])
+        table = run_eval_table(
+            config,
+            progress=not args.no_progress,
+            command=["lazymem", *(a for a in args.argv if a not in ("--page", "--no-progress"))],
+            page_only=args.page,
+            config_path=args.config,
+        )
     print_json(table) if args.json else print(table_markdown(table, config.reference))
     return 1 if any(r.get("failed") for rows in table.values() for r in rows.values()) else 0
 
@@ -170,12 +185,14 @@ def add_executor_arguments(parser):
         choices=("inline", "local", "slurm"),
         help="where each cell runs (default: the recipe's, else inline)",
     )
-    g.add_argument("--max-parallel", type=int, metavar="N", help="jobs at once (default 2)")
+    g.add_argument("--max-parallel", type=int_in(1, 10_000), metavar="N", help="jobs at once (default 2)")
     g.add_argument("--partition", help="slurm partition")
-    g.add_argument("--gpus-per-job", type=int, metavar="N", help="GPUs per job (slurm --gpus-per-node)")
-    g.add_argument("--time-min", type=int, metavar="MIN", help="a job's time limit in minutes (default 60)")
-    g.add_argument("--mem-gb", type=float, metavar="GB", help="memory per job (slurm --mem)")
-    g.add_argument("--cpus-per-job", type=int, metavar="N", help="CPUs per job (slurm --cpus-per-task)")
+    g.add_argument("--gpus-per-job", type=int_in(0, 64), metavar="N", help="GPUs per job (slurm --gpus-per-node)")
+    g.add_argument(
+        "--time-min", type=int_in(1, 525_600), metavar="MIN", help="a job's time limit in minutes (default 60)"
+    )
+    g.add_argument("--mem-gb", type=float_in(0.001, 1_000_000), metavar="GB", help="memory per job (slurm --mem)")
+    g.add_argument("--cpus-per-job", type=int_in(1, 1024), metavar="N", help="CPUs per job (slurm --cpus-per-task)")
     return parser
 
 
@@ -243,9 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s = nb.add_parser("run", help="execute a notebook once per grid point into papermill_runs/<notebook>/<run_id>/")
     s.add_argument("notebook", nargs="?", help="notebook path, name (02_retrieval_windows) or unique prefix (02)")
-    s.add_argument("--grid", help="grid YAML: {notebook: ..., base: {...}, grid: {param: [values]}}")
+    s.add_argument("--grid", type=path_text, help="grid YAML: {notebook: ..., base: {...}, grid: {param: [values]}}")
     s.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
-    s.add_argument("--out-root", default="papermill_runs")
+    s.add_argument("--out-root", type=path_text, default="papermill_runs")
     s.add_argument("--force", action="store_true", help="rerun points that already finished")
     s.add_argument("--kernel", default="python3")
     s.add_argument("--no-progress", action="store_true")
@@ -272,7 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("release", "ship a trained adapter as lazymem-135m with its model card"),
     ):
         s = train.add_parser(name, help=text)
-        s.add_argument("--config", required=True, help="YAML recipe (configs/train/*.yaml)")
+        s.add_argument(
+            "--config", type=path_text, required=True, help="YAML recipe stage (configs/recipes/<model>/<stage>.yaml)"
+        )
         s.add_argument(
             "--set",
             action="append",
@@ -329,7 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_fusion_tuning)
 
     s = sub.add_parser("eval-table", help="several methods on the same questions: one eval run per cell, one table")
-    s.add_argument("--config", required=True, help="YAML: base recipe, sets, rows (configs/tables/*.yaml)")
+    s.add_argument(
+        "--config", type=path_text, required=True, help="YAML: base recipe, sets, rows (configs/tables/*.yaml)"
+    )
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key (e.g. only=[sft])")
     s.add_argument("--json", action="store_true", help="print the table as JSON")
     s.add_argument("--no-progress", action="store_true")
@@ -347,17 +368,25 @@ def build_parser() -> argparse.ArgumentParser:
         "questions; prints what it replaced and fails on what a real run would trip on",
     )
     s.add_argument(
-        "--smoke-questions", type=int_at_least(1), default=1, metavar="N", help="--smoke: questions a set (default 1)"
+        "--smoke-questions", type=int_in(1, 1000), default=1, metavar="N", help="--smoke: questions a set (default 1)"
     )
     s.add_argument(
         "--smoke-data",
         metavar="SPEC",
         help="--smoke: the dataset every set reads (default: the config's where on disk, else local data)",
     )
-    s.add_argument("--out", metavar="DIR", help="--smoke: the (new or empty) folder for the smoke's cells")
+    s.add_argument(
+        "--out", type=path_text, metavar="DIR", help="--smoke: the (new or empty) folder for the smoke's cells"
+    )
+    s.add_argument(
+        "--page",
+        action="store_true",
+        help="run nothing: write the result page (table.md/json: title, description, config, table, command, "
+        "the cells' commits and dates) from the cells already finished; stale or missing cells show their mark",
+    )
     add_executor_arguments(s).add_argument(
         "--shards",
-        type=int_at_least(1),
+        type=int_in(1, 10_000),
         metavar="K",
         help="K jobs per cell, each a part of its questions, merged into the cell",
     )
@@ -382,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_perturb)
     s = sub.add_parser("demo", help="the main job on the embedded default data set (offline, CPU)")
     s.add_argument("--spec", default=None, help="dataset SPEC (default: the embedded synthetic set)")
-    s.add_argument("--questions", type=int, default=4, help="questions to run construction on")
+    s.add_argument("--questions", type=int_in(1, 1000), default=4, help="questions to run construction on (1..1000)")
     s.add_argument("--no-eval", action="store_true", help="stop before the construct/answer stage")
     s.add_argument(
         "--mpm",

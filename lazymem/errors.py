@@ -8,6 +8,8 @@ what ``error_message`` turns into one line for the CLI (exit 2). Anything else i
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
 
 
 class LoadError(ValueError):
@@ -77,6 +79,124 @@ def int_at_least(low: int):
 
     parse.__name__ = f"integer >= {low}"  # argparse names the type in its messages
     return parse
+
+
+SEED_MAX = 2**32 - 1  # numpy's and torch's seeds are unsigned 32-bit integers
+
+
+def int_in(low: int, high: int):
+    """An argparse ``type=`` for integers in ``low..high`` (argparse then exits 2 naming the flag).
+
+    Counts and sizes have an upper bound so that a mistyped value is refused at once, not a run that
+    never ends; the text is checked for length before it is converted (a 5,000-digit number is refused
+    as out of range, never a conversion error).
+
+    >>> int_in(1, 1000)("3")
+    3
+    >>> int_in(1, 1000)("99999999999999999999")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an integer in 1..1000, got 99999999999999999999
+    >>> int_in(0, 10)("x")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an integer in 0..10, got 'x'
+    """
+
+    def parse(text: str) -> int:
+        value = _int_or_none(text)
+        if value is None or not low <= value <= high:
+            shown = text if value is not None else repr(text)
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}, got {_shorten(shown)}")
+        return value
+
+    parse.__name__ = f"integer in {low}..{high}"  # argparse names the type in its messages
+    return parse
+
+
+def ints_in(low: int, high: int, most: int = 64):
+    """An argparse ``type=`` for a comma-separated list of 1..`most` integers, each in ``low..high``.
+
+    >>> ints_in(1, 100)("1,10, 100")
+    [1, 10, 100]
+    >>> ints_in(1, 100)("5,0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be comma-separated integers in 1..100 (at most 64), got '5,0'
+    """
+
+    def parse(text: str) -> list[int]:
+        parts = [x.strip() for x in str(text).split(",") if x.strip()]
+        values = [_int_or_none(x) for x in parts]
+        if not 1 <= len(values) <= most or any(v is None or not low <= v <= high for v in values):
+            raise argparse.ArgumentTypeError(
+                f"must be comma-separated integers in {low}..{high} (at most {most}), got {_shorten(repr(text))}"
+            )
+        return values
+
+    parse.__name__ = f"integers in {low}..{high}"
+    return parse
+
+
+def float_in(low: float, high: float):
+    """An argparse ``type=`` for finite numbers in ``low..high``.
+
+    >>> float_in(0, 1)("0.5")
+    0.5
+    >>> float_in(0, 1)("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a number in 0..1, got 'nan'
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text) <= 64 else None
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:  # NaN fails every comparison
+            raise argparse.ArgumentTypeError(f"must be a number in {low}..{high}, got {_shorten(repr(text))}")
+        return value
+
+    parse.__name__ = f"number in {low}..{high}"
+    return parse
+
+
+def path_text(text: str) -> str:
+    """An argparse ``type=`` for a file or folder path: refuses "" (it would mean the working directory)
+    and text with a NUL character (no file can have it).
+
+    >>> path_text("runs/x")
+    'runs/x'
+    >>> path_text("")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a path, got an empty string (it would mean the working directory)
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must be a path, got an empty string (it would mean the working directory)")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"must be a path, got text with a NUL character: {_shorten(repr(text))}")
+    return text
+
+
+path_text.__name__ = "path"
+
+
+def _int_or_none(text: str) -> int | None:
+    """The integer `text` spells (at most 30 characters: no count needs more), else None."""
+    text = str(text).strip()
+    if len(text) > 30:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _shorten(text: str, most: int = 60) -> str:
+    """`text`, cut to `most` characters with a note of its length (a message stays one short line)."""
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
 
 
 def error_message(e: BaseException) -> str | None:
@@ -156,3 +276,23 @@ def yaml_error_text(e: Exception, source: str | None = None) -> str:
         where = f"{where}:{line}:{column}" if where else f"line {line}, column {column}"
     text = f"not valid YAML: {problem}" + (f" ({context})" if context else "")
     return f"{where}: {text}" if where else text
+
+
+def json_kind(v: Any) -> str:
+    """What a JSON value is, for error messages.
+
+    >>> [json_kind(v) for v in (None, [1], {}, "x", 3, True)]
+    ['null', 'a list', 'an object', 'a string', 'a number', 'a boolean']
+    """
+    if v is None:
+        return "null"
+    for t, name in (
+        (bool, "a boolean"),
+        (str, "a string"),
+        (Mapping, "an object"),
+        (list, "a list"),
+        ((int, float), "a number"),
+    ):
+        if isinstance(v, t):
+            return name
+    return f"a {type(v).__name__}"

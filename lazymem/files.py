@@ -60,30 +60,56 @@ def fsync_dir(path: Path) -> None:
 
 def write_lines_atomic(path: str | os.PathLike, lines: Iterable[str]) -> int:
     """Replace ``path`` with these lines, each ended by a newline, all at once; returns the line count."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as f:
+
+    def write(f) -> int:
+        n = 0
         for line in lines:
             f.write(line + "\n")
             n += 1
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-    return n
+        return n
+
+    return _write_then_replace(Path(path), write)
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Replace ``path`` with ``text`` all at once (a temporary file, fsynced, then renamed)."""
-    path = Path(path)
+    """Replace ``path`` with ``text`` all at once (a temporary file, fsynced, then renamed).
+
+    A target that cannot be replaced (a directory, say) leaves no temporary file behind, and the
+    error names the target:
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); target = os.path.join(d, "out.json"); os.mkdir(target)
+    >>> write_atomic(target, "x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    IsADirectoryError: [Errno 21] Is a directory: '...out.json'
+    >>> os.listdir(d)
+    ['out.json']
+    """
+    _write_then_replace(Path(path), lambda f: f.write(text))
+
+
+def _write_then_replace(path: Path, write) -> Any:
+    """Call ``write(file)`` on a temporary file beside `path`, fsync it and rename it over `path`;
+    returns what ``write`` returned. On any failure the temporary file is removed and an OSError
+    names `path` (what the caller asked for), never the temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            result = write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(e, OSError) and e.filename == str(tmp):
+            raise OSError(e.errno, e.strerror, str(path)) from None
+        raise
     fsync_dir(path.parent)
+    return result
 
 
 def write_jsonl(path: str | os.PathLike, rows: Iterable[Mapping]) -> int:
@@ -128,11 +154,11 @@ def read_jsonl(
     Blank lines are skipped; a missing file reads as no lines. Every line must be a JSON object
     holding ``keys`` (``what`` names such a line in errors, e.g. "a question record").
 
-    Only the last line may be bad: an append cut short by a kill (a writer that appends
-    ``record + "\n"`` and fsyncs, like the eval runner). It is left out and the flag says so; so is
-    a last line that parses but lacks its newline (its writer died before finishing it). A bad
-    line anywhere else means the file was damaged or edited, and raises LoadError naming the
-    file and the line rather than guessing.
+    Only the last line may be unfinished: an append cut short by a kill (a writer that appends
+    ``record + "\n"`` and fsyncs, like the eval runner) lacks its newline, whether or not what
+    made it parses. It is left out and the flag says so. A bad line anywhere else, a finished last
+    line included, means the file was damaged or edited, and raises LoadError naming the file and
+    the line rather than guessing (and rather than dropping it on the next rewrite).
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
@@ -157,8 +183,8 @@ def read_jsonl(
         if not line.strip():
             continue
         value, problem = _parse_line(line, keys)
-        if i == last and (problem is not None or i == len(lines) - 1):
-            return out, True  # cut off, or parsed yet its newline never made it: an unfinished append
+        if i == last and i == len(lines) - 1:
+            return out, True  # its newline never made it: an unfinished append, cut off or not
         if problem is not None:
             raise LoadError(
                 str(p), None, None, f"line {i + 1} is not {what} ({problem}); only a cut-off last line is left out"
@@ -170,7 +196,7 @@ def read_jsonl(
 def _parse_line(line: bytes, keys: Sequence[str]) -> tuple[dict | None, str | None]:
     """(the object on one line, what is wrong with it: None when nothing)."""
     try:
-        value = json.loads(line.decode("utf-8"))
+        value = json.loads(line.decode("utf-8"), parse_int=_bounded_int)
     except UnicodeDecodeError as e:
         return None, f"not UTF-8 text: {e.reason} at byte {e.start}"
     except ValueError as e:
@@ -179,6 +205,9 @@ def _parse_line(line: bytes, keys: Sequence[str]) -> tuple[dict | None, str | No
         return None, "nested deeper than the JSON parser allows"
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
+    big = next((at for v, at in _walk(value) if isinstance(v, OutOfRangeInt)), None)
+    if big is not None:
+        return None, f"field {big}: an integer beyond the 64-bit range (-2**63..2**63-1)"
     missing = next((k for k in keys if k not in value), None)
     return (value, None) if missing is None else (None, f"field {missing} missing")
 
@@ -205,7 +234,7 @@ def read_json(path: str | Path) -> tuple[Any, str]:
     except OSError as e:
         raise LoadError(file, None, None, f"cannot be read: {e.strerror or e}") from None
     try:
-        obj = json.loads(data)
+        obj = json.loads(data, parse_int=_bounded_int)
     except json.JSONDecodeError as e:
         raise LoadError(
             file,
@@ -220,38 +249,87 @@ def read_json(path: str | Path) -> tuple[Any, str]:
         raise LoadError(
             file, None, None, "nested deeper than the JSON parser allows (more than ~1000 levels of [ or {)"
         ) from None
-    where = _surrogate_path(obj)
-    if where is not None:
-        raise LoadError(
-            file,
-            None,
-            where,
-            "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its "
-            "pair): not representable as UTF-8 text",
-        )
+    found = _bad_value(obj)
+    if found is not None:
+        where, problem = found
+        record, field = _record_and_field(obj, where)
+        raise LoadError(file, record, field, problem)
     return obj, hashlib.sha256(data).hexdigest()
 
 
-def _surrogate_path(obj: Any, where: str = "$") -> str | None:
-    """JSONPath-like location of the first string (value or key) holding a lone surrogate, else None.
+INT_LIMIT = 2**63  # integers in data files lie in -2**63..2**63-1 (64-bit); beyond is a mistake, never a count
 
-    >>> _surrogate_path({"a": [1, "ok", "bad\\ud800"]})
+
+class OutOfRangeInt(str):
+    """Where JSON held an integer beyond INT_LIMIT: its text (the parser keeps it, the load refuses it)."""
+
+
+def _bounded_int(text: str) -> int | OutOfRangeInt:
+    """``json.loads``'s ``parse_int``: the integer, or OutOfRangeInt for one beyond 64 bits (a 5,000-digit
+    number would otherwise stop the parser with a bare ValueError, Python's int-string limit).
+
+    >>> _bounded_int("-12"), type(_bounded_int("9" * 5000)).__name__
+    (-12, 'OutOfRangeInt')
+    """
+    if len(text) > 20:
+        return OutOfRangeInt(text)
+    value = int(text)
+    return value if -INT_LIMIT <= value < INT_LIMIT else OutOfRangeInt(text)
+
+
+def _record_and_field(obj: Any, where: str) -> tuple[str | None, str]:
+    """Split a JSONPath-like location into (the record, the field) when the document is a list of records.
+
+    >>> _record_and_field([{}, {"sample_id": "conv-26"}], "$[1].qa[0].answer")
+    ("record 1 (sample_id 'conv-26')", 'qa[0].answer')
+    >>> _record_and_field({}, "$.a")
+    (None, '$.a')
+    """
+    if isinstance(obj, list) and where.startswith("$["):
+        index, _, rest = where[2:].partition("]")
+        record = obj[int(index)]
+        key = next((k for k in RECORD_ID_KEYS if isinstance(record, dict) and isinstance(record.get(k), str)), None)
+        named = f" ({key} {record[key]!r})" if key else ""
+        return f"record {index}{named}", rest.lstrip(".") or "(the record itself)"
+    return None, where
+
+
+RECORD_ID_KEYS = ("question_id", "sample_id", "id")  # what names a record of LongMemEval, LoCoMo, others
+
+
+def _bad_value(obj: Any) -> tuple[str, str] | None:
+    """(JSONPath-like location, problem) of the first value that cannot be data: a string (value or key)
+    holding a lone surrogate, or an integer beyond 64 bits; None when every value is fine.
+
+    >>> _bad_value({"a": [1, "ok", "bad\\ud800"]})[0]
     '$.a[2]'
     """
+    for value, at in _walk(obj):
+        if isinstance(value, OutOfRangeInt):
+            return at, (
+                f"an integer of {len(value.lstrip('-'))} digits, beyond the 64-bit range "
+                f"(-2**63..2**63-1) that data files may hold; fix the value (write it as a string if it is an id)"
+            )
+        if isinstance(value, str) and not _utf8(value):
+            return at, (
+                "holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its "
+                "pair): not representable as UTF-8 text"
+            )
+    return None
+
+
+def _walk(obj: Any, where: str = "$"):
+    """Every value and key under `obj`, depth first, with its JSONPath-like location (a key's: "(a key)")."""
     stack = [(obj, where)]
     while stack:
         value, at = stack.pop()
-        if isinstance(value, str):
-            if not _utf8(value):
-                return at
-        elif isinstance(value, dict):
+        yield value, at
+        if isinstance(value, dict):
             for k, v in reversed(list(value.items())):
-                if not _utf8(k):
-                    return f"{at} (a key)"
+                yield k, f"{at} (a key)"
                 stack.append((v, f"{at}.{k}"))
         elif isinstance(value, list):
             stack.extend((v, f"{at}[{i}]") for i, v in reversed(list(enumerate(value))))
-    return None
 
 
 def _utf8(s: str) -> bool:

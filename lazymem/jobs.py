@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lazymem.errors import ConfigError, check_fields
+from lazymem.errors import ConfigError, LoadError, check_fields
 from lazymem.files import write_json
 from lazymem.runinfo import now
 from lazymem.runtime import usable_cores
+from lazymem.secrets import redact_command
 
 EXECUTORS = ("inline", "local", "slurm")
 STATES = ("queued", "running", "done", "failed")
@@ -220,6 +223,31 @@ def run_task(
     return out
 
 
+def seal_task(fn: Callable, args: tuple, describe: Callable | None, folder: Path) -> Path:
+    """Pickle a task into a new file of `folder` readable by its owner only (0600, in a 0700 folder): the job
+    reads it from there, so its config's secrets (an API key, a URL password) are never in submitit's
+    pickles or logs; ``run_tasks`` deletes the folder when its jobs have ended."""
+    try:
+        import cloudpickle as pickler  # submitit's own pickler: closures and lambdas too
+    except ImportError:  # pragma: no cover - submitit depends on it
+        import pickle as pickler
+
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, path = tempfile.mkstemp(suffix=".pkl", dir=folder)  # created 0600
+    with os.fdopen(fd, "wb") as f:
+        pickler.dump((fn, args, describe), f)
+    return Path(path)
+
+
+def run_sealed(path: str, cwd: str, cores: Sequence[int] | None = None) -> Any:
+    """What a job process runs: the task ``seal_task`` wrote to `path`, through ``run_task``."""
+    import pickle
+
+    with open(path, "rb") as f:
+        fn, args, describe = pickle.load(f)
+    return run_task(fn, args, cwd, describe, cores)
+
+
 @dataclass
 class Ended:
     """What came back from one task: its result, or the error text."""
@@ -257,15 +285,97 @@ def job_outcome(job) -> tuple | None:
         return None
 
 
+INDEX_FIX = "it is not a jobs index lazymem wrote (edited or damaged): restore it, or delete it and rerun the sweep"
+# the fields of a job entry: (name, expected types, what they hold); None allowed where marked
+_ENTRY_FIELDS = (
+    ("job_id", (str,), False),
+    ("task", (str,), False),
+    ("folder", (str,), False),
+    ("executor", (str,), False),
+    ("log", (str,), False),
+    ("state", (str,), False),
+    ("submitted", (str,), True),
+    ("ended", (str,), True),
+    ("error", (str,), True),
+)
+
+
+def check_index(index: Any, path: str | os.PathLike) -> dict:
+    """`index` (a jobs.json's content) when it has the shape ``run_tasks`` writes, else a LoadError naming the
+    file, the job entry and the field: an object whose ``jobs`` (and ``previous``) are lists of entries with a
+    ``key`` (a list of strings), string ``task``, ``folder``, ``job_id``, ``executor``, ``log`` and ``state``;
+    ``command`` a list of strings; ``only_index`` null or an index into every job's key.
+
+    >>> check_index({"jobs": [{"key": ["a"], "job_id": 3}]}, "jobs.json")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.LoadError: jobs.json: jobs[0], field jobs[0].job_id: a number, expected a string; it is \
+not a jobs index lazymem wrote (edited or damaged): restore it, or delete it and rerun the sweep
+    """
+    from lazymem.errors import json_kind
+
+    p = str(path)
+
+    def bad(record: str | None, field: str | None, value: Any, expected: str) -> LoadError:
+        return LoadError(p, record, field, f"{json_kind(value)}, expected {expected}; {INDEX_FIX}")
+
+    if not isinstance(index, dict):
+        raise bad(None, None, index, "an object (a sweep's jobs index)")
+    for name in ("jobs", "previous"):
+        if not isinstance(index.get(name, []), list):
+            raise bad(None, name, index[name], "a list of job entries")
+    command = index.get("command", [])
+    if command is not None and not (isinstance(command, list) and all(isinstance(a, str) for a in command)):
+        raise bad(None, "command", command, "a list of strings (the sweep's command line)")
+    if index.get("executor") is not None and not isinstance(index["executor"], dict):
+        raise bad(None, "executor", index["executor"], "an object (the executor's settings)")
+    if index.get("label") is not None and not isinstance(index["label"], str):
+        raise bad(None, "label", index["label"], "a string")
+    for name in ("jobs", "previous"):
+        for i, e in enumerate(index.get(name) or ()):
+            _check_entry(e, f"{name}[{i}]", bad)
+    k = index.get("only_index")
+    if k is not None:
+        if type(k) is not int:
+            raise bad(None, "only_index", k, "null or an integer (which part of a cell key `only` names)")
+        for i, e in enumerate(index.get("jobs") or ()):
+            if not 0 <= k < len(e["key"]):
+                raise LoadError(
+                    p, f"jobs[{i}]", "only_index", f"{k} is not an index into its key {e['key']}; {INDEX_FIX}"
+                )
+    return index
+
+
+def _check_entry(e: Any, where: str, bad) -> None:
+    """Raise `bad(...)` unless `e` is a job entry as ``run_tasks`` writes it."""
+    if not isinstance(e, dict):
+        raise bad(where, where, e, "an object (a job: key, task, folder, job_id, log, state)")
+    key = e.get("key")
+    if not (isinstance(key, list) and key and all(isinstance(k, str) for k in key)):
+        raise bad(where, f"{where}.key", key, "a non-empty list of strings (the cell's key)")
+    for name, types, nullable in _ENTRY_FIELDS:
+        v = e.get(name)
+        if v is None and (nullable or name == "task"):
+            continue
+        if not isinstance(v, types):
+            raise bad(where, f"{where}.{name}", v, "a string" + (" or null" if nullable else ""))
+
+
 def read_index(out_dir: str | os.PathLike) -> dict:
-    """``<out_dir>/jobs/jobs.json`` ({} when there is none)."""
+    """``<out_dir>/jobs/jobs.json`` ({} when there is none), checked by ``check_index`` (a LoadError naming
+    the file, the job entry and the field when it is not JSON or not of the shape ``run_tasks`` writes)."""
     path = Path(out_dir) / JOBS_DIR / INDEX_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not a readable jobs index ({e})") from None
+    except UnicodeDecodeError as e:
+        raise LoadError(str(path), None, None, f"not UTF-8 text ({e.reason}); {INDEX_FIX}") from None
+    try:
+        index = json.loads(text)
+    except ValueError as e:
+        raise LoadError(str(path), None, None, f"not valid JSON ({e}); {INDEX_FIX}") from None
+    return check_index(index, path)
 
 
 def run_tasks(
@@ -290,11 +400,11 @@ def run_tasks(
     logs.mkdir(parents=True, exist_ok=True)
     executor = make_executor(config, logs, label)
     index = read_index(out_dir)
-    entries = {(tuple(e["key"]), e.get("task", "")): e for e in index.get("jobs", [])}
-    previous = list(index.get("previous", []))
+    entries = {(tuple(e["key"]), e.get("task") or ""): e for e in index.get("jobs") or []}
+    previous = list(index.get("previous") or [])
     index = {
         "label": label,
-        "command": list(command),
+        "command": redact_command(command),  # a key given with --set, a URL password: never on disk
         "only_index": only_index,
         "executor": asdict(config),
         "cwd": os.getcwd(),
@@ -307,6 +417,17 @@ def run_tasks(
             indent=1,
         )
 
+    private = Path(tempfile.mkdtemp(prefix=".tasks-", dir=out_dir / JOBS_DIR))  # 0700: the sealed tasks
+    try:
+        return _run_jobs(tasks, config, executor, private, (entries, previous, save), describe, label, lines)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run_jobs(tasks, config, executor, private, index, describe, label, lines) -> list[Ended]:
+    """``run_tasks``' loop: keep at most ``max_parallel`` jobs in flight until every task has ended;
+    ``index`` is (entries, previous, save) of the jobs index."""
+    entries, previous, save = index
     queue, running, ended = list(enumerate(tasks)), {}, {}
     slots = core_slots(config)  # local: each job on its share of the cores, not every job on all of them
     free = list(range(config.max_parallel))
@@ -314,7 +435,8 @@ def run_tasks(
         while queue and len(running) < config.max_parallel:
             i, t = queue.pop(0)
             slot = free.pop(0)
-            job = executor.submit(run_task, t.fn, t.args, os.getcwd(), describe, slots[slot] if slots else None)
+            sealed = str(seal_task(t.fn, t.args, describe, private))
+            job = executor.submit(run_sealed, sealed, os.getcwd(), slots[slot] if slots else None)
             old = entries.pop((t.key, t.name), None)
             if old:
                 previous.append(old)

@@ -86,13 +86,13 @@ def jobs_status(out_dir: str | os.PathLike, records: str = "records.jsonl") -> d
         )
     logs = Path(out_dir) / JOBS_DIR / LOGS_DIR
     rows = []
-    for e in index.get("jobs", []):
+    for e in index.get("jobs") or []:
         state, error = live_state(e, logs)
         out = Path(e["log"])
         rows.append(
             {
                 "cell": " / ".join(e["key"]),
-                "task": e.get("task", ""),
+                "task": e.get("task") or "",
                 "job_id": e["job_id"],
                 "state": state,
                 "questions": _count_lines(Path(e["folder"]) / records),
@@ -102,7 +102,7 @@ def jobs_status(out_dir: str | os.PathLike, records: str = "records.jsonl") -> d
                 "log_tail": _last_line(out, out.with_name(out.name.replace("_log.out", "_log.err"))),
             }
         )
-    failed = [e["key"] for e, r in zip(index.get("jobs", []), rows, strict=True) if r["state"] == "failed"]
+    failed = [e["key"] for e, r in zip(index.get("jobs") or [], rows, strict=True) if r["state"] == "failed"]
     k = index.get("only_index")
     again = None
     if failed and index.get("command"):

@@ -203,11 +203,12 @@ def _value_has_secret(value: str) -> bool:
     flow mapping or sequence (parsed, or as text when it does not parse or YAML misreads it)."""
     if looks_secret(value) or _INLINE.search(value) or _redact_pairs(value) != value:
         return True
-    try:
-        import yaml
+    from lazymem.errors import ConfigError
+    from lazymem.yamlio import load_yaml
 
-        parsed = yaml.safe_load(value)
-    except Exception:  # not YAML: the text checks above are all there is
+    try:
+        parsed = load_yaml(value)
+    except ConfigError:  # not YAML (or an alias bomb): the text checks above are all there is
         return False
     return not isinstance(parsed, str) and redact(parsed) != parsed
 

@@ -114,7 +114,10 @@ def test_directory_deep_nesting_and_lone_surrogate_name_the_file(tmp_path):
     bad = copy.deepcopy(LOCOMO)
     bad[0]["conversation"]["session_1"][0]["text"] = "I got a \ud800 puppy."
     lone.write_text(json.dumps(bad))
-    with pytest.raises(LoadError, match=r"lone\.json.*\$\[0\]\.conversation\.session_1\[0\]\.text.*surrogate"):
+    with pytest.raises(
+        LoadError,
+        match=r"lone\.json: record 0 \(sample_id 'conv-1'\), field conversation\.session_1\[0\]\.text: .*surrogate",
+    ):
         load_locomo(lone)
 
 

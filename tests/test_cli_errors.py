@@ -176,7 +176,7 @@ def test_flags_out_of_range_are_refused_with_a_usage_line(capsys, argv, flag):
         main(argv)
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: lazymem") and f"argument {flag}: " in err and "is not an integer >=" in err
+    assert err.startswith("usage: lazymem") and f"argument {flag}: " in err and "must be an integer in " in err
 
 
 def test_perturb_run_and_the_eval_config_refuse_a_negative_limit_or_no_draws(tmp_path):
@@ -195,8 +195,21 @@ def test_perturb_run_and_the_eval_config_refuse_a_negative_limit_or_no_draws(tmp
     "argv, words",
     [
         (["bench", "retrieval", "--sizes", "10,x"], ["--sizes", "10,x"]),
-        (["bench", "embedding", "--batch-sizes", "0"], ["--batch-sizes", ">= 1"]),
+        (["bench", "embedding", "--batch-sizes", "0"], ["--batch-sizes", "in 1..65536"]),
         (["coverage", SYNTH, "--w", "0,one", "--dense-model", "none"], ["--w", "0,one"]),
+    ],
+)
+def test_bad_integer_lists_are_refused_with_a_usage_line(capsys, argv, words):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert all(w in line for w in words) and "must be comma-separated integers" in line, line
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
         (["retrieve", SYNTH, "--question", "no-such-id", "--dense-model", "none"], ["--question", "no-such-id"]),
     ],
 )

@@ -246,6 +246,7 @@ def test_hand_checked_records_and_summary(tmp_path):
         "answer_contains",
         "judge",
         "run_id",
+        "config_sha256",
         "attempt",
         "recorded_at",
         "memory_measures",

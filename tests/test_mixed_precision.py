@@ -15,7 +15,10 @@ from lazymem.errors import ConfigError
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SFT_PAPER, GRPO_PAPER = ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "sft.yaml", ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "grpo.yaml"
+SFT_PAPER, GRPO_PAPER = (
+    ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "sft.yaml",
+    ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "grpo.yaml",
+)
 
 
 def _jsonl(path, rows):

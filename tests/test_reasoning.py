@@ -125,7 +125,9 @@ def test_thinking_budget_settings_are_checked_and_enter_the_cache_identity_only_
 
 
 def test_the_paper_judge_config_carries_the_thinking_budget():
-    recipe = yaml.safe_load((ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "grpo.yaml").read_text(encoding="utf-8"))
+    recipe = yaml.safe_load(
+        (ROOT / "configs" / "recipes" / "lazymem-4b-paper" / "grpo.yaml").read_text(encoding="utf-8")
+    )
     judge = LLMConfig.from_dict(recipe["judge"])
     assert (judge.model, judge.thinking_budget, judge.thinking_budget_mode) == ("Qwen/Qwen3-32B", 512, "two_phase")
     assert judge.chat_template_kwargs == {"enable_thinking": True}

@@ -10,6 +10,7 @@ from fakerun import FAKE, PIPELINE, SYNTH, _private_cache  # noqa: F401  (an aut
 
 from lazymem.errors import LoadError
 from lazymem.eval.remeasure import remeasure
+from lazymem.eval.runfiles import ResumeMismatchError
 
 
 @pytest.fixture
@@ -58,18 +59,20 @@ def test_remeasure_refuses_other_data_a_torn_line_and_an_unknown_question(old_ru
     run, _, _ = old_run
     manifest = json.loads((run / "manifest.json").read_text())
     records = (run / "records.jsonl").read_text()
+    sha = manifest["dataset"]["sha256"]
     manifest["dataset"]["sha256"] = "0" * 64
     (run / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(LoadError, match="field dataset.sha256: 000000000000 but"):
+    with pytest.raises(ResumeMismatchError, match="dataset sha256: 000000000000 ->"):
         remeasure(run)
-    assert cli_main(["remeasure", str(run)]) == 2 and "made on other data" in capsys.readouterr().err
+    assert cli_main(["remeasure", str(run)]) == 2 and "different inputs" in capsys.readouterr().err
     (run / "records.jsonl").write_text(records + '{"question_id": "syn1-h0-q9", "sta')
     with pytest.raises(LoadError, match="line 5: the last line is cut off"):
         remeasure(run)
     assert (run / "records.jsonl").read_text() == records + '{"question_id": "syn1-h0-q9", "sta'  # nothing lost
-    manifest["dataset"]["sha256"] = None
+    manifest["dataset"]["sha256"] = sha
     (run / "manifest.json").write_text(json.dumps(manifest))
-    extra = json.dumps({"question_id": "nope", "method": "extractive", "status": "ok", "memory": ""})
+    own = {k: json.loads(records.splitlines()[0])[k] for k in ("run_id", "config_sha256")}
+    extra = json.dumps({"question_id": "nope", "method": "extractive", "status": "ok", "memory": "", **own})
     (run / "records.jsonl").write_text(records + extra + "\n")
     with pytest.raises(LoadError, match=r"record 5, field question_id: 'nope' is not a question"):
         remeasure(run)

@@ -15,7 +15,7 @@ import pytest
 from lazymem.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN = ROOT / "configs" / "train"
+TRAIN = ROOT / "configs" / "recipes" / "lazymem-4b-paper"
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +76,7 @@ def test_the_scripted_thinker_behaves_as_a_thinking_server_does():
 
 
 def test_the_paper_judge_reaches_a_verdict_only_through_its_thinking_budget():
-    """The scripted 32B judge thinks 1,500 tokens: over the 1,024-token reply, so grpo_paper.yaml's judge
+    """The scripted 32B judge thinks 1,500 tokens: over the 1,024-token reply, so grpo.yaml's judge
     (two-phase, 512-token budget) gets its verdict while the same judge without a budget is cut off."""
     import dataclasses
 
@@ -90,7 +90,7 @@ def test_the_paper_judge_reaches_a_verdict_only_through_its_thinking_budget():
 
     src = Message(3, "s#3", "s", 3, "user", "I moved to Lisbon in May.", "2023/05/20")
     kept = KeptMessage("moved to Lisbon in May", (src,), "Where do I live?", "2023/06/01", "Lisbon", "She moved.")
-    paper = LLMConfig.from_dict(yaml.safe_load((TRAIN / "grpo_paper.yaml").read_text())["judge"])
+    paper = LLMConfig.from_dict(yaml.safe_load((TRAIN / "grpo.yaml").read_text())["judge"])
     thinker = ScriptedQwen3(judge_verdict, think_tokens=1500, reasoning_field=None)
     with ScriptedServer(thinker) as url:
         judge = QualityJudge(dataclasses.replace(paper, base_url=url, max_retries=0))
@@ -145,13 +145,13 @@ def test_the_smoke_finds_the_data_config_that_writes_a_recipes_data():
         hit = producer(path, str(TRAIN / recipe))
         return hit and hit[0].name
 
-    sft, grpo = SFTRecipe.from_yaml(TRAIN / "sft_paper.yaml"), GRPORecipe.from_yaml(TRAIN / "grpo_paper.yaml")
-    assert found(sft.data, "sft_paper.yaml") == "data_sft_paper.yaml"
-    assert found(grpo.data, "grpo_paper.yaml") == "data_rl_paper.yaml"
-    assert found(grpo.validation_data, "grpo_paper.yaml") == "data_rl_val_paper.yaml"
-    chains = RLDataConfig.from_yaml(str(TRAIN / "data_rl_paper.yaml")).reasoning_chains  # a folder, not a file
-    assert found(chains, "data_rl_paper.yaml") == "data_sft_paper.yaml"
-    assert found(str(Path(sft.data).with_name("elsewhere") / "sft.jsonl"), "sft_paper.yaml") is None
+    sft, grpo = SFTRecipe.from_yaml(TRAIN / "sft.yaml"), GRPORecipe.from_yaml(TRAIN / "grpo.yaml")
+    assert found(sft.data, "sft.yaml") == "data_sft.yaml"
+    assert found(grpo.data, "grpo.yaml") == "data_rl.yaml"
+    assert found(grpo.validation_data, "grpo.yaml") == "data_rl_val.yaml"
+    chains = RLDataConfig.from_yaml(str(TRAIN / "data_rl.yaml")).reasoning_chains  # a folder, not a file
+    assert found(chains, "data_rl.yaml") == "data_sft.yaml"
+    assert found(str(Path(sft.data).with_name("elsewhere") / "sft.jsonl"), "sft.yaml") is None
 
 
 def test_compact_log_probs_switches_trls_cpu_path_and_restores_it():
@@ -185,8 +185,8 @@ def _smoke(tmp_path, kind: str, config: str, *sets: str) -> subprocess.Completed
 
 
 def _out(tmp_path, kind: str, config: str) -> Path:
-    """The smoke's folder: runs/smoke/<kind>-<config name> under the directory it ran in."""
-    return tmp_path / "runs" / "smoke" / f"{kind}-{Path(config).stem}"
+    """The smoke's folder: runs/smoke/<kind>-<recipe>-<config name> under the directory it ran in."""
+    return tmp_path / "runs" / "smoke" / f"{kind}-lazymem-4b-paper-{Path(config).stem}"
 
 
 def _record(tmp_path, kind: str, config: str) -> dict:
@@ -196,7 +196,7 @@ def _record(tmp_path, kind: str, config: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.slow
 def test_sft_data_smoke_runs_the_paper_data_config(tmp_path):
-    r = _smoke(tmp_path, "sft-data", "data_sft_paper.yaml")
+    r = _smoke(tmp_path, "sft-data", "data_sft.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for row in (
         "| retrieval.dense_model | Qwen/Qwen3-Embedding-8B | minilm-offline",
@@ -209,9 +209,9 @@ def test_sft_data_smoke_runs_the_paper_data_config(tmp_path):
         "smoke passed",
     ):
         assert row in r.stdout, row
-    rec = _record(tmp_path, "sft-data", "data_sft_paper.yaml")
+    rec = _record(tmp_path, "sft-data", "data_sft.yaml")
     assert rec["failures"] == [] and [s["stage"] for s in rec["sections"]] == ["sft-data"]
-    data = _out(tmp_path, "sft-data", "data_sft_paper.yaml") / "data_sft_paper-data"
+    data = _out(tmp_path, "sft-data", "data_sft.yaml") / "lazymem-4b-paper-data_sft-data"
     card = json.loads((data / "card.json").read_text())
     assert card["over_max_length"]["limit"] == 8192 and card["over_max_length"]["total"] == 0
     rows = [json.loads(line) for line in open(data / "sft.jsonl")]
@@ -220,20 +220,20 @@ def test_sft_data_smoke_runs_the_paper_data_config(tmp_path):
 
 @pytest.mark.slow
 def test_rl_data_smoke_runs_the_paper_data_config_with_its_reasoning_chains(tmp_path):
-    r = _smoke(tmp_path, "rl-data", "data_rl_paper.yaml")
+    r = _smoke(tmp_path, "rl-data", "data_rl.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "| size | 10000 | 16 |" in r.stdout and "max_prompt_tokens=8192" in r.stdout
     assert "| tokenizer | Qwen/Qwen3-4B | null (the Qwen3 tokenizer" in r.stdout
-    rec = _record(tmp_path, "rl-data", "data_rl_paper.yaml")
+    rec = _record(tmp_path, "rl-data", "data_rl.yaml")
     assert [s["stage"] for s in rec["sections"]] == ["sft-data", "rl-data"] and rec["failures"] == []
-    card = _out(tmp_path, "rl-data", "data_rl_paper.yaml") / "data_rl_paper-data" / "card.json"
+    card = _out(tmp_path, "rl-data", "data_rl.yaml") / "lazymem-4b-paper-data_rl-data" / "card.json"
     card = json.loads(card.read_text())
     assert card["overlong_prompts"]["limit"] == 8192 and card["reasoning_chains"]["rows_with_chain"] > 0
 
 
 @pytest.mark.slow
 def test_sft_smoke_trains_the_paper_recipe_and_every_weight_moves(tmp_path):
-    r = _smoke(tmp_path, "sft", "sft_paper.yaml")
+    r = _smoke(tmp_path, "sft", "sft.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for line in (
         "| base | Qwen/Qwen3-4B |",
@@ -247,22 +247,22 @@ def test_sft_smoke_trains_the_paper_recipe_and_every_weight_moves(tmp_path):
         "ok   checkpoint reloads",
     ):
         assert line in r.stdout, line
-    assert [s["stage"] for s in _record(tmp_path, "sft", "sft_paper.yaml")["sections"]] == ["sft-data", "sft"]
+    assert [s["stage"] for s in _record(tmp_path, "sft", "sft.yaml")["sections"]] == ["sft-data", "sft"]
 
 
 @pytest.mark.slow
 def test_sft_smoke_fails_when_the_weights_do_not_move(tmp_path):
-    r = _smoke(tmp_path, "sft", "sft_paper.yaml", "learning_rate=1.0e-30", "gradient_accumulation_steps=1")
+    r = _smoke(tmp_path, "sft", "sft.yaml", "learning_rate=1.0e-30", "gradient_accumulation_steps=1")
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     # at lr 1e-30 only the embedding's zero padding row can move (1e-30 is a float32 number; 0.02 + 1e-30 is not)
     assert "FAIL weights moved: 1 of 24 trainable tensors changed; unchanged: ['model.layers.0" in r.stdout
     assert "smoke FAILED" in r.stdout
-    assert _record(tmp_path, "sft", "sft_paper.yaml")["failures"]
+    assert _record(tmp_path, "sft", "sft.yaml")["failures"]
 
 
 @pytest.mark.slow
 def test_grpo_smoke_runs_the_paper_recipe_with_its_judge_and_every_weight_moves(tmp_path):
-    r = _smoke(tmp_path, "grpo", "grpo_paper.yaml")
+    r = _smoke(tmp_path, "grpo", "grpo.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     for line in (
         "| use_vllm | True | false: TRL's in-process generation",
@@ -284,9 +284,9 @@ def test_grpo_smoke_runs_the_paper_recipe_with_its_judge_and_every_weight_moves(
         "ok   checkpoint reloads",
     ):
         assert line in r.stdout, line
-    rec = _record(tmp_path, "grpo", "grpo_paper.yaml")
+    rec = _record(tmp_path, "grpo", "grpo.yaml")
     assert [s["stage"] for s in rec["sections"]] == ["sft-data", "rl-data", "rl-data", "grpo"]
-    grpo = _out(tmp_path, "grpo", "grpo_paper.yaml") / "grpo"
+    grpo = _out(tmp_path, "grpo", "grpo.yaml") / "grpo"
     result = json.loads((grpo / "train_result.json").read_text())
     assert result["curriculum"]["switched_at"] == 0 and result["global_step"] == 2
     assert (grpo / "checkpoint-2" / "curriculum.json").is_file()

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import functools
 
-from lazymem.errors import ConfigError, int_at_least
+from lazymem.errors import int_in, ints_in, path_text
 
-
-def _ints(text: str, flag: str) -> list[int]:
-    """``--flag 1,2,3`` as integers >= 1 (ConfigError naming the flag otherwise)."""
-    try:
-        values = [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"{flag}: expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise ConfigError(f"{flag}: expected comma-separated integers >= 1, got {text!r}")
-    return values
+# Upper bounds of the counts: far above any real benchmark, so a mistyped value is refused at once.
+MAX_HISTORY = 1_000_000  # messages of one synthetic history
+MAX_QUESTIONS = 1_000_000
+MAX_THREADS = 1024
 
 
 def cmd_bench_retrieval(args, retrieval_config) -> int:
@@ -23,7 +17,7 @@ def cmd_bench_retrieval(args, retrieval_config) -> int:
 
     lme = args.longmemeval if args.longmemeval else (DEFAULT_LONGMEMEVAL if DEFAULT_LONGMEMEVAL.exists() else None)
     bench_retrieval(
-        sizes=_ints(args.sizes, "--sizes"),
+        sizes=args.sizes,
         longmemeval_path=None if lme == "none" else lme,
         n_queries=args.n_queries,
         config=retrieval_config(args),
@@ -54,8 +48,8 @@ def cmd_bench_embedding(args) -> int:
 
     bench_embedding(
         n_texts=args.texts,
-        batch_sizes=_ints(args.batch_sizes, "--batch-sizes"),
-        threads=_ints(args.threads, "--threads") if args.threads else None,
+        batch_sizes=args.batch_sizes,
+        threads=args.threads,
         n_queries=args.queries,
         model=args.dense_model,
         longmemeval_path=args.longmemeval,
@@ -76,47 +70,66 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     flags, ``retrieval_config(args)`` reads them back)."""
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench_command", required=True)
     s = bench.add_parser("retrieval", help="per-stage retrieval latency and index cost vs history size")
-    s.add_argument("--sizes", default="1000,10000,100000", help="synthetic history sizes (messages)")
     s.add_argument(
-        "--longmemeval", default=None, help="LongMemEval_S file for the ~400-message haystack ('none' to skip)"
+        "--sizes",
+        type=ints_in(1, MAX_HISTORY),
+        default="1000,10000,100000",
+        help=f"synthetic history sizes (messages, each 1..{MAX_HISTORY})",
     )
-    s.add_argument("--n-queries", type=int_at_least(1), default=20)
+    s.add_argument(
+        "--longmemeval",
+        type=path_text,
+        default=None,
+        help="LongMemEval_S file for the ~400-message haystack ('none' to skip)",
+    )
+    s.add_argument("--n-queries", type=int_in(1, 10_000), default=20, help="queries a size (1..10000)")
     s.add_argument(
         "--max-embed-messages",
-        type=int,
+        type=int_in(0, MAX_HISTORY),
         default=None,
         help="histories longer than this and not yet cached get random stand-in embeddings",
     )
-    s.add_argument("--out", default="figures/bench_retrieval.json")
+    s.add_argument("--out", type=path_text, default="figures/bench_retrieval.json")
     retrieval_opts(s)
     s.set_defaults(func=functools.partial(cmd_bench_retrieval, retrieval_config=retrieval_config))
 
     s = bench.add_parser("pipeline", help="seconds a question by stage for each engine, and the eval cold vs warm")
-    s.add_argument("--config", default="configs/eval/demo.yaml", help="an eval config (lazymem eval format)")
+    s.add_argument(
+        "--config", type=path_text, default="configs/eval/demo.yaml", help="an eval config (lazymem eval format)"
+    )
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
-    s.add_argument("--limit", type=int_at_least(0), default=None, help="questions (default: the config's limit)")
+    s.add_argument(
+        "--limit", type=int_in(0, MAX_QUESTIONS), default=None, help="questions (default: the config's limit)"
+    )
     s.add_argument(
         "--engines",
         default=None,
         help="comma list of transformers_sequential, transformers_batched, llamacpp, llamacpp_parallel (default: all)",
     )
     s.add_argument(
-        "--threads", type=int_at_least(1), default=None, help="CPU threads of every engine (default: all cores)"
+        "--threads", type=int_in(1, MAX_THREADS), default=None, help="CPU threads of every engine (default: all cores)"
     )
     s.add_argument("--no-cold-warm", action="store_true", help="skip the eval cold vs warm (two fresh processes)")
-    s.add_argument("--out", default="figures/bench_pipeline.json")
-    s.add_argument("--figure-dir", default="figures", help="where the figure goes (HTML + PNG)")
+    s.add_argument("--out", type=path_text, default="figures/bench_pipeline.json")
+    s.add_argument("--figure-dir", type=path_text, default="figures", help="where the figure goes (HTML + PNG)")
     s.add_argument("--no-figure", action="store_true")
     s.set_defaults(func=cmd_bench_pipeline)
 
     s = bench.add_parser("embedding", help="first-time embedding throughput and one query's encode cost")
-    s.add_argument("--texts", type=int_at_least(1), default=512, help="distinct message texts to embed")
-    s.add_argument("--batch-sizes", default="16,64,128")
-    s.add_argument("--threads", default=None, help="comma list of torch thread counts (default: 1 and all cores)")
-    s.add_argument("--queries", type=int_at_least(1), default=30)
+    s.add_argument("--texts", type=int_in(1, MAX_HISTORY), default=512, help="distinct message texts to embed")
+    s.add_argument("--batch-sizes", type=ints_in(1, 65_536), default="16,64,128")
+    s.add_argument(
+        "--threads",
+        type=ints_in(1, MAX_THREADS),
+        default=None,
+        help="comma list of torch thread counts (default: 1 and all cores)",
+    )
+    s.add_argument("--queries", type=int_in(1, 10_000), default=30)
     s.add_argument("--dense-model", default=None, help="default: the retrieval default (MiniLM, offline)")
-    s.add_argument("--longmemeval", default=None, help="LongMemEval_S file (default: ../shared/data's fragment)")
-    s.add_argument("--out", default="figures/bench_embedding.json")
+    s.add_argument(
+        "--longmemeval", type=path_text, default=None, help="LongMemEval_S file (default: ../shared/data's fragment)"
+    )
+    s.add_argument("--out", type=path_text, default="figures/bench_embedding.json")
     s.set_defaults(func=cmd_bench_embedding)
 
     s = bench.add_parser(
@@ -124,10 +137,12 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
         help="the paper's latency protocol: questions one at a time, 3 warm-up runs "
         "discarded, mean/P50/P90/P95 by stage over the next 3 (LLM cache off)",
     )
-    s.add_argument("config", help="an eval recipe (lazymem eval format), any pipeline.method")
+    s.add_argument("config", type=path_text, help="an eval recipe (lazymem eval format), any pipeline.method")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
-    s.add_argument("--limit", type=int_at_least(0), default=None, help="questions (default: the config's limit)")
-    s.add_argument("--warmup", type=int_at_least(0), default=3, help="warm-up runs discarded (paper: 3)")
-    s.add_argument("--runs", type=int_at_least(1), default=3, help="measured runs (paper: 3)")
-    s.add_argument("--out", default=None, help="write every latency as JSON here")
+    s.add_argument(
+        "--limit", type=int_in(0, MAX_QUESTIONS), default=None, help="questions (default: the config's limit)"
+    )
+    s.add_argument("--warmup", type=int_in(0, 1000), default=3, help="warm-up runs discarded (paper: 3)")
+    s.add_argument("--runs", type=int_in(1, 1000), default=3, help="measured runs (paper: 3)")
+    s.add_argument("--out", type=path_text, default=None, help="write every latency as JSON here")
     s.set_defaults(func=cmd_bench_latency)

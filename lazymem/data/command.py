@@ -6,6 +6,7 @@ The command line's data commands (``lazymem.cli`` adds them with ``add_parser``)
 
 from __future__ import annotations
 
+from lazymem.errors import SEED_MAX, int_in, path_text
 from lazymem.files import print_json, write_json
 
 SPEC_HELP = (
@@ -77,7 +78,7 @@ def add_parser(sub) -> None:
     s = data.add_parser("split", help="the paper's stratified 72/8/20 split (seed 42)")
     s.add_argument("spec", help=SPEC_HELP)
     s.add_argument("--subset")
-    s.add_argument("--seed", type=int, default=42)
+    s.add_argument("--seed", type=int_in(0, SEED_MAX), default=42, help=f"seed of the split (0..{SEED_MAX})")
     s.add_argument("--ids", action="store_true", help="include the question ids of each split")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_split)
@@ -86,5 +87,7 @@ def add_parser(sub) -> None:
     )
     s.add_argument("specs", nargs="+", help=SPEC_HELP + "; several side by side")
     s.add_argument("--unit", choices=("words", "chars", "both"), default="both")
-    s.add_argument("--json", dest="json_out", metavar="FILE", help="also write the statistics as JSON here")
+    s.add_argument(
+        "--json", dest="json_out", type=path_text, metavar="FILE", help="also write the statistics as JSON here"
+    )
     s.set_defaults(func=cmd_lengths)

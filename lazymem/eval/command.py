@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lazymem.errors import int_at_least
+from lazymem.errors import SEED_MAX, int_in, path_text
 from lazymem.eval import runner
 from lazymem.eval.config import JUDGES, EvalConfig, apply_overrides
 from lazymem.eval.runfiles import RECORDS_FILE
@@ -35,10 +35,15 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "1 a bug (its traceback is printed)"
     )
     p.add_argument(
-        "config", nargs="?", default=None, help="YAML recipe (default: configs/eval/demo.yaml, offline CPU demo)"
+        "config",
+        nargs="?",
+        type=path_text,
+        default=None,
+        help="YAML recipe (default: configs/eval/demo.yaml, offline CPU demo)",
     )
     p.add_argument(
         "--out",
+        type=path_text,
         default=None,
         help="run folder (default: runs/eval/<config name>, with --shard i/K: <config name>-shard<i>of<K>)",
     )
@@ -47,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--split", choices=("train", "validation", "test"), help="the paper's split")
     p.add_argument("--ids", help="comma-separated question ids")
     p.add_argument("--types", help="comma-separated question types or abbreviations (KU,MS,...)")
-    p.add_argument("--limit", type=int_at_least(0), help="at most this many questions (0 = all)")
+    p.add_argument("--limit", type=int_in(0, 10_000_000), help="at most this many questions (0 = all)")
     p.add_argument(
         "--shard",
         type=shard_arg,
@@ -57,11 +62,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("--method", choices=method_names())
     p.add_argument("--judge", choices=JUDGES)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--workers", type=int_at_least(1), help="questions in flight (server backends)")
-    p.add_argument("--cache-dir", help="LLM call cache directory")
+    p.add_argument("--seed", type=int_in(0, SEED_MAX), help=f"sampling seed of every model call (0..{SEED_MAX})")
+    p.add_argument("--workers", type=int_in(1, 1024), help="questions in flight (server backends, 1..1024)")
+    p.add_argument("--cache-dir", type=path_text, help="LLM call cache directory")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM call cache")
-    p.add_argument("--baseline", help="a finished run folder to compare with")
+    p.add_argument("--baseline", type=path_text, help="a finished run folder to compare with")
     p.add_argument(
         "--set",
         dest="overrides",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lazymem.errors import ConfigError, check_fields
+from lazymem.errors import SEED_MAX, ConfigError, check_fields
 from lazymem.fields import h, require
 from lazymem.pipeline import PipelineConfig
 from lazymem.records import Question
@@ -135,7 +135,13 @@ class EvalConfig:
             self.split,
             "must be train, validation, test or None",
         )
-        require(is_int(self.split_seed), "EvalConfig", "split_seed", self.split_seed, "must be an integer")
+        require(
+            is_int(self.split_seed) and 0 <= self.split_seed <= SEED_MAX,
+            "EvalConfig",
+            "split_seed",
+            self.split_seed,
+            f"must be an integer in 0..{SEED_MAX}",
+        )
         for name in ("ids", "types"):
             v = getattr(self, name)
             if isinstance(v, str):
@@ -180,17 +186,23 @@ class EvalConfig:
         require(isinstance(self.stratified, bool), "EvalConfig", "stratified", self.stratified, "must be true or false")
         if self.shard is not None:
             parse_shard(self.shard, "EvalConfig.shard")  # a ConfigError naming the field
-        require(is_int(self.seed), "EvalConfig", "seed", self.seed, "must be an integer")
+        require(
+            is_int(self.seed) and 0 <= self.seed <= SEED_MAX,
+            "EvalConfig",
+            "seed",
+            self.seed,
+            f"must be an integer in 0..{SEED_MAX}",
+        )
         require(
             is_int(self.workers) and self.workers >= 1, "EvalConfig", "workers", self.workers, "must be an integer >= 1"
         )
         require(isinstance(self.llm_cache, bool), "EvalConfig", "llm_cache", self.llm_cache, "must be true or false")
         require(
-            self.llm_cache_dir is None or isinstance(self.llm_cache_dir, str),
+            self.llm_cache_dir is None or (isinstance(self.llm_cache_dir, str) and self.llm_cache_dir.strip() != ""),
             "EvalConfig",
             "llm_cache_dir",
             self.llm_cache_dir,
-            "must be a path or None",
+            "must be a path or None (an empty string would mean the working directory)",
         )
         require(
             isinstance(self.count_tokens, bool),
@@ -248,7 +260,7 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
     """
     import copy
 
-    import yaml
+    from lazymem.yamlio import load_yaml
 
     out = copy.deepcopy(dict(data))
     for item in overrides:
@@ -265,11 +277,9 @@ def apply_overrides(data: Mapping, overrides: Sequence[str]) -> dict:
             node = node[p]
         _drop_other_spelling(out, parts)
         try:
-            node[parts[-1]] = yaml.safe_load(raw)
-        except yaml.YAMLError as e:  # one line: where in the value, and the problem
-            from lazymem.errors import yaml_error_text
-
-            raise ConfigError(f"override {item!r}: the value, {yaml_error_text(e)}") from None
+            node[parts[-1]] = load_yaml(raw)
+        except ConfigError as e:  # one line: where in the value, and the problem
+            raise ConfigError(f"override {item!r}: the value, {e}") from None
     return out
 
 
@@ -304,7 +314,8 @@ def config_fingerprint(config: EvalConfig) -> str:
     Version 3 hashes the shared pipeline settings and the run's own method's settings only (its section,
     ``pipeline.<method>``): another method's settings, a method added since included, never change it.
     ``config_fingerprints`` also gives the hashes of versions 2 and 1, which a committed run's manifest
-    may hold.
+    may hold. Secrets (API keys, a base_url's password; ``lazymem.secrets.redact``) are hashed redacted:
+    they change no identity, and the redacted config a manifest records gives its own fingerprint back.
     """
     return config_fingerprints(config)[0]
 
@@ -324,9 +335,11 @@ def config_fingerprints(config: EvalConfig) -> tuple[str, ...]:
     >>> fps[0] == config_fingerprint(c) and len(fps) in (1, 2, 3) and all(len(f) == 64 for f in fps)
     True
     """
+    from lazymem.secrets import redact
+
     out: list[str] = []
-    for version in (3, 2, 1):
-        fp = _sha256(fingerprint_payload(config, version))
+    for version in (3, 2, 1):  # of the redacted payload: a key or URL password is no part of what ran
+        fp = _sha256(redact(fingerprint_payload(config, version)))
         if fp not in out:
             out.append(fp)
     return tuple(out)

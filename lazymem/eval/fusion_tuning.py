@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lazymem.errors import int_in, path_text
 from lazymem.eval.metrics import all_at_k, all_covered, coverage_table
 from lazymem.records import Dataset
 from lazymem.retrieve import RetrievalConfig, Retriever, WindowConfig, reciprocal_rank_fusion, session_starts
@@ -372,17 +373,17 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ap.add_argument("--report-histories", default="", help="comma-separated history ids of the report set")
     ap.add_argument("--sparse", default=RetrievalConfig.sparse, help="BM25 backend (rank_bm25, bm25s)")
     ap.add_argument("--dense-model", default=RetrievalConfig.dense_model)
-    ap.add_argument("--k", type=int, default=50, help="All@k cut-off (the pool size)")
+    ap.add_argument("--k", type=int_in(1, 100_000), default=50, help="All@k cut-off (the pool size)")
     ap.add_argument("--w", default="0,1,2,3", help="radii")
-    ap.add_argument("--L", type=int, default=8)
-    ap.add_argument("--s", type=int, default=7)
+    ap.add_argument("--L", type=int_in(1, 1000), default=8, help="max sub-window length")
+    ap.add_argument("--s", type=int_in(1, 1000), default=7, help="sub-window stride")
     ap.add_argument("--rrf-k", default=",".join(map(str, GRID_RRF_K)))
     ap.add_argument("--weights", default=",".join(f"{a}:{b}" for a, b in GRID_WEIGHTS), help="sparse:dense,...")
     ap.add_argument("--depths", default="50,100,none", help="per-list depths; none = whole history")
     ap.add_argument(
         "--verify", action="store_true", help="rerun the real Retriever with the chosen fusion on the report set"
     )
-    ap.add_argument("--out", help="write the JSON record here")
+    ap.add_argument("--out", type=path_text, help="write the JSON record here")
     ap.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     return ap
 

@@ -321,17 +321,27 @@ def _items(dataset, records: Sequence[RunRecord], file: str) -> list[tuple[Histo
     return out
 
 
+MAX_DRAWS = 1000  # each draw is one more answer a question and condition
+
+
 def perturb_parser(s) -> None:
     """The ``lazymem perturb`` options, added to the (sub)parser ``s``."""
-    from lazymem.errors import int_at_least
+    from lazymem.errors import SEED_MAX, int_in, path_text
 
-    s.add_argument("run_dir", help="a finished `lazymem eval` run folder (its records give the windows)")
-    s.add_argument("--out", help="folder for perturbation.json / .md (default: RUN_DIR/perturbation)")
-    s.add_argument("--draws", type=int_at_least(1), default=3, help="random draws per +1 / +5 non-gold memory")
     s.add_argument(
-        "--limit", type=int_at_least(0), default=0, help="the first N questions with gold evidence (0 = all)"
+        "run_dir", type=path_text, help="a finished `lazymem eval` run folder (its records give the windows)"
     )
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", type=path_text, help="folder for perturbation.json / .md (default: RUN_DIR/perturbation)")
+    s.add_argument(
+        "--draws",
+        type=int_in(1, MAX_DRAWS),
+        default=3,
+        help=f"random draws per +1 / +5 non-gold memory (1..{MAX_DRAWS})",
+    )
+    s.add_argument(
+        "--limit", type=int_in(0, 1_000_000), default=0, help="the first N questions with gold evidence (0 = all)"
+    )
+    s.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help=f"seed of the draws (0..{SEED_MAX})")
     s.add_argument("--no-progress", action="store_true")
 
 

@@ -71,7 +71,7 @@ def new_manifest(
         run_info["command"] = redact_command(run_info["command"])
     old_runs = [
         dict(r, command=redact_command(r["command"])) if isinstance(r, Mapping) and r.get("command") else r
-        for r in (old_manifest or {}).get("runs", [])
+        for r in (old_manifest or {}).get("runs") or []
     ]  # runs recorded before this rule
     p = config.pipeline
     judged = p.judge is not None and config.judge != "none"

@@ -5,8 +5,9 @@
 (``lazymem.eval.memory_measures.measure_record``: evidence recall, answer recall in memory)
 for every record that has a memory but no measures; ``records.jsonl`` is rewritten atomically
 (nothing else in a record changes) and ``summary.json`` gets the measures' summary. It holds
-the folder's run lock meanwhile, refuses a dataset whose sha256 differs from the manifest's
-(the records would be measured against other gold), and a record whose question is not in
+the folder's run lock meanwhile, refuses what ``lazymem eval`` refuses to resume
+(``runfiles.check_run_folder``: records of runs the manifest does not list, and a dataset whose
+sha256 differs from the manifest's or is unknown: the records would be measured against other gold), and a record whose question is not in
 the dataset is a LoadError naming it. Records that already carry measures are left as they
 are, so a second call changes nothing.
 """
@@ -17,10 +18,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from lazymem.errors import LoadError
+from lazymem.errors import ConfigError, LoadError
 from lazymem.eval.memory_measures import measure_record
 from lazymem.eval.records import MeasuresRecord, RunRecord
-from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, SUMMARY_FILE, RunLock, load_records, read_json
+from lazymem.eval.runfiles import (
+    MANIFEST_FILE,
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    RunLock,
+    check_run_folder,
+    load_records,
+    read_json,
+)
 from lazymem.eval.scoring import summarize
 from lazymem.files import write_json, write_jsonl
 
@@ -48,19 +57,14 @@ def remeasure(run_dir: str | Path) -> dict:
                 None,
                 "the last line is cut off (an interrupted run): resume it before remeasuring",
             )
+        check_run_folder(d, manifest, records, {})  # every record is one of the folder's runs
         todo = [r for r in records if _needs(r)]
         counts = {"measured": 0, "kept": len(records) - len(todo), "errors": 0}
         if not todo:
             return counts
         dataset = load_dataset(ds["spec"], ds.get("subset"))
-        if ds.get("sha256") and dataset.sha256 != ds["sha256"]:
-            raise LoadError(
-                str(d / MANIFEST_FILE),
-                None,
-                "dataset.sha256",
-                f"{ds['sha256'][:12]} but {ds['spec']} is now {dataset.sha256[:12]}: the records "
-                "were made on other data (rerun the cell instead)",
-            )
+        # what eval refuses to resume, remeasure refuses to measure: other (or unknown) dataset bytes
+        check_run_folder(d, manifest, records, {"dataset_sha256": dataset.sha256})
         questions = {q.id: q for q in dataset.questions}
         for i, rec in enumerate(records):
             if not _needs(rec):
@@ -100,7 +104,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         try:
             c = remeasure(run_dir)
-        except (LoadError, OSError) as e:
+        except (LoadError, ConfigError, OSError) as e:
             print(f"remeasure: {run_dir}: {e}", file=sys.stderr)
             return 2
         print(f"{run_dir}: measured {c['measured']}, already measured {c['kept']}, errors {c['errors']}")

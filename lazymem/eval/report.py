@@ -33,11 +33,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lazymem.errors import ConfigError, LoadError
+from lazymem.errors import ConfigError, LoadError, int_in, path_text
 from lazymem.eval.memory_measures import MEASURES, question_measures
 from lazymem.eval.paper import system_label
 from lazymem.eval.records import RunRecord
-from lazymem.eval.runfiles import MANIFEST_FILE, RECORDS_FILE, latest_records, load_records
+from lazymem.eval.runfiles import (
+    MANIFEST_FILE,
+    RECORDS_FILE,
+    check_manifest,
+    check_records_belong,
+    latest_records,
+    load_records,
+)
 from lazymem.eval.scoring import check_records, json_kind, summarize
 from lazymem.stats import paired_bootstrap
 
@@ -65,6 +72,8 @@ def load_run(run_dir: str | Path, name: str | None = None) -> dict:
         raise ConfigError(f"{d}: no {RECORDS_FILE} (not a lazymem eval run folder)")
     records = check_records(load_records(path)[0], str(path))
     manifest = read_manifest(d / MANIFEST_FILE, required=False)
+    if manifest:
+        check_records_belong(path, records, manifest)
     config = manifest.get("config") or {}
     judge = config.get("judge") or _judge_of(records)
     latest = latest_records(records)
@@ -142,7 +151,7 @@ def read_manifest(path: str | Path, required: bool = True) -> dict:
     ]:
         if value is not None and not isinstance(value, str):
             raise LoadError(str(p), None, field, f"{json_kind(value)}, expected a string")
-    return m
+    return check_manifest(m, p)
 
 
 def _judge_of(records: Sequence[RunRecord]) -> str:
@@ -341,8 +350,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--names", help="comma-separated system names (default: the folder names)")
     p.add_argument("--metric", choices=METRICS, help="the score (default: judge accuracy, else LoCoMo F1, else F1)")
     p.add_argument("--reference", help="the system the intervals compare with (default: the first)")
-    p.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples")
-    p.add_argument("--out", help="write report.json, report.md and the Pareto figure (pareto.html / .png) here")
+    p.add_argument("--resamples", type=int_in(1, 1_000_000), default=9999, help="bootstrap resamples")
+    p.add_argument(
+        "--out", type=path_text, help="write report.json, report.md and the Pareto figure (pareto.html / .png) here"
+    )
     p.add_argument(
         "--paper",
         choices=("locomo", "longmemeval"),

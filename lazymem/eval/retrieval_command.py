@@ -8,10 +8,15 @@ retrieval flags that ``lazymem bench`` shares.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from lazymem.data.command import SPEC_HELP
-from lazymem.errors import ConfigError, int_at_least
+from lazymem.errors import ConfigError, float_in, int_in, ints_in, path_text
 from lazymem.files import print_json, write_json
+
+# Upper bounds of the counts: far above any real history, so a mistyped value is refused at once.
+MAX_POOL = 100_000  # pool size, ranked-list depth, All@k
+MAX_RADIUS = 1000  # window radius, sub-window length and stride
 
 
 def retrieval_config(args):
@@ -28,13 +33,6 @@ def retrieval_config(args):
         cache_dir=args.cache_dir,
         device=args.device,
     )
-
-
-def _ints(text: str, flag: str = "--w") -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"{flag}: expected comma-separated integers, got {text!r}") from None
 
 
 def cmd_retrieve(args) -> int:
@@ -98,7 +96,9 @@ def cmd_coverage(args) -> int:
     from lazymem.eval.paper import ALL_AT_50, benchmark_of
     from lazymem.retrieve import WindowConfig, retrieve_many
 
-    radii = _ints(args.w)  # bad flags first, before the retrieval's minutes
+    radii = args.w  # a list: --w is parsed at the command line
+    if args.out and Path(args.out).is_dir():  # before the retrieval's minutes
+        raise ConfigError(f"--out {args.out}: is a directory; give a file, e.g. {Path(args.out) / 'coverage.json'}")
     config = retrieval_config(args)
     if args.k > config.n:
         raise ConfigError(f"--k {args.k} is larger than the pool size --n {config.n}")
@@ -123,8 +123,6 @@ def cmd_coverage(args) -> int:
         **table,
     }
     if args.out:
-        from pathlib import Path
-
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         write_json(args.out, out, indent=2, default=str)
     if args.json:
@@ -160,9 +158,9 @@ def cmd_coverage(args) -> int:
 def retrieval_arguments(s):
     """The retrieval flags (``retrieval_config`` reads them back into a RetrievalConfig)."""
     g = s.add_argument_group("retrieval (paper: n=50, RRF k=60, Qwen3-Embedding-8B + BM25 + bge-reranker-v2-m3)")
-    g.add_argument("--n", type=int, default=50, help="pool size")
-    g.add_argument("--depth", type=int, default=100, help="depth of each ranked list before fusion")
-    g.add_argument("--rrf-k", type=float, default=60)
+    g.add_argument("--n", type=int_in(1, MAX_POOL), default=50, help="pool size")
+    g.add_argument("--depth", type=int_in(1, MAX_POOL), default=100, help="depth of each ranked list before fusion")
+    g.add_argument("--rrf-k", type=float_in(0, 1e6), default=60)
     g.add_argument("--sparse", default="bm25s", choices=["rank_bm25", "bm25s", "none"])
     g.add_argument(
         "--dense-model",
@@ -171,15 +169,16 @@ def retrieval_arguments(s):
     )
     g.add_argument("--reranker", default=None, help="cross-encoder name or local dir (default: no rerank)")
     g.add_argument("--reranker-backend", default="flag", choices=["flag", "sentence-transformers"])
-    g.add_argument("--cache-dir", default=None, help="embedding cache root")
+    g.add_argument("--cache-dir", type=path_text, default=None, help="embedding cache root")
     g.add_argument("--device", default="cpu")
 
 
 def window_arguments(s, w_default):
     """The windowing flags; ``w_default`` an int (one radius) or a comma-separated string (several)."""
-    s.add_argument("--w", default=w_default, type=(int if isinstance(w_default, int) else str), help="window radius")
-    s.add_argument("--L", type=int, default=8, help="max sub-window length")
-    s.add_argument("--s", type=int, default=7, help="sub-window stride")
+    radius = int_in(0, MAX_RADIUS) if isinstance(w_default, int) else ints_in(0, MAX_RADIUS)
+    s.add_argument("--w", default=w_default, type=radius, help="window radius")
+    s.add_argument("--L", type=int_in(1, MAX_RADIUS), default=8, help="max sub-window length")
+    s.add_argument("--s", type=int_in(1, MAX_RADIUS), default=7, help="sub-window stride")
     s.add_argument("--within-sessions", action="store_true", help="windows stop at session boundaries")
 
 
@@ -189,7 +188,7 @@ def add_parsers(sub) -> None:
     s.add_argument("spec", help=SPEC_HELP)
     s.add_argument("--subset")
     s.add_argument("--question", required=True, help="question id")
-    s.add_argument("--show", type=int, default=15, help="hits to print (text mode)")
+    s.add_argument("--show", type=int_in(0, MAX_POOL), default=15, help="hits to print (text mode)")
     s.add_argument("--json", action="store_true")
     retrieval_arguments(s)
     window_arguments(s, 2)
@@ -198,9 +197,9 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("coverage", help="All@k per window radius and LongMemEval recall@k over a dataset")
     s.add_argument("spec", help=SPEC_HELP)
     s.add_argument("--subset")
-    s.add_argument("--k", type=int_at_least(1), default=50, help="All@k: the first k of the pool")
+    s.add_argument("--k", type=int_in(1, MAX_POOL), default=50, help="All@k: the first k of the pool")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--out", help="also write the JSON here")
+    s.add_argument("--out", type=path_text, help="also write the JSON here")
     retrieval_arguments(s)
     window_arguments(s, "0,1,2,3")
     s.set_defaults(func=cmd_coverage)

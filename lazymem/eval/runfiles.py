@@ -28,8 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, LoadError
 from lazymem.eval.records import RunRecord
+from lazymem.eval.records.part import json_kind
 from lazymem.files import fsync_dir, write_atomic  # noqa: F401  (write_atomic: the run files API)
 from lazymem.files import read_jsonl as read_jsonl_file
 from lazymem.secrets import Masker
@@ -98,6 +99,20 @@ class UnmanifestedRecordsError(ConfigError):
         )
 
 
+class ForeignRecordError(ConfigError):
+    """A line of records.jsonl that this folder's runs did not write (copied or appended from another run
+    folder): names the file, the line and both identities (the record's and the folder's)."""
+
+    def __init__(self, path: str | os.PathLike, line: int, record_identity: str, folder_identity: str, why: str):
+        self.path, self.line = str(path), line
+        folder = str(Path(path).parent)
+        super().__init__(
+            f"{self.path}: line {line}: a record that is not this run folder's ({why}): "
+            f"the record says {record_identity}; {Path(path).parent / MANIFEST_FILE} says {folder_identity}. "
+            "Refusing to mix runs: " + WAY_OUT.format(out=folder)
+        )
+
+
 # --- reading ----------------------------------------------------------------------------------------
 
 
@@ -135,6 +150,179 @@ def read_json(path: str | os.PathLike) -> dict | None:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+MANIFEST_FIX = "it is not a manifest lazymem wrote (edited or damaged): restore it, or move the run folder aside"
+_OBJECTS = ("config", "dataset", "prompt_hashes", "models", "backends", "retrieval", "config.pipeline")
+_STRINGS = ("config_sha256", "status", "start", "end", "dataset.sha256", "dataset.spec", "config.judge")
+_RUN_STRINGS = ("run_id", "config_sha256", "status", "moved_to")
+
+
+def _at(m: Mapping, dotted: str) -> Any:
+    """The value at a dotted path of nested mappings (None where a part is missing)."""
+    for part in dotted.split("."):
+        m = m.get(part) if isinstance(m, Mapping) else None
+    return m
+
+
+def check_manifest(m: Any, path: str | os.PathLike) -> dict:
+    """`m` (a manifest.json's content) when it has the shape ``lazymem eval`` writes; else a LoadError naming
+    the file and the field: an object, whose ``config`` / ``dataset`` / ``prompt_hashes`` are objects, whose
+    fingerprints and status are strings, and whose ``runs`` / ``merged_from`` are lists of objects with
+    string run ids (absent or null values are allowed where an older manifest lacks them, except ``runs``).
+
+    >>> check_manifest({"runs": [{"run_id": "a"}]}, "m.json")["runs"]
+    [{'run_id': 'a'}]
+    >>> check_manifest({"runs": ["a"]}, "m.json")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.LoadError: m.json: runs[0], field runs[0]: a string, expected an object (a run: \
+run_id, start, end, status, command); it is not a manifest lazymem wrote (edited or damaged): restore it, \
+or move the run folder aside
+    """
+    p = str(path)
+
+    def bad(field: str | None, value: Any, expected: str, record: str | None = None) -> LoadError:
+        return LoadError(p, record, field, f"{json_kind(value)}, expected {expected}; {MANIFEST_FIX}")
+
+    if not isinstance(m, dict):
+        raise bad(None, m, "an object (a lazymem eval manifest)")
+    for field in _OBJECTS:
+        v = _at(m, field)
+        if v is not None and not isinstance(v, Mapping):
+            raise bad(field, v, "an object")
+    for field in (*_STRINGS, "config.pipeline.method"):
+        v = _at(m, field)
+        if v is not None and not isinstance(v, str):
+            raise bad(field, v, "a string")
+    for name, h in (m.get("prompt_hashes") or {}).items():
+        if not isinstance(h, str):
+            raise bad(f"prompt_hashes.{name}", h, "a string (a sha256)")
+    if "runs" in m and not isinstance(m["runs"], list):
+        raise bad("runs", m["runs"], "a list of runs")
+    for i, run in enumerate(m.get("runs") or ()):
+        where = f"runs[{i}]"
+        if not isinstance(run, Mapping):
+            raise bad(where, run, "an object (a run: run_id, start, end, status, command)", where)
+        for field in _RUN_STRINGS:
+            if run.get(field) is not None and not isinstance(run[field], str):
+                raise bad(f"{where}.{field}", run[field], "a string", where)
+        if run.get("command") is not None and not isinstance(run["command"], list):
+            raise bad(f"{where}.command", run["command"], "a list of strings", where)
+        _check_merged_from(run.get("merged_from"), f"{where}.merged_from", bad)
+    _check_merged_from(m.get("merged_from"), "merged_from", bad)
+    return m
+
+
+def _check_merged_from(entries: Any, field: str, bad) -> None:
+    """Raise `bad(...)` unless `entries` is None or a list of objects whose ``run_ids`` are lists of strings."""
+    if entries is None:
+        return
+    if not isinstance(entries, list):
+        raise bad(field, entries, "a list of merged run folders")
+    for i, e in enumerate(entries):
+        if not isinstance(e, Mapping):
+            raise bad(f"{field}[{i}]", e, "an object (run_dir, shard, run_ids, questions)")
+        ids = e.get("run_ids")
+        if ids is not None and not (isinstance(ids, list) and all(isinstance(x, str) for x in ids)):
+            raise bad(f"{field}[{i}].run_ids", ids, "a list of run ids (strings)")
+
+
+def load_manifest(path: str | os.PathLike) -> dict | None:
+    """A run folder's manifest.json: None when it is missing or not JSON (unreadable: what made the records
+    is unknown), the manifest when it has the shape ``lazymem eval`` writes, else a LoadError naming the file
+    and the field (``check_manifest``)."""
+    try:
+        m = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return check_manifest(m, path)
+
+
+def manifest_runs(manifest: Mapping) -> dict[str, set]:
+    """The runs whose records a folder may hold: run id -> the config fingerprints its records may carry.
+
+    The runs the manifest lists (``runs``), except those whose results were set aside (``moved_to``), and
+    for a merged folder the shards' runs (``merged_from``), which ran under the merged config's fingerprint.
+    """
+    out: dict[str, set] = {}
+    runs = [r for r in manifest.get("runs") or () if isinstance(r, Mapping)]
+    fingerprints = {manifest.get("config_sha256")} | {r.get("config_sha256") for r in runs}
+    for r in runs:
+        if isinstance(r.get("run_id"), str) and not r.get("moved_to"):
+            out.setdefault(r["run_id"], set()).add(r.get("config_sha256") or manifest.get("config_sha256"))
+    for entries in [manifest.get("merged_from"), *(r.get("merged_from") for r in runs)]:
+        for e in entries if isinstance(entries, list) else ():
+            for rid in (e.get("run_ids") or ()) if isinstance(e, Mapping) else ():
+                out.setdefault(rid, set()).update(fingerprints)
+    for fps in out.values():
+        fps.discard(None)
+    return out
+
+
+def _line_number(path: str | os.PathLike, index: int) -> int:
+    """The line number of the `index`-th (1-based) non-blank line of a JSON-lines file (blank lines are skipped)."""
+    try:
+        lines = Path(path).read_bytes().split(b"\n")
+    except OSError:
+        return index
+    seen = 0
+    for n, line in enumerate(lines, start=1):
+        seen += bool(line.strip())
+        if seen == index:
+            return n
+    return index
+
+
+def check_records_belong(path: str | os.PathLike, records: Sequence[RunRecord], manifest: Mapping) -> None:
+    """Raise ForeignRecordError for the first record of `path` that this folder's runs did not write.
+
+    A record belongs when its ``run_id`` is one of the manifest's runs (``manifest_runs``), its config
+    fingerprint (``config_sha256``; records written before they carried one are judged by run id alone) is
+    that run's, and its method is the manifest config's. A record without a run id belongs only to a
+    manifest that lists no runs (one made by hand). A manifest that is not an object (unknown) checks nothing.
+    """
+    if not isinstance(manifest, Mapping):
+        return
+    runs = manifest_runs(manifest)
+    method = _at(manifest, "config.pipeline.method")
+    listed = bool(manifest.get("runs"))
+    folder = f"runs {sorted(runs)}, config_sha256 {_short(manifest.get('config_sha256'))}, method {method!r}"
+    for i, r in enumerate(records, start=1):
+        why = None
+        if r.run_id is None:
+            why = "it has no run_id" if listed else None
+        elif r.run_id not in runs:
+            why = f"run {r.run_id!r} is not one of the folder's runs"
+        elif r.config_sha256 is not None and runs[r.run_id] and r.config_sha256 not in runs[r.run_id]:
+            why = f"its config fingerprint is not the one run {r.run_id!r} ran under"
+        elif method is not None and r.method is not None and r.method != method:
+            why = f"it is a record of method {r.method!r}, the folder's runs are of {method!r}"
+        if why is not None:
+            mine = f"run_id {r.run_id!r}, config_sha256 {_short(r.config_sha256)}, method {r.method!r}"
+            raise ForeignRecordError(path, _line_number(path, i), mine, folder, why)
+
+
+def check_run_folder(
+    folder: str | os.PathLike, manifest: Mapping | None, records: Sequence[RunRecord], identity: Mapping
+) -> None:
+    """The one check of whether a folder's records may be used again (resumed, merged, remeasured, reported):
+    every record is one of the folder's runs (``check_records_belong``), and the manifest's identity
+    (config, dataset bytes, prompts) is `identity` for the keys `identity` has (``identity_changes``; a
+    value the manifest lacks is unknown and never matches). Records without a manifest are refused.
+
+    Raises:
+        UnmanifestedRecordsError, ForeignRecordError, ResumeMismatchError (ConfigErrors: the CLI exits 2).
+    """
+    out = Path(folder)
+    if not records:
+        return
+    if not manifest:
+        raise UnmanifestedRecordsError(out)
+    check_records_belong(out / RECORDS_FILE, records, manifest)
+    changes = identity_changes(manifest_identity(manifest), identity)
+    if changes:
+        raise ResumeMismatchError(out, changes)
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
@@ -386,8 +574,9 @@ def resume(
 
     The records file is rewritten to hold exactly those; error records (to be redone) move to
     errors.jsonl. Records made with another config, dataset or prompts than `identity`
-    (a run_identity; a bare string is a config fingerprint) raise ResumeMismatchError, and
-    records without a manifest UnmanifestedRecordsError, instead of mixing two runs.
+    (a run_identity; a bare string is a config fingerprint) raise ResumeMismatchError, records
+    without a manifest UnmanifestedRecordsError, and records of runs the manifest does not list
+    ForeignRecordError (``check_run_folder``), instead of mixing two runs.
     """
     records_path, errors_path = out / RECORDS_FILE, out / ERRORS_FILE
     if isinstance(identity, str):
@@ -395,10 +584,7 @@ def resume(
     if not old_manifest and records_path.exists() and records_path.stat().st_size > 0:
         raise UnmanifestedRecordsError(out)
     existing, truncated = load_records(records_path)
-    if existing and old_manifest:
-        changes = identity_changes(manifest_identity(old_manifest), identity)
-        if changes:
-            raise ResumeMismatchError(out, changes)
+    check_run_folder(out, old_manifest, existing, identity)
     # Keep one line per question: its ok record. Error records (to redo) move to errors.jsonl.
     latest = latest_records(existing)
     kept = [r for r in latest.values() if r.ok]

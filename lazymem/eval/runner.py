@@ -60,6 +60,7 @@ from lazymem.eval.runfiles import (
     WINDOWS_FILE,
     RunLock,
     append_synced,
+    load_manifest,
     load_records,
     read_json,
     read_jsonl,
@@ -309,7 +310,7 @@ def _evaluate(
     questions = select_questions(dataset, config)
     check_judge(questions, config.judge)
 
-    old_manifest = mark_killed_runs(read_json(manifest_path))
+    old_manifest = mark_killed_runs(load_manifest(manifest_path))
     set_aside_to = None
     if force_new:
         dest = set_aside(out)
@@ -319,7 +320,7 @@ def _evaluate(
                 old_manifest = dict(
                     old_manifest,
                     runs=[
-                        r if r.get("moved_to") else dict(r, moved_to=dest.name) for r in old_manifest.get("runs", [])
+                        r if r.get("moved_to") else dict(r, moved_to=dest.name) for r in old_manifest.get("runs") or []
                     ],
                 )
     identity = run_identity(fingerprints, dataset.sha256, prompts.prompt_hashes())
@@ -366,7 +367,12 @@ def _evaluate(
         with open(records_path, "a", encoding="utf-8") as f:
 
             def write(rec: RunRecord) -> None:
-                rec = rec.with_(run_id=run_id, attempt=attempts[rec.question_id] + 1, recorded_at=now())
+                rec = rec.with_(
+                    run_id=run_id,
+                    config_sha256=fingerprint,
+                    attempt=attempts[rec.question_id] + 1,
+                    recorded_at=now(),
+                )
                 line = masker.dumps(rec.to_json()) + "\n"
                 with write_lock:
                     append_synced(f, line)  # a kill -9 after this loses nothing finished

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, path_text
 from lazymem.eval.config import (  # parse_shard, shard_questions: the shard API, here too
     EvalConfig,
     config_fingerprints,
@@ -45,7 +45,9 @@ from lazymem.eval.runfiles import (
     WINDOWS_FILE,
     RunLock,
     RunLockedError,
+    check_records_belong,
     latest_records,
+    load_manifest,
     load_records,
     manifest_identity,
     read_json,
@@ -123,7 +125,7 @@ def _refuse(what: str) -> ConfigError:
 
 def _read_part(d: Path) -> Part:
     """A finished shard folder (its lock held by the caller), or a refusal saying why it is not one."""
-    m = read_json(d / MANIFEST_FILE)
+    m = load_manifest(d / MANIFEST_FILE)
     if not isinstance(m, dict) or not isinstance(m.get("config"), Mapping):
         raise _refuse(f"{d} has no readable {MANIFEST_FILE}: not a lazymem eval run folder")
     status = m.get("status")
@@ -146,6 +148,7 @@ def _read_part(d: Path) -> Part:
             f"{str(m.get('config_sha256'))[:12]} (edited, or a secret in it redacted)"
         )
     records, truncated = load_records(d / RECORDS_FILE)
+    check_records_belong(d / RECORDS_FILE, records, m)
     latest = latest_records(records)
     bad = [i for i, r in latest.items() if not r.ok]
     if truncated or bad:  # no records at all is fine: a shard may select none (more shards than questions)
@@ -327,7 +330,7 @@ def merge_runs(
         merged_from = [p.provenance() for p in parts]
 
         lock = locks.enter_context(RunLock(target))  # only now: a refused merge creates no output folder
-        old = read_json(target / MANIFEST_FILE)
+        old = load_manifest(target / MANIFEST_FILE)
         held = target / RECORDS_FILE
         if held.exists() and held.stat().st_size > 0 and not _same_merge(old, merged_from):
             raise _refuse(f"{target} already holds records (not of this merge); give an empty output folder")
@@ -404,7 +407,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.epilog = "exit status: 0 merged; 2 refused (one line naming what differs and which folders)"
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="the shards' lazymem eval run folders")
-    parser.add_argument("--out", required=True, help="the merged run folder (empty, or this same merge's)")
+    parser.add_argument(
+        "--out", type=path_text, required=True, help="the merged run folder (empty, or this same merge's)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no line per folder read")
     parser.add_argument("--json", action="store_true", help="print the merged summary as JSON")
     return parser

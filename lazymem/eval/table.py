@@ -112,6 +112,11 @@ class EvalTableConfig:
     """Rows x sets over one base recipe; the keys of configs/tables/*.yaml."""
 
     base: str = field(default="", metadata=h("the base eval recipe (YAML) every cell starts from"))
+    title: str = field(default="", metadata=h("the result page's heading (table.md)"))
+    description: str = field(
+        default="",
+        metadata=h("what a reader needs to interpret the numbers: the questions, the rows, caveats (table.md)"),
+    )
     sets: Mapping[str, Any] = field(default_factory=dict, metadata=h("name -> overrides choosing the questions"))
     rows: Mapping[str, Any] = field(default_factory=dict, metadata=h("name -> overrides choosing the method"))
     reference: str | None = field(default=None, metadata=h("the row memory tokens are compared with (RAG Top50)"))
@@ -155,6 +160,9 @@ class EvalTableConfig:
                 "EvalTableConfig.base: the base eval recipe (a configs/eval/*.yaml path) is required, "
                 f"as one path (got {self.base!r})"
             )
+        for name in ("title", "description"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"EvalTableConfig.{name}: expected text, got {getattr(self, name)!r}")
         for name in ("output_dir", "reference"):
             v = getattr(self, name)
             if not (isinstance(v, str) and v) and not (name == "reference" and v is None):
@@ -281,32 +289,44 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
     """What makes a cell's earlier results stale for `cfg` on `dataset`: None when it has none,
     [] when they belong (same config fingerprint, dataset sha256 and prompts, as ``runfiles.resume``
     decides), else the changes ('dataset sha256: a -> b'; a manifest without them is unknown, never
-    a match; results without a readable manifest are of unknown inputs)."""
+    a match; results without a readable manifest are of unknown inputs). Records that are not the cell's
+    own runs' raise ForeignRecordError (``runfiles.check_records_belong``): they are never counted fresh."""
     from lazymem import prompts
     from lazymem.eval.config import config_fingerprints, resolve_cache, seeded
     from lazymem.eval.runfiles import (
         MANIFEST_FILE,
         RECORDS_FILE,
         RESULT_FILES,
+        check_records_belong,
         identity_changes,
+        load_manifest,
+        load_records,
         manifest_identity,
-        read_json,
         run_identity,
     )
 
-    manifest = read_json(cell / MANIFEST_FILE)
+    manifest = load_manifest(cell / MANIFEST_FILE)
     if not any((cell / n).exists() for n in RESULT_FILES):
         return None
     if not manifest:
         return [f"no readable {MANIFEST_FILE} beside {RECORDS_FILE}: inputs unknown"]
+    check_records_belong(cell / RECORDS_FILE, load_records(cell / RECORDS_FILE)[0], manifest)
     identity = run_identity(config_fingerprints(resolve_cache(seeded(cfg))[0]), dataset.sha256, prompts.prompt_hashes())
     return identity_changes(manifest_identity(manifest), identity)
 
 
 def run_eval_table(
-    config: EvalTableConfig, progress: bool = True, clients_for: Any = None, command: Sequence[str] | None = None
+    config: EvalTableConfig,
+    progress: bool = True,
+    clients_for: Any = None,
+    command: Sequence[str] | None = None,
+    page_only: bool = False,
+    config_path: str | None = None,
 ) -> dict:
     """Run every unfinished cell, then write and return {set: {row: columns}}.
+
+    ``page_only``: run nothing; write the result page (table.md/json) from the cells already finished
+    (a stale or missing cell shows its mark, never numbers). ``config_path`` is named on the page.
 
     The cells go through the sweep engine (``lazymem.sweep.run_cells``). A finished cell is reused
     only when its manifest matches the cell's config, the set's dataset bytes and the prompts
@@ -328,7 +348,7 @@ def run_eval_table(
 
     out = Path(config.output_dir)
     cells = [
-        Cell((s, r), out / s / r, selected=not config.only or r in config.only)
+        Cell((s, r), out / s / r, selected=not page_only and (not config.only or r in config.only))
         for s in config.sets
         for r in config.rows
     ]
@@ -352,7 +372,7 @@ def run_eval_table(
         )
 
     jobs = None
-    if not config.executor.inline:
+    if not config.executor.inline and not page_only:
         if clients_for is not None:
             raise ConfigError(
                 "run_eval_table: clients_for= gives ready clients, which cannot cross into a job; "
@@ -387,7 +407,7 @@ def run_eval_table(
         }
         for s, rows in summaries.items()
     }
-    text = table_markdown(table, config.reference)
+    text = page_head(config, config_path) + table_markdown(table, config.reference)
     if config.paper_systems_not_run:
         text = (
             text.rstrip("\n")
@@ -404,6 +424,16 @@ def run_eval_table(
     return table
 
 
+def page_head(config: EvalTableConfig, config_path: str | None) -> str:
+    """A result page's opening: its title, what a reader needs to interpret it, and its config."""
+    lines = [f"# {config.title}", ""] if config.title else []
+    if config.description:
+        lines += [" ".join(config.description.split()), ""]
+    if config_path:
+        lines += [f"Config: `{Path(config_path).as_posix()}` (base `{config.base}`).", ""]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 def provenance_lines(out: Path, table: Mapping[str, Mapping], command: Sequence[str] | None) -> list[str]:
     """Where a table's numbers come from: the command that remakes it, and each cell run's commit and dates
     (from the cells' manifests), grouped by commit."""
@@ -412,9 +442,11 @@ def provenance_lines(out: Path, table: Mapping[str, Mapping], command: Sequence[
 
     made: dict[str, list] = {}
     for set_name, rows in table.items():
-        for row in rows:
+        for row, columns in rows.items():
+            if columns.get("stale") or columns.get("failed"):
+                continue  # shows no numbers: not a source of the page
             m = read_json(out / set_name / row / MANIFEST_FILE) or {}
-            if m.get("status") == "done":
+            if m.get("status") in ("done", "done_with_errors"):
                 made.setdefault((m.get("git_commit") or "unknown")[:7], []).append(
                     (str(m.get("end") or m.get("start") or "")[:10], f"{set_name}/{row}")
                 )
@@ -426,7 +458,7 @@ def provenance_lines(out: Path, table: Mapping[str, Mapping], command: Sequence[
     for commit, cells in sorted(made.items(), key=lambda kv: min(d for d, _ in kv[1])):
         dates = sorted(d for d, _ in cells)
         span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
-        lines.append(f"- {len(cells)} cell(s) run at commit {commit}, finished {span}")
+        lines.append(f"- commit {commit}, finished {span}: " + ", ".join(sorted(c for _, c in cells)))
     return lines
 
 

@@ -20,6 +20,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from lazymem.errors import LoadError
 from lazymem.paths import cache_root
 
 DIR_ENV = "LAZYMEM_QWEN3_TOKENIZER"
@@ -52,9 +53,21 @@ def require_qwen3_tokenizer() -> Path:
 
 @functools.lru_cache(maxsize=2)
 def _load(tokenizer_json: str):
+    """The tokenizer in `tokenizer_json`; LoadError naming the file when it is empty, not JSON or not a
+    tokenizer (a cut-off download, a file from elsewhere), with how to fetch a good one."""
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(tokenizer_json)
+    try:
+        return Tokenizer.from_file(tokenizer_json)
+    except Exception as e:  # the tokenizers library raises a bare Exception for a bad file
+        problem = " ".join(str(e).split()) or type(e).__name__
+        raise LoadError(
+            tokenizer_json,
+            None,
+            None,
+            f"not a Qwen3 tokenizer file ({problem}); fetch it again with `{FETCH_COMMAND}`, "
+            f"or set {DIR_ENV} to a directory holding a good tokenizer.json",
+        ) from None
 
 
 def qwen3_tokenizer():
@@ -90,9 +103,11 @@ def count_tokens_batch(texts: Sequence[str]) -> list[int]:
 
 def tokenizer_warning() -> str | None:
     """What a run that counts memory tokens should say before it starts: None when the tokenizer is
-    there, else that memory tokens will be recorded as missing, where it looked, and the fetch command."""
+    there, else that memory tokens will be recorded as missing, where it looked, and the fetch command.
+    A tokenizer file that is there but cannot be read (empty, not JSON) is a LoadError naming it, here at
+    the start, not an error at every answer."""
     try:
-        require_qwen3_tokenizer()
+        qwen3_tokenizer()
     except TokenizerMissing as e:
         return f"memory tokens will be recorded as missing (null), never 0: {e}"
     return None

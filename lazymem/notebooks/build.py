@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, int_in
 from lazymem.notebooks.params import project_root
 
 CHECK = "# NBVAL_CHECK_OUTPUT"  # the first line of a cell whose outputs are stored and compared by nbval
@@ -173,7 +173,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The builder's command-line arguments (``lazymem notebooks build``, ``lazymem notebooks build``)."""
     parser.add_argument("names", nargs="*", help="notebooks to build: name or unique prefix (default: all)")
     parser.add_argument("--no-execute", action="store_true", help="write the cells only, no stored outputs")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell when executing")
+    parser.add_argument(
+        "--timeout", type=int_in(1, 86_400), default=600, help="seconds per cell when executing (1..86400)"
+    )
     return parser
 
 

@@ -107,7 +107,7 @@ def parse_param(text: str) -> tuple[str, Any]:
     >>> parse_param("dense_model=None"), parse_param("png=False")
     (('dense_model', None), ('png', False))
     """
-    import yaml
+    from lazymem.yamlio import load_yaml
 
     name, sep, raw = text.partition("=")
     if not sep or not name.strip().isidentifier():
@@ -115,18 +115,17 @@ def parse_param(text: str) -> tuple[str, Any]:
     if raw.strip() == "None":  # Python's spelling, as in the notebooks' parameter cells (YAML says null)
         return name.strip(), None
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw, f"parameter {name.strip()}") if raw.strip() else ""
+    except ConfigError:  # not YAML: the text as it is
         value = raw
     return name.strip(), value
 
 
 def load_grid(path: str | Path) -> dict:
     """Read and check a grid YAML file (see the module docstring for the format)."""
-    import yaml
+    from lazymem.yamlio import read_mapping
 
-    with open(path, encoding="utf-8") as f:
-        spec = yaml.safe_load(f) or {}
+    spec = read_mapping(path, what="grid", allow_empty=True)
     if not isinstance(spec, dict):
         raise ConfigError(f"{path}: a grid file is a mapping with 'base' and/or 'grid', got {type(spec).__name__}")
     unknown = sorted(set(spec) - {"base", "grid", "notebook", "description"})

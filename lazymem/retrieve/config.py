@@ -259,11 +259,11 @@ class RetrievalConfig:
             f"must be >= n ({self.n}) when a reranker is set, or the pool could not be filled",
         )
         require(
-            self.cache_dir is None or isinstance(self.cache_dir, str),
+            self.cache_dir is None or (isinstance(self.cache_dir, str) and self.cache_dir.strip() != ""),
             "RetrievalConfig",
             "cache_dir",
             self.cache_dir,
-            "must be a path string or None",
+            "must be a path string or None (an empty string would mean the working directory)",
         )
         require(
             isinstance(self.disk_cache, bool), "RetrievalConfig", "disk_cache", self.disk_cache, "must be true or false"

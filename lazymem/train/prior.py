@@ -48,7 +48,7 @@ from pathlib import Path
 
 from lazymem.construct.extractive import ExtractiveConfig
 from lazymem.construct.prior import DEFAULT_DENSE_MODEL, dense_scores
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, float_in, path_text
 from lazymem.train.lexical import overlap_windows
 from lazymem.train.probe import probed_rows, window_messages
 from lazymem.train.rewards import action_reward
@@ -320,11 +320,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="RECORD.json",
         help="keep-bias records to report the chosen pair on (never used to choose)",
     )
-    ap.add_argument("--priors", nargs="+", type=float, default=list(PRIORS), help="keep_prior grid")
+    ap.add_argument("--priors", nargs="+", type=float_in(0, 1e6), default=list(PRIORS), help="keep_prior grid")
     ap.add_argument(
         "--dense-priors",
         nargs="+",
-        type=float,
+        type=float_in(0, 1e6),
         default=list(DENSE_PRIORS),
         help="keep_prior_dense grid ('0' alone: the lexical prior only, no encoder loaded)",
     )
@@ -340,7 +340,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="choose only among triples keeping no more tokens a window than this processor does on "
         "the development windows (default: none; the tokens are reported either way)",
     )
-    ap.add_argument("--out", required=True, help="write the choice, the grid and the reports as JSON here")
+    ap.add_argument(
+        "--out", type=path_text, required=True, help="write the choice, the grid and the reports as JSON here"
+    )
     return ap
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lazymem.errors import ConfigError
+from lazymem.errors import SEED_MAX, ConfigError, int_in, path_text
 from lazymem.train.rewards import action_reward
 from lazymem.train.teacher import trace_head
 
@@ -312,11 +312,11 @@ def probed_rows(settings: Mapping) -> list[dict]:
 
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """``lazymem train probe``'s arguments."""
-    ap.add_argument("pairs", help="held-out query-window pairs (lazymem train sft-data output)")
+    ap.add_argument("pairs", type=path_text, help="held-out query-window pairs (lazymem train sft-data output)")
     ap.add_argument("--base", default="smollm2-offline")
     ap.add_argument("--adapter", default="none", help="a PEFT adapter dir or alias; none = the base model")
-    ap.add_argument("--limit", type=int, default=40, help="balanced windows (half with gold)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int_in(1, 1_000_000), default=40, help="balanced windows (half with gold)")
+    ap.add_argument("--seed", type=int_in(0, SEED_MAX), default=0, help=f"seed of the sample (0..{SEED_MAX})")
     return ap
 
 

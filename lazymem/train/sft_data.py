@@ -135,7 +135,7 @@ class PairsConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping):
-        """Build from a mapping (a whole configs/train/data_*.yaml); errors name the bad field."""
+        """Build from a mapping (a whole configs/recipes/*/data*.yaml); errors name the bad field."""
         if not isinstance(values, Mapping):
             raise ConfigError(f"{cls.__name__}: expected a mapping, got {type(values).__name__}")
         check_fields(cls, values, cls.__name__)
@@ -156,10 +156,10 @@ class PairsConfig:
 
     @classmethod
     def from_yaml(cls, path: str):
-        import yaml
+        """Load a YAML data config (an empty file: every default); ConfigError naming the file when bad."""
+        from lazymem.yamlio import read_mapping
 
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(yaml.safe_load(f) or {})
+        return cls.from_dict(read_mapping(path, what="data config", allow_empty=True))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -245,7 +245,7 @@ def pair_columns(pair: QueryWindow) -> dict:
 
 @dataclass(frozen=True)
 class SFTDataConfig(PairsConfig):
-    """SFT data: PairsConfig plus the teacher and balancing; the keys of configs/train/data_*.yaml."""
+    """SFT data: PairsConfig plus the teacher and balancing; the keys of configs/recipes/*/data*.yaml."""
 
     questions: int | None = field(default=100, metadata=h("at most this many, by type (the paper: 100 of 360)"))
     teacher: LLMConfig | str | None = field(

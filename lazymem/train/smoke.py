@@ -9,15 +9,15 @@ says what it replaced (a table: setting, paper value, smoke value):
   reply limit); retrieval models: the offline MiniLM and no reranker;
 - data: the embedded synthetic data set instead of LongMemEval-S (not on this machine), a few
   questions, a few prompts; a data file a recipe reads is made by the data config beside it that
-  writes it (e.g. ``data_sft_paper.yaml`` for ``sft_paper.yaml``), smoked first;
+  writes it (e.g. ``data_sft.yaml`` for ``sft.yaml`` in ``configs/recipes/lazymem-4b-paper/``), smoked first;
 - size: a few optimizer steps, smaller batches, fewer validation prompts; vLLM rollouts become TRL's
   in-process generation, constrained to the decision-array form (``smoke_models.DecisionRollouts``).
 
 It FAILS (``SmokeFailure``, exit 1) on what a real run would trip on: weights that did not move (every
 trainable tensor compared before and after), a reward constant over the rollouts, judge replies
 without a verdict, prompts over the max input length, reasoning lost from targets or judge prompts, a
-checkpoint that does not reload and generate. Outputs go to ``runs/smoke/<stage>-<config>`` (replaced
-on every run).
+checkpoint that does not reload and generate. Outputs go to ``runs/smoke/<stage>-<recipe>-<config>``
+(replaced on every run).
 """
 
 from __future__ import annotations
@@ -38,6 +38,15 @@ SPEC = "synthetic:messages=400,seed=0,histories=4,questions=12"  # the embedded 
 QUESTIONS, RL_PROMPTS, VALIDATION_PROMPTS = 4, 16, 2
 PAPER_DATA = "LongMemEval-S (not on this machine: no hub)"
 KINDS = ("sft-data", "rl-data", "sft", "grpo")
+
+
+def config_name(where: str | Path) -> str:
+    """A stage config's name with its recipe's: ``configs/recipes/lazymem-4b-paper/sft.yaml`` ->
+    ``lazymem-4b-paper-sft``."""
+    path = Path(where)
+    return f"{path.parent.name}-{path.stem}" if path.parent.name else path.stem
+
+
 PAPER_MAX_INPUT = 8192  # the paper's max input length (both stages)
 
 
@@ -114,7 +123,7 @@ class Smoke:
         """The tables and checks, as printed."""
         out = []
         for s in self.sections:
-            source = "paper" if "paper" in Path(s.config).stem else "recipe"
+            source = "paper" if "paper" in config_name(s.config) else "recipe"
             out += [
                 f"== lazymem train {s.stage} --smoke ({s.config}) ==",
                 f"| setting | {source} | smoke |",
@@ -164,14 +173,14 @@ def _common_data(sec: Section, data: dict, out: Path) -> None:
 
 def producer(path: str, recipe_file: str) -> tuple[Path, dict] | None:
     """The data config beside ``recipe_file`` whose ``output_dir`` holds ``path`` (a data file or folder)."""
-    import yaml
+    from lazymem.yamlio import read_mapping
 
     target = Path(path)
     folder = target.parent if target.suffix else target
     for cfg in sorted(Path(recipe_file).parent.glob("*.yaml")):
         try:
-            d = yaml.safe_load(cfg.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            d = read_mapping(cfg)
+        except ConfigError:
             continue
         if isinstance(d, dict) and "datasets" in d and Path(str(d.get("output_dir", ""))) == folder:
             return cfg, d
@@ -206,7 +215,7 @@ def smoke_sft_data(smoke: Smoke, data: dict, where: str) -> str:
     data = copy.deepcopy(dict(data))
     sec = smoke.section("sft-data", where)
     sec.use_defaults(SFTDataConfig)
-    out = smoke.root / f"{Path(where).stem}-data"
+    out = smoke.root / f"{config_name(where)}-data"
     _common_data(sec, data, out)
     teacher = data.get("teacher")
     model = ScriptedQwen3(teacher_decisions, think_tokens=None, reasoning_field="reasoning_content")
@@ -259,7 +268,7 @@ def smoke_rl_data(smoke: Smoke, data: dict, where: str) -> str:
     made = made_by(smoke, chains, where, "sft-data") if chains else None
     sec = smoke.section("rl-data", where)
     sec.use_defaults(RLDataConfig)
-    out = smoke.root / f"{Path(where).stem}-data"
+    out = smoke.root / f"{config_name(where)}-data"
     _common_data(sec, data, out)
     want = RL_PROMPTS if data.get("split") != "validation" else RL_PROMPTS // 2
     size = data["size"] if "size" in data else sec.defaults.get("size")
@@ -495,10 +504,10 @@ def _has_chains(path: str) -> bool:
 
 def run_smoke(kind: str, data: Mapping, where: str, root: str | Path | None = None) -> Smoke:
     """Smoke-run stage ``kind`` of the recipe ``data`` (read from ``where``) into ``root`` (default
-    ``runs/smoke/<kind>-<config name>``, emptied first); raises SmokeFailure when a check failed."""
+    ``runs/smoke/<kind>-<recipe>-<config>``, emptied first); raises SmokeFailure when a check failed."""
     if kind not in KINDS:
         raise ConfigError(f"--smoke runs {', '.join(KINDS)}; not {kind!r}")
-    root = Path(root or Path("runs") / "smoke" / f"{kind}-{Path(where).stem}")
+    root = Path(root or Path("runs") / "smoke" / f"{kind}-{config_name(where)}")
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)

@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from lazymem.errors import json_kind  # noqa: F401  (record readers name a value's kind with it)
+
 _META = ("json_keys", "json_extra")
 
 
@@ -40,26 +42,6 @@ class FieldError(ValueError):
     def __init__(self, path: str, problem: str):
         self.path, self.problem = path, problem
         super().__init__(f"{path}: {problem}")
-
-
-def json_kind(v: Any) -> str:
-    """What a JSON value is, for error messages.
-
-    >>> [json_kind(v) for v in (None, [1], {}, "x", 3, True)]
-    ['null', 'a list', 'an object', 'a string', 'a number', 'a boolean']
-    """
-    if v is None:
-        return "null"
-    for t, name in (
-        (bool, "a boolean"),
-        (str, "a string"),
-        (Mapping, "an object"),
-        (list, "a list"),
-        ((int, float), "a number"),
-    ):
-        if isinstance(v, t):
-            return name
-    return f"a {type(v).__name__}"
 
 
 @dataclass(frozen=True)

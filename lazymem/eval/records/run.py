@@ -52,7 +52,7 @@ class RunRecord(JsonPart):
     """
 
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"traceback", "memory_measures_error", "run_id", "attempt", "recorded_at"}
+        {"traceback", "memory_measures_error", "run_id", "config_sha256", "attempt", "recorded_at"}
     )
 
     question_id: str
@@ -83,6 +83,7 @@ class RunRecord(JsonPart):
     memory_measures: MeasuresRecord | None = None
     memory_measures_error: str | None = None  # why the measures could not be computed
     run_id: str | None = None  # the run that wrote the line
+    config_sha256: str | None = None  # the config fingerprint it was made under (older lines lack it)
     attempt: int | None = None  # 1 + earlier error records of the question
     recorded_at: str | None = None  # UTC time the line was written
 
