@@ -223,3 +223,19 @@ def test_an_empty_records_file_resumes_as_nothing_done(base, tmp_path, capsys):
     assert cli_main(argv) == 0
     assert len((work / "records.jsonl").read_text().splitlines()) == 3
     assert cli_main(["merge", str(work), "--out", str(tmp_path / "m")]) == 0
+
+
+def test_a_window_without_its_optional_hits_still_writes_its_window_line():
+    """A record whose window leaves out an optional field (here ``hits``) reads, and its windows.jsonl line
+    holds None there: the rewrite after a resume does not stop on it."""
+    from lazymem.eval.records.run import RunRecord
+    from lazymem.eval.runfiles import window_lines
+
+    committed = (
+        Path(__file__).resolve().parents[1]
+        / "docs/results/lazymem-135m/table/synthetic_heldout/extractive/records.jsonl"
+    )
+    raw = json.loads(committed.read_text().splitlines()[0])
+    del raw["windows"][0]["hits"]
+    lines = window_lines([RunRecord.from_json(raw, str(committed), 1)])
+    assert lines[0]["hits"] is None and lines[0]["positions"] == raw["windows"][0]["positions"]

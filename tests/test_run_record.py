@@ -37,7 +37,7 @@ COMMITTED = sorted(
 def test_the_repository_has_records_to_check():
     # committed: LazyMem-135M's table on the synthetic held-out set (the LoCoMo cells' records quote LoCoMo text
     # and stay out of git, .gitignore), the extractive held-out run and the test fixtures
-    assert len(COMMITTED) >= 10
+    assert len(COMMITTED) >= 8
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT)))

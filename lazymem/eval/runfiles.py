@@ -341,7 +341,8 @@ def window_lines(records: Iterable[RunRecord]) -> list[dict]:
             wj = w.to_json()
             line = {
                 "question_id": r.question_id,
-                **{k: wj[k] for k in ("positions", "hits", "gold", "merged_id", "sub_id", "verdict", "decisions")},
+                # a field the record's window leaves out (optional in WindowRecord) is None on its line
+                **{k: wj.get(k) for k in ("positions", "hits", "gold", "merged_id", "sub_id", "verdict", "decisions")},
             }
             if i == 0:
                 line.update(memory=r.memory, answer=r.answer, judge=None if r.judge is None else r.judge.to_json())
