@@ -356,7 +356,9 @@ def yaml_documents(draw) -> str:
     return text
 
 
-@settings(max_examples=100, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=5000, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=yaml_documents())
 def test_odd_yaml_recipes_load_or_raise_a_config_error(tmp_path, text):
     from lazymem.eval.config import EvalConfig
