@@ -134,6 +134,10 @@ def test_no_module_reads_yaml_around_the_bounded_loader():
         (["report", "run", "--resamples", "0"], "--resamples"),
         (["demo", "--questions", BIG], "--questions"),
         (["notebooks", "run", "--max-parallel", "0"], "--max-parallel"),
+        (["fusion-tuning", SYNTHETIC, "--w", "0,1," + BIG], "--w"),
+        (["fusion-tuning", SYNTHETIC, "--rrf-k", "10,-1"], "--rrf-k"),
+        (["fusion-tuning", SYNTHETIC, "--weights", "1:2,3"], "--weights"),
+        (["fusion-tuning", SYNTHETIC, "--depths", "50,0"], "--depths"),
     ],
 )
 def test_counts_beyond_their_range_are_refused_at_parse_time(args, flag, capsys):

@@ -19,7 +19,8 @@ from lazymem.cli import main as cli_main
 PASSWORD = "pw7Secret9Word"  # a base_url's password
 KEY = "key4Hidden8Value"  # an extra_body api key
 SET_KEY = "set5Given2Token"  # a key given with --set
-SECRETS = (PASSWORD, KEY, SET_KEY)
+ENV_KEY = "env3Held6Secret"  # a key in the environment variable a config names
+SECRETS = (PASSWORD, KEY, SET_KEY, ENV_KEY)
 TESTS = Path(__file__).resolve().parent
 
 
@@ -120,3 +121,49 @@ def test_train_sft_data_prints_its_card_without_the_teachers_key(tmp_path, capsy
     out = capsys.readouterr()
     assert "deepseek" in out.out
     assert key not in out.out + out.err and password not in out.out + out.err
+
+
+# --- the whole grid: each command that takes a config, with a key in every form at once ----------------------
+
+
+def _table_recipe(tmp_path: Path) -> Path:
+    """A one-row table whose answer model carries a URL password and an extra_body key in the config."""
+    answer = {
+        **PIPELINE["answer"],
+        "base_url": f"http://me:{PASSWORD}@127.0.0.1:9/v1",
+        "extra_body": {"api_key": KEY},
+        "api_key_env": "LAZYMEM_TEST_KEY",
+    }
+    base = tmp_path / "base.yaml"
+    base.write_text(
+        yaml.safe_dump({"dataset": SYNTH, "limit": 2, "judge": "none", "pipeline": {**PIPELINE, "answer": answer}})
+    )
+    recipe = tmp_path / "table.yaml"
+    recipe.write_text(yaml.safe_dump({"base": str(base), "sets": {"syn": {}}, "rows": {"rag": {}}}))
+    return recipe
+
+
+@pytest.mark.parametrize("executor", ["inline", "local"])
+def test_every_command_keeps_every_form_of_key_out_of_files_and_output(
+    tmp_path, capsys, monkeypatch, _importable_tests, executor
+):
+    """eval-table (inline and as local jobs, through the CLI), jobs, report, remeasure and eval on the cell:
+    a key as a base_url password, an extra_body field, a --set value and an environment variable reaches no
+    file under the output and cache folders (pickled tasks and job logs as bytes) and no captured output."""
+    monkeypatch.setenv("LAZYMEM_TEST_KEY", ENV_KEY)
+    recipe, out = _table_recipe(tmp_path), tmp_path / "table"
+    row = f"rows={{rag: {{pipeline.mpm.extra_body.api_key: {SET_KEY}}}}}"  # a key in a --set row override
+    given = ["--set", f"output_dir={out}", "--set", row, "--no-progress"]
+    if executor == "local":
+        given += ["--executor", "local", "--max-parallel", "1"]
+    assert cli_main(["eval-table", "--config", str(recipe), *given]) == 0
+    cell = out / "syn" / "rag"
+    assert (cell / "records.jsonl").read_text().count("\n") == 2
+    if executor == "local":
+        assert cli_main(["jobs", str(out)]) == 0
+        assert list((out / "jobs" / "logs").iterdir())  # the job's logs are there to search
+    assert cli_main(["report", str(cell), "--out", str(tmp_path / "report"), "--no-png"]) == 0
+    assert cli_main(["remeasure", str(cell)]) == 0
+    captured = capsys.readouterr()
+    leaks = _leaks(out, tmp_path / "report", Path(os.environ["LAZYMEM_CACHE"]), text=captured.out + captured.err)
+    assert leaks == [], leaks

@@ -363,8 +363,64 @@ def _num(text: str) -> float:
     return int(x) if x.is_integer() else x
 
 
-def _values(text: str, cast) -> list:
-    return [None if x.strip().lower() in ("none", "all") else cast(x) for x in text.split(",") if x.strip()]
+def list_type(name: str, item, most: int = 64):
+    """An argparse ``type=`` for a comma-separated list of 1..`most` items, each read by ``item`` (which raises
+    ValueError on a bad one): checked when the command line is parsed, so a bad grid exits 2 naming the flag.
+
+    >>> list_type("RRF k values in (0, 1e9)", _positive)("10, 30")
+    [10, 30]
+    >>> list_type("RRF k values in (0, 1e9)", _positive)("10,-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be comma-separated RRF k values in (0, 1e9) (at most 64), got '10,-1'
+    """
+
+    def parse(text: str) -> list:
+        parts = [x.strip() for x in str(text).split(",") if x.strip()]
+        try:
+            values = [item(x) for x in parts]
+        except (ValueError, OverflowError):
+            values = []
+        if not 1 <= len(values) <= most:
+            raise argparse.ArgumentTypeError(f"must be comma-separated {name} (at most {most}), got {str(text)[:80]!r}")
+        return values
+
+    parse.__name__ = name
+    return parse
+
+
+def _positive(text: str) -> float:
+    """A number > 0 (an RRF k or a list weight), finite and short."""
+    if len(text) > 20:
+        raise ValueError(text)
+    x = _num(text)
+    if not (0 < x < 1e9):
+        raise ValueError(text)
+    return x
+
+
+def _weights(text: str) -> tuple:
+    """``sparse:dense``, each a number > 0."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise ValueError(text)
+    return tuple(_positive(x.strip()) for x in parts)
+
+
+def _depth(text: str) -> int | None:
+    """A per-list depth in 1..1,000,000, or none/all (the whole history)."""
+    if text.lower() in ("none", "all"):
+        return None
+    if len(text) > 8 or not text.isdigit() or not 1 <= int(text) <= 1_000_000:
+        raise ValueError(text)
+    return int(text)
+
+
+def _radius(text: str) -> int:
+    """A window radius in 0..50."""
+    if len(text) > 3 or not text.isdigit() or int(text) > 50:
+        raise ValueError(text)
+    return int(text)
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -374,12 +430,24 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ap.add_argument("--sparse", default=RetrievalConfig.sparse, help="BM25 backend (rank_bm25, bm25s)")
     ap.add_argument("--dense-model", default=RetrievalConfig.dense_model)
     ap.add_argument("--k", type=int_in(1, 100_000), default=50, help="All@k cut-off (the pool size)")
-    ap.add_argument("--w", default="0,1,2,3", help="radii")
+    ap.add_argument("--w", type=list_type("radii in 0..50", _radius), default="0,1,2,3", help="radii")
     ap.add_argument("--L", type=int_in(1, 1000), default=8, help="max sub-window length")
     ap.add_argument("--s", type=int_in(1, 1000), default=7, help="sub-window stride")
-    ap.add_argument("--rrf-k", default=",".join(map(str, GRID_RRF_K)))
-    ap.add_argument("--weights", default=",".join(f"{a}:{b}" for a, b in GRID_WEIGHTS), help="sparse:dense,...")
-    ap.add_argument("--depths", default="50,100,none", help="per-list depths; none = whole history")
+    ap.add_argument(
+        "--rrf-k", type=list_type("RRF k values in (0, 1e9)", _positive), default=",".join(map(str, GRID_RRF_K))
+    )
+    ap.add_argument(
+        "--weights",
+        type=list_type("sparse:dense weight pairs, each in (0, 1e9)", _weights),
+        default=",".join(f"{a}:{b}" for a, b in GRID_WEIGHTS),
+        help="sparse:dense,...",
+    )
+    ap.add_argument(
+        "--depths",
+        type=list_type("depths in 1..1000000 or none", _depth),
+        default="50,100,none",
+        help="per-list depths; none = whole history",
+    )
     ap.add_argument(
         "--verify", action="store_true", help="rerun the real Retriever with the chosen fusion on the report set"
     )
@@ -392,9 +460,9 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
     """Tune on the development histories, report on the report set (module docstring)."""
     dev, report = load_split(args.spec, [h for h in args.report_histories.split(",") if h])
     settings = grid(
-        _values(args.rrf_k, _num),
-        [tuple(_num(x) for x in w.split(":")) for w in args.weights.split(",")],
-        _values(args.depths, int),
+        args.rrf_k,
+        args.weights,
+        args.depths,
     )
     config = RetrievalConfig(n=args.k, sparse=args.sparse, dense_model=args.dense_model)
     out = tune(
@@ -403,7 +471,7 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
         config,
         settings,
         k=args.k,
-        radii=_values(args.w, int),
+        radii=args.w,
         window=WindowConfig(L=args.L, s=args.s),
         verify=args.verify,
         progress=not args.json,

@@ -450,7 +450,11 @@ def provenance_lines(out: Path, table: Mapping[str, Mapping], command: Sequence[
                 made.setdefault((m.get("git_commit") or "unknown")[:7], []).append(
                     (str(m.get("end") or m.get("start") or "")[:10], f"{set_name}/{row}")
                 )
-    shown = " ".join(command) if command else "lazymem eval-table --config <this table's config>"
+    from lazymem.secrets import redact_command
+
+    shown = (
+        " ".join(map(str, redact_command(command))) if command else "lazymem eval-table --config <this table's config>"
+    )
     lines = [
         f"Remade by `{shown}` (lazymem {__version__}): finished cells whose config, dataset and prompts "
         "still match are read back, others are run."
