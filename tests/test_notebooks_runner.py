@@ -409,3 +409,22 @@ def test_notebook_04_limit_0_runs_every_question_through_papermill(tmp_path):
     for m in ("rag", "oracle_turn"):
         summary = json.loads((tmp_path / "eval" / m / "summary.json").read_text())
         assert summary["counts"]["selected"] == n_questions > 2  # 0 = all, not the default 2
+
+
+@pytest.mark.notebooks
+@pytest.mark.slow
+def test_a_secret_parameter_stays_out_of_local_jobs_and_the_run_folder(tiny, tmp_path, capsys):
+    """`lazymem notebooks run NB -p api_key=... --executor local`: the key reaches the notebook (it echoes
+    it, then the executed copy is scrubbed) but no file under the output root (job index, pickled tasks,
+    job logs, run folders) and no captured output."""
+    from lazymem.cli import main
+
+    out = tmp_path / "runs"
+    argv = ["notebooks", "run", str(tiny), "-p", f"api_key={SECRET}", "-p", "w=2", "--out-root", str(out)]
+    assert main([*argv, "--executor", "local", "--max-parallel", "1", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    executed = list(out.rglob("tiny.ipynb"))
+    assert executed and "key is <redacted>" in executed[0].read_text()
+    assert list(out.rglob("jobs.json")) and list(out.rglob("*_submitted.pkl"))  # it ran as a local job
+    leaks = [str(p) for p in out.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaks == [] and SECRET not in captured.out + captured.err
