@@ -11,6 +11,7 @@ lazymem bench embedding [--texts 512] [--batch-sizes 16,64,128] [--threads 1,2]
 lazymem bench latency CONFIG [--limit N] [--warmup 3] [--runs 3] [--out FILE]
 lazymem eval [CONFIG] [--out DIR] [--shard i/K] [...]
 lazymem eval-table --config FILE [--set only=[row]] [--dry-run] [--page] [--executor local|slurm --max-parallel N --shards K]
+lazymem judge-audit --config FILE [--set k=v] [--limit N] [--out DIR]
 lazymem jobs DIR [--json]
 lazymem merge RUN_DIR [RUN_DIR ...] --out DIR [--json] [--no-progress]
 lazymem report RUN_DIR [RUN_DIR ...] [--names a,b] [--out DIR]
@@ -346,6 +347,15 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     s.set_defaults(func=cmd_fusion_tuning)
+
+    from lazymem.eval import judge_audit
+
+    s = judge_audit.add_arguments(
+        sub.add_parser(
+            "judge-audit", help="stress-test the judge: false accepts of wrong answers, false rejects of right ones"
+        )
+    )
+    s.set_defaults(func=judge_audit.run_from_args)
 
     s = sub.add_parser("eval-table", help="several methods on the same questions: one eval run per cell, one table")
     s.add_argument(

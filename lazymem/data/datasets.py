@@ -4,7 +4,9 @@ SPEC is one of
 - a path to a LongMemEval JSON (s, m, oracle, cleaned re-release) or to LoCoMo's
   ``locomo10.json``; the format is detected from the file, or forced with a
   ``longmemeval:`` / ``locomo:`` prefix; a ``#subset`` suffix picks a named subset
-  (``locomo10.json#paper`` = the paper's 314 LoCoMo test questions);
+  (``locomo10.json#paper`` = the paper's 314 LoCoMo test questions); a LoCoMo spec may end in
+  ``?errata=PATH`` (``locomo10.json#paper?errata=locomo10_audit_errata.json``): the questions carry
+  the errata's audit status, corrected evidence and answer (``lazymem.data.locomo``);
 - ``synthetic`` or ``synthetic:messages=1000,seed=0,histories=1,questions=12``: the
   embedded generator (offline, deterministic);
 - ``synthetic-casual:conversations=8,sessions=12,seed=1,questions=20``: casual two-person
@@ -47,13 +49,34 @@ def _sniff(path: Path) -> str:
     )
 
 
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """A SPEC without its ``?key=value[&key=value]`` options, and the options (the only key: ``errata``).
+
+    >>> split_options("data/locomo10.json#paper?errata=data/errata.json")
+    ('data/locomo10.json#paper', {'errata': 'data/errata.json'})
+    >>> split_options("synthetic:messages=60")
+    ('synthetic:messages=60', {})
+    """
+    spec = str(spec)
+    if "?" not in spec or Path(spec).exists():
+        return spec, {}
+    spec, _, tail = spec.rpartition("?")
+    options: dict[str, str] = {}
+    for part in tail.split("&"):
+        key, eq, value = part.partition("=")
+        if key != "errata" or not eq or not value:
+            raise ConfigError(f"dataset spec option {part!r}: the one option is errata=PATH (a LoCoMo errata file)")
+        options[key] = value
+    return spec, options
+
+
 def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     """Load a dataset from a SPEC string (see the module docstring).
 
     >>> load_dataset("synthetic:messages=60,seed=1,histories=1,questions=6").name
     'synthetic:messages=60,seed=1,histories=1,questions=6'
     """
-    spec = str(spec)
+    spec, options = split_options(spec)
     kind = None
     for prefix in ("longmemeval:", "locomo:"):
         if spec.startswith(prefix):
@@ -63,6 +86,8 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
         if subset and subset != sub:
             raise ConfigError(f"two subsets given: #{sub} in the spec and {subset!r}")
         subset = sub
+    if options and (spec.startswith("synthetic") or spec == "synthetic"):
+        raise ConfigError(f"errata apply to LoCoMo data only, not to {spec!r}")
     if kind is None and (spec == "synthetic-casual" or spec.startswith("synthetic-casual:")):
         from lazymem.data.casual import casual_dataset, parse_casual_spec
 
@@ -87,7 +112,9 @@ def load_dataset(spec: str, subset: str | None = None) -> Dataset:
     if kind == "locomo":
         from lazymem.data.locomo import load_locomo
 
-        return load_locomo(path, subset=subset)
+        return load_locomo(path, subset=subset, errata=options.get("errata"))
+    if options:
+        raise ConfigError(f"errata apply to LoCoMo data only, not to {spec!r}")
     from lazymem.data.longmemeval import load_longmemeval
 
     if subset:
@@ -138,10 +165,23 @@ def summarize(dataset: Dataset) -> dict:
             "questions_spanning_sessions": multi_session,
             "gold_messages": gold_messages,
         },
+        **({"errata": errata_counts(dataset)} if dataset.errata_sha256 else {}),
         "load_issues": len(dataset.issues),
         "load_issue_examples": [
             f"{i.file}: {i.record}, {i.field}: {i.problem} -> {i.action}" for i in dataset.issues[:10]
         ],
+    }
+
+
+def errata_counts(dataset: Dataset) -> dict:
+    """The errata file applied (``?errata=PATH``) and the questions by audit status."""
+    audits = Counter(q.audit for q in dataset.questions)
+    return {
+        "source": dataset.errata_source,
+        "sha256": dataset.errata_sha256,
+        "flagged": sum(n for a, n in audits.items() if a not in ("clean", "unaudited")),
+        "wrong_answer": sum(q.answer_is_wrong for q in dataset.questions),
+        "by_audit": dict(sorted(audits.items())),
     }
 
 
@@ -166,6 +206,12 @@ def summary_text(s: dict) -> str:
         f"(mean {g['mean_per_question']}), {g['questions_spanning_sessions']} questions span sessions, "
         f"{g['gold_messages']} distinct gold messages"
     )
+    if "errata" in s:
+        e = s["errata"]
+        lines.append(
+            f"errata {e['source']}: {e['flagged']} questions flagged, {e['wrong_answer']} with a wrong answer "
+            f"({', '.join(f'{a} {n}' for a, n in e['by_audit'].items())})"
+        )
     if s["load_issues"]:
         lines.append(f"load issues: {s['load_issues']} (repaired or dropped, see --json)")
     return "\n".join(lines)
@@ -181,7 +227,7 @@ def spec_style(spec: str) -> str:
     ...                          "synthetic-casual:seed=1", "x/locomo10.json", "longmemeval_s")]
     ['synthetic', 'synthetic-long', 'casual', 'locomo', 'longmemeval']
     """
-    spec = str(spec)
+    spec = split_options(spec)[0]
     if spec == "synthetic-casual" or spec.startswith("synthetic-casual:"):
         return "casual"
     if spec == "synthetic" or spec.startswith("synthetic:"):
@@ -199,7 +245,9 @@ def available_specs(specs: Iterable[str]) -> list[str]:
     >>> available_specs(["synthetic:messages=50,seed=0", "/no/such.json#paper", "synthetic:messages=50,seed=0"])
     ['synthetic:messages=50,seed=0']
     """
-    return [s for s in dict.fromkeys(specs) if s.startswith("synthetic") or Path(s.split("#")[0]).exists()]
+    return [
+        s for s in dict.fromkeys(specs) if s.startswith("synthetic") or Path(split_options(s)[0].split("#")[0]).exists()
+    ]
 
 
 def evidence_profile(dataset: Dataset) -> dict[str, list]:

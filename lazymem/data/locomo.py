@@ -20,6 +20,21 @@ the session's ``session_N_date_time`` ("1:56 pm on 8 May, 2023"). Choices made h
   (``bad_evidence="warn"``) or raise LoadError (``"error"``).
 - ``session_N_date_time`` keys without a session (conv-26 has 16) are ignored, with one
   LoadIssue per sample.
+- Errata (``errata=PATH``; as a dataset spec ``locomo10.json#paper?errata=PATH``): a JSON list of
+  objects ``{question_id, question, error_type, correct_evidence, correct_answer, ...}`` as in the
+  independent LoCoMo audit, ``question_id`` = ``locomo_<sample index>_qa<index in the sample's full
+  qa list>``. Every question then carries ``audit``: "clean", "wrong_citation" (the answer is
+  right, the evidence ids are not), the wrong answer's type in lower case ("hallucination",
+  "temporal_error", "attribution_error", "ambiguous", "incomplete"), or "unaudited" (category 5,
+  which the audit does not cover); ``audited_evidence``: the corrected ids as positions (clean:
+  the published evidence); ``audited_answer``: ``correct_answer`` for a wrong answer, else the
+  published answer (a wrong citation's ``correct_answer`` may carry a remark such as "(answer is
+  correct, citation is wrong)"). Every erratum is checked against the whole file, whatever the
+  subset: its question text must equal the question at its id and its evidence ids must name
+  turns (a LoadError naming the errata file, the erratum and the field otherwise). The published
+  ``evidence``, ``answer`` and ``gold_for`` stay as they are; ``Dataset.sha256`` becomes
+  ``sha256("<data sha256>+<errata sha256>")`` (runs with errata are other runs) and
+  ``Dataset.errata_source`` / ``errata_sha256`` name the file; without errata nothing changes.
 
 >>> repair_evidence_id("D:11:26"), repair_evidence_id("D8:6; D9:17"), repair_evidence_id("D")
 (['D11:26'], ['D8:6', 'D9:17'], None)
@@ -27,10 +42,11 @@ the session's ``session_N_date_time`` ("1:56 pm on 8 May, 2023"). Choices made h
 
 from __future__ import annotations
 
+import hashlib
 import re
 import warnings
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -47,6 +63,16 @@ SUBSETS: dict[str, tuple[tuple[str, ...] | None, tuple[int, ...]]] = {
 }
 _SESSION = re.compile(r"session_(\d+)")
 _ID = re.compile(r"D:?(\d+):(\d+)")
+_ERRATUM_ID = re.compile(r"locomo_(\d+)_qa(\d+)")
+# the audit's error types -> a question's ``audit``; every type but WRONG_CITATION says the answer is wrong
+ERROR_TYPES: dict[str, str] = {
+    "WRONG_CITATION": "wrong_citation",
+    "HALLUCINATION": "hallucination",
+    "TEMPORAL_ERROR": "temporal_error",
+    "ATTRIBUTION_ERROR": "attribution_error",
+    "AMBIGUOUS": "ambiguous",
+    "INCOMPLETE": "incomplete",
+}
 
 
 @lru_cache(maxsize=4096)
@@ -98,6 +124,99 @@ def _text(value: object) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return None
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """One checked erratum: the question's audit status, corrected dia_ids and corrected answer."""
+
+    audit: str  # a value of ERROR_TYPES
+    evidence: tuple[str, ...]  # corrected dia_ids, as in the file (each names a turn of the sample)
+    answer: str | None  # corrected answer; None when the published one stands (wrong_citation)
+
+
+def _dia_ids(sample: object) -> set[str]:
+    """The dia_ids of a raw LoCoMo sample's turns (whatever else is wrong with it is the loader's to say)."""
+    conv = sample.get("conversation") if isinstance(sample, dict) else None
+    if not isinstance(conv, dict):
+        return set()
+    return {
+        t["dia_id"]
+        for key, turns in conv.items()
+        if _SESSION.fullmatch(key) and isinstance(turns, list)
+        for t in turns
+        if isinstance(t, dict) and isinstance(t.get("dia_id"), str)
+    }
+
+
+def check_errata(errata: object, samples: list, file: str) -> dict[tuple[int, int], Erratum]:
+    """Errata keyed by (sample index, qa index), each checked against the LoCoMo samples.
+
+    Raises LoadError naming the errata ``file``, the erratum and the field when an erratum is not
+    an object, its ``question_id`` is malformed, repeated or points to no question, its
+    ``question`` differs from the question there, its ``error_type`` is unknown, or one of its
+    ``correct_evidence`` ids names no turn of the sample.
+
+    >>> samples = [{"sample_id": "s", "conversation": {"session_1": [{"dia_id": "D1:1"}, {"dia_id": "D1:2"}]},
+    ...             "qa": [{"question": "Where?", "answer": "Rome"}]}]
+    >>> e = {"question_id": "locomo_0_qa0", "question": "Where?", "error_type": "HALLUCINATION",
+    ...      "correct_evidence": ["D1:2"], "correct_answer": "Paris"}
+    >>> check_errata([e], samples, "errata.json")
+    {(0, 0): Erratum(audit='hallucination', evidence=('D1:2',), answer='Paris')}
+    >>> check_errata([dict(e, question="When?")], samples, "errata.json")
+    Traceback (most recent call last):
+    ...
+    lazymem.errors.LoadError: errata.json: erratum locomo_0_qa0 (index 0), field question: 'When?' is not the question at that id ('Where?')
+    """  # noqa: E501  (a doctest's expected output is one line)
+    if not isinstance(errata, list):
+        raise LoadError(file, None, None, f"expected a list of errata, found {_kind(errata)}")
+    out: dict[tuple[int, int], Erratum] = {}
+    for k, item in enumerate(errata):
+        if not isinstance(item, dict):
+            raise LoadError(file, f"erratum {k}", None, f"expected an object, found {_kind(item)}")
+        qid = item.get("question_id")
+        m = _ERRATUM_ID.fullmatch(qid) if isinstance(qid, str) else None
+        if m is None:
+            raise LoadError(file, f"erratum {k}", "question_id", f"expected 'locomo_<sample>_qa<index>', found {qid!r}")
+        where, key = f"erratum {qid} (index {k})", (int(m[1]), int(m[2]))
+        if key in out:
+            raise LoadError(file, where, "question_id", f"{qid!r} appears twice")
+        sample = samples[key[0]] if key[0] < len(samples) else None
+        qa = sample.get("qa") if isinstance(sample, dict) else None
+        if not isinstance(qa, list) or key[1] >= len(qa) or not isinstance(qa[key[1]], dict):
+            raise LoadError(file, where, "question_id", f"no such question ({len(samples)} samples in the data)")
+        asked = qa[key[1]].get("question")
+        if item.get("question") != asked:
+            raise LoadError(
+                file, where, "question", f"{item.get('question')!r} is not the question at that id ({asked!r})"
+            )
+        kind = item.get("error_type")
+        if kind not in ERROR_TYPES:
+            raise LoadError(file, where, "error_type", f"expected one of {', '.join(ERROR_TYPES)}, found {kind!r}")
+        evidence = item.get("correct_evidence")
+        if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+            raise LoadError(file, where, "correct_evidence", f"expected a list of dia_ids, found {_kind(evidence)}")
+        turns = _dia_ids(sample)
+        for e, ref in enumerate(evidence):
+            if ref not in turns:
+                raise LoadError(
+                    file, where, f"correct_evidence[{e}]", f"{ref!r} names no turn of {sample.get('sample_id')}"
+                )
+        answer = _text(item.get("correct_answer"))
+        if kind != "WRONG_CITATION" and answer is None:
+            raise LoadError(file, where, "correct_answer", "missing or not a string (a wrong answer needs it)")
+        audit = ERROR_TYPES[kind]
+        out[key] = Erratum(audit, tuple(evidence), None if audit == "wrong_citation" else answer)
+    return out
+
+
+def errata_sha256(data_sha256: str, errata_sha: str) -> str:
+    """A dataset's sha256 with errata applied: of ``"<data sha256>+<errata sha256>"``.
+
+    >>> errata_sha256("a" * 64, "b" * 64)[:12]
+    '76f79efda453'
+    """
+    return hashlib.sha256(f"{data_sha256}+{errata_sha}".encode()).hexdigest()
 
 
 class _Loader:
@@ -194,8 +313,16 @@ class _Loader:
         return tuple(sorted(positions))
 
     def questions(
-        self, sample: dict, messages: list[Message], last_date: str, where: str, keep: set[int]
+        self,
+        sample: dict,
+        messages: list[Message],
+        last_date: str,
+        where: str,
+        keep: set[int],
+        fixes: dict[int, Erratum] | None = None,
     ) -> list[Question]:
+        """The sample's questions of the kept categories; ``fixes`` (qa index -> Erratum; None: no
+        errata) sets their audit fields."""
         qa = self.get(sample, "qa", list, "a list", where, "qa")
         index = {m.id: m.pos for m in messages}
         sid = sample["sample_id"]
@@ -227,20 +354,33 @@ class _Loader:
             raw = item.get("evidence", [])
             if not isinstance(raw, list):
                 raise self.error(where, f"qa[{j}].evidence", f"expected a list of dia_ids, found {_kind(raw)}")
-            out.append(
-                Question(
-                    id=f"{sid}:q{j}",
-                    type=LOCOMO_CATEGORIES[cat],
-                    text=text,
-                    answer=answer,
-                    history_id=sid,
-                    query_time=last_date,
-                    evidence=self.evidence(raw, index, where, j),
-                    category=cat,
-                    adversarial_answer=adversarial,
-                )
+            q = Question(
+                id=f"{sid}:q{j}",
+                type=LOCOMO_CATEGORIES[cat],
+                text=text,
+                answer=answer,
+                history_id=sid,
+                query_time=last_date,
+                evidence=self.evidence(raw, index, where, j),
+                category=cat,
+                adversarial_answer=adversarial,
             )
+            out.append(q if fixes is None else audited(q, fixes.get(j), index))
         return out
+
+
+def audited(question: Question, erratum: Erratum | None, index: dict[str, int]) -> Question:
+    """The question with its audit fields: clean (no erratum; "unaudited" for category 5), or the
+    erratum's status, corrected evidence (dia_ids -> positions by ``index``) and corrected answer."""
+    if erratum is None:
+        status = "unaudited" if question.category == 5 else "clean"
+        return replace(question, audit=status, audited_evidence=question.evidence, audited_answer=question.answer)
+    return replace(
+        question,
+        audit=erratum.audit,
+        audited_evidence=tuple(sorted({index[e] for e in erratum.evidence})),
+        audited_answer=question.answer if erratum.answer is None else erratum.answer,
+    )
 
 
 def load_locomo(
@@ -250,6 +390,7 @@ def load_locomo(
     bad_evidence: str = "warn",
     *,
     captions: bool = True,
+    errata: str | Path | None = None,
 ) -> Dataset:
     """Load ``locomo10.json`` (see the module docstring for the choices made).
 
@@ -259,6 +400,7 @@ def load_locomo(
         categories: keep only these categories (applied on top of the subset's).
         bad_evidence: "warn" drops evidence ids that point to no turn; "error" raises LoadError.
         captions: append photo captions to the turn text.
+        errata: a LoCoMo errata file (see the module docstring): every question gets its audit fields.
     """
     if subset is not None and subset not in SUBSETS:
         raise ConfigError(f"unknown LoCoMo subset {subset!r}; valid: None, {', '.join(map(repr, SUBSETS))}")
@@ -276,8 +418,15 @@ def load_locomo(
     path = Path(path).expanduser()
     samples, sha256 = read_json(path)
     name = path.stem if subset in (None, "full") else f"{path.stem}-{subset}"
+    fixes: tuple | None = None
+    if errata is not None:
+        errata_path = Path(errata).expanduser()
+        if not errata_path.is_file():
+            raise FileNotFoundError(f"no LoCoMo errata file at {str(errata)!r}")
+        items, errata_sha = read_json(errata_path)
+        fixes = (items, str(errata_path), errata_sha)
     return parse_locomo(
-        samples, str(path), name, sha256, sample_ids, keep, bad_evidence, captions=captions, subset=subset
+        samples, str(path), name, sha256, sample_ids, keep, bad_evidence, captions=captions, subset=subset, errata=fixes
     )
 
 
@@ -292,6 +441,7 @@ def parse_locomo(
     *,
     captions: bool = True,
     subset: str | None = None,
+    errata: tuple[object, str, str] | None = None,
 ) -> Dataset:
     """LoCoMo samples already in memory (the parsed JSON list) as a Dataset: the in-memory entry
     point ``load_locomo`` and generated LoCoMo-schema data (``lazymem.data.casual``) share.
@@ -302,12 +452,14 @@ def parse_locomo(
         name, sha256: the Dataset's name and hash.
         sample_ids: only these samples (None = all); each must be present.
         keep: the categories kept.
+        errata: (the errata file's parsed list, its path, its sha256), or None: no errata.
     """
     if not isinstance(samples, list):
         raise LoadError(
             file, None, None, f"expected a list of LoCoMo samples (sample_id, conversation, qa), found {_kind(samples)}"
         )
     sample_ids = None if sample_ids is None else tuple(sample_ids)
+    fixes = None if errata is None else check_errata(errata[0], samples, errata[1])
     loader = _Loader(file, bad_evidence, captions)
     histories: dict[str, History] = {}
     questions: list[Question] = []
@@ -327,7 +479,8 @@ def parse_locomo(
         if sample_ids is not None and sid not in sample_ids:
             continue
         messages, speakers, last_date = loader.messages(sample, where)
-        asked = loader.questions(sample, messages, last_date, where, set(keep))
+        mine = None if fixes is None else {j: e for (s, j), e in fixes.items() if s == i}
+        asked = loader.questions(sample, messages, last_date, where, set(keep), mine)
         gold: dict[int, list[str]] = {}
         for q in asked:
             for pos in q.evidence:
@@ -346,5 +499,16 @@ def parse_locomo(
     if loader.dropped:
         warnings.warn(
             f"{file}: dropped {loader.dropped} evidence ids that point to no turn (see Dataset.issues)", stacklevel=2
+        )
+    if errata is not None:
+        return Dataset(
+            name,
+            histories,
+            tuple(questions),
+            file,
+            errata_sha256(sha256, errata[2]),
+            tuple(loader.issues),
+            errata_source=errata[1],
+            errata_sha256=errata[2],
         )
     return Dataset(name, histories, tuple(questions), file, sha256, tuple(loader.issues))

@@ -30,7 +30,7 @@ from lazymem.secrets import redact_urls
 
 def on_disk(spec: str) -> bool:
     """Whether load_dataset(spec) reads a local file or the generator (never the hub)."""
-    spec = str(spec)
+    spec = str(spec).partition("?errata=")[0]  # the data file, not its errata (lazymem.data.datasets)
     for prefix in ("longmemeval:", "locomo:"):
         spec = spec[len(prefix) :] if spec.startswith(prefix) else spec
     if spec == "synthetic" or spec.startswith("synthetic:"):

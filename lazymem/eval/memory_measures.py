@@ -49,11 +49,22 @@ between two dates, a preference rubric).
 (0.5, 2, 1, 1.0, 'identity')
 >>> sorted(d)
 ['answer_recall_in_memory', 'evidence_match', 'evidence_recall', 'n_gold', 'n_gold_in_memory']
+
+Audited measures (questions loaded with LoCoMo errata, ``Question.audit``; ``audited_summary``,
+the summary's ``audited`` object): beside each published measure the same measure against the
+errata's corrected evidence (``evidence_recall``, ``gold_keep_recall``) and corrected answer
+(``answer_recall_in_memory``); LoCoMo F1 and judge accuracy over all questions, the clean ones
+(no erratum) and those whose published answer is right (clean or wrong citation); and the
+ceiling: the share of questions whose published answer is right, overall and by category. The
+memory is the one the run built (an Oracle Turn memory holds the published evidence, its audited
+recall says how much of the corrected evidence that is). Category 5 questions (``"unaudited"``)
+are left out of the audited object.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,7 +74,7 @@ from lazymem.text import tokenize
 
 if TYPE_CHECKING:
     from lazymem.eval.records import ConstructionRecord, RunRecord
-    from lazymem.records import History, Question
+    from lazymem.records import Dataset, History, Question
 
 MATCHES = ("identity", "text")
 MIN_COVERAGE = 0.5  # the text rule: share of a gold message's content stems one memory line must hold
@@ -189,6 +200,121 @@ def measure_record(record: RunRecord | Mapping, question: Question, history: His
         question.category,
         question.abstention,
     )
+
+
+def audited_question(record: RunRecord | Mapping, question: Question, history: History) -> dict:
+    """One ok record's measures against the question's errata (``audited_evidence``, ``audited_answer``),
+    and the gold of the windows it showed (``gold_shown``) and kept (``gold_kept``), published and audited.
+
+    >>> from lazymem.records import Message, History, Question
+    >>> h = History("h", tuple(Message(i, f"D1:{i}", "s1", i, "A", t, "") for i, t in
+    ...                         enumerate(["I live in Rome.", "I moved to Paris.", "Nice."])))
+    >>> q = Question("h:q0", "single-hop", "Where?", "Rome", "h", evidence=(0,), category=4,
+    ...              audit="hallucination", audited_evidence=(1,), audited_answer="Paris")
+    >>> rec = {"question_id": "h:q0", "method": "rag", "status": "ok", "memory": "A: I moved to Paris.",
+    ...        "pool": {"positions": [1, 2]}}
+    >>> a = audited_question(rec, q, h)
+    >>> a["evidence_recall"], a["evidence_recall_audited"], a["answer_recall_in_memory_audited"]
+    (0.0, 1.0, 1.0)
+    """
+    from lazymem.eval.records import RunRecord
+
+    record = RunRecord.of(record)
+    published = measure_record(record, question, history)
+    fixed = sorted(set(question.audited_evidence))
+    positions = memory_positions(record, question, history)
+    texts = [history[p].text for p in fixed] if positions is None else []
+    audited = measure_memory(
+        str(record.method),
+        record.memory or "",
+        fixed,
+        positions,
+        texts,
+        question.audited_answer,
+        question.category,
+        question.abstention,
+    )
+    out = {
+        "evidence_recall": published.evidence_recall,
+        "evidence_recall_audited": audited.evidence_recall,
+        "answer_recall_in_memory": published.answer_recall_in_memory,
+        "answer_recall_in_memory_audited": audited.answer_recall_in_memory,
+    }
+    if record.construction is not None and record.windows is not None:
+        shown, kept = record.window_positions, record.kept_positions
+        for suffix, gold in (("", set(question.evidence)), ("_audited", set(fixed))):
+            out[f"gold_shown{suffix}"] = len(gold & shown)
+            out[f"gold_kept{suffix}"] = len(gold & shown & kept)
+    return out
+
+
+def _mean_n(values: Iterable[float | bool | None]) -> dict:
+    """{"mean", "n"} over the values that are not None (mean None when there are none)."""
+    vs = [float(v) for v in values if v is not None]
+    return {"mean": statistics.fmean(vs) if vs else None, "n": len(vs)}
+
+
+def _keep(built: Sequence[Mapping], suffix: str) -> dict:
+    """Gold kept / gold shown summed over questions (as ``summarize``'s gold-keep recall), with the counts."""
+    shown = sum(m[f"gold_shown{suffix}"] for m in built)
+    kept = sum(m[f"gold_kept{suffix}"] for m in built)
+    return {"mean": kept / shown if shown else None, "n_gold_shown": shown, "n_gold_kept": kept}
+
+
+def audited_summary(records: Iterable[RunRecord | Mapping], dataset: Dataset, selected: Sequence[str] | None = None):
+    """The summary's ``audited`` object (see the module docstring) over a run's latest records, or None
+    when the dataset carries no errata. Counts and the ceiling are over the recorded questions; the
+    measures over ok records. A record whose question is not in the dataset is a ValueError."""
+    from lazymem.eval.records import RunRecord
+    from lazymem.eval.runfiles import latest_records
+
+    if not dataset.errata_sha256:
+        return None
+    latest = latest_records(RunRecord.of(r) for r in records)
+    if selected is not None:
+        latest = {i: latest[i] for i in selected if i in latest}
+    questions = {q.id: q for q in dataset.questions}
+    unknown = sorted(set(latest) - set(questions))
+    if unknown:
+        raise ValueError(f"records of questions not in {dataset.name!r}: {unknown[:3]}")
+    asked = [questions[i] for i in latest if questions[i].audit not in ("", "unaudited")]
+    rows = [(latest[q.id], q, audited_question(latest[q.id], q, dataset.history(q))) for q in asked if latest[q.id].ok]
+    out: dict[str, Any] = {
+        "errata": {"source": dataset.errata_source, "sha256": dataset.errata_sha256},
+        "questions": len(asked),
+        "ok": len(rows),
+        "flagged": sum(q.audit != "clean" for q in asked),
+        "wrong_citation": sum(q.audit == "wrong_citation" for q in asked),
+        "wrong_answer": sum(q.answer_is_wrong for q in asked),
+        "by_audit": {a: n for a, n in sorted(Counter(q.audit for q in asked).items())},
+    }
+    for name in ("evidence_recall", "answer_recall_in_memory"):
+        out[name] = {
+            "published": _mean_n(m[name] for _, _, m in rows),
+            "audited": _mean_n(m[f"{name}_audited"] for _, _, m in rows),
+        }
+    built = [m for _, _, m in rows if "gold_shown" in m]
+    out["gold_keep_recall"] = None
+    if built:
+        out["gold_keep_recall"] = {
+            kind: _keep(built, sfx) for kind, sfx in (("published", ""), ("audited", "_audited"))
+        }
+    groups = {
+        "all": lambda q: True,
+        "clean": lambda q: q.audit == "clean",
+        "answer_right": lambda q: not q.answer_is_wrong,
+    }
+    for name, value in (("locomo_f1", lambda r: r.locomo_f1), ("accuracy", lambda r: r.label)):
+        got = {g: _mean_n(value(r) for r, q, _ in rows if keep(q)) for g, keep in groups.items()}
+        out[name] = got if got["all"]["n"] else None
+    by_type: dict[str, list[Question]] = {}
+    for q in sorted(asked, key=lambda q: (q.category or 0, q.type)):
+        by_type.setdefault(q.type, []).append(q)
+    out["ceiling"] = {
+        "overall": _mean_n(not q.answer_is_wrong for q in asked)["mean"],
+        "by_category": {t: _mean_n(not q.answer_is_wrong for q in qs)["mean"] for t, qs in by_type.items()},
+    }
+    return out
 
 
 def summarize_measures(ok: Sequence[RunRecord]) -> dict:

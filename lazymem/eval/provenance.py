@@ -94,6 +94,11 @@ def new_manifest(
             "questions_total": len(dataset.questions),
             "selected": n_selected,
             "load_issues": len(dataset.issues),
+            **(
+                {"errata": {"source": dataset.errata_source, "sha256": dataset.errata_sha256}}
+                if dataset.errata_sha256
+                else {}
+            ),
         },
         "prompt_hashes": prompt_hashes(),
         "models": {

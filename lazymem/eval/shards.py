@@ -35,6 +35,7 @@ from lazymem.eval.config import (  # parse_shard, shard_questions: the shard API
     select_questions,
     shard_questions,  # noqa: F401
 )
+from lazymem.eval.memory_measures import audited_summary
 from lazymem.eval.provenance import close_manifest, new_manifest
 from lazymem.eval.records import RunRecord
 from lazymem.eval.runfiles import (
@@ -338,6 +339,8 @@ def merge_runs(
         errors = [r for p in parts for r in load_records(p.run_dir / ERRORS_FILE)[0]]
         summary = summarize(records, config.judge, selected=wanted)
         summary["dataset"] = dataset.name
+        if dataset.errata_sha256:  # LoCoMo with errata: every measure also against the corrected gold
+            summary["audited"] = audited_summary(records, dataset, selected=wanted)
         summary["run_dir"] = str(Path(out))
         if config.baseline:
             base = read_json(Path(config.baseline) / SUMMARY_FILE)

@@ -41,6 +41,7 @@ runs = []  # finished run folders to compare instead of running `methods` (names
 out_root = "runs/nb08_compare"  # one run folder per method, and the report in <out_root>/report
 figures_dir = "figures"  # save_figures writes <figures_dir>/<name>.html and <name>.png here
 png = True  # also write PNGs (kaleido + Chromium; skipped with a warning when missing)
+judge_audit = ""  # a judge_audit.json (`lazymem judge-audit --config ...`): its false-accept/-reject rates
 metrics_path = ""  # set by `lazymem notebooks run`: the last cell writes its metrics JSON here
 
 # %%
@@ -79,7 +80,41 @@ saved = viz.save_figures({"08_pareto": pareto}, figures_dir, png=png)
 # drill-downs into the window explorer.
 
 # %% [markdown]
-# ## 4. Record metrics
+# ## 4. Audited LoCoMo and the judge
+#
+# LoCoMo's evidence ids and golden answers are not always right: with the audit's errata loaded
+# (`dataset = ".../locomo10.json#paper?errata=.../locomo10_audit_errata.json"`, or `lazymem remeasure RUN
+# --errata PATH` on finished runs) every memory measure is reported against the published and the corrected
+# gold, accuracy on the clean questions too, and the ceiling (the share of questions whose published answer is
+# right) so no score is read above it. `judge_audit` shows how often the configured judge accepts wrong
+# answers (vague, specific, abstaining) and rejects right ones.
+
+# %%
+import json
+
+audited = {Path(d).name: json.loads((Path(d) / "summary.json").read_text()).get("audited") for d in run_dirs}
+audited = {name: a for name, a in audited.items() if a}
+if audited:
+    view = pd.DataFrame([{"system": name, "flagged": a["flagged"], "wrong answers": a["wrong_answer"],
+                          "evidence recall, published": a["evidence_recall"]["published"]["mean"],
+                          "evidence recall, audited": a["evidence_recall"]["audited"]["mean"],
+                          "answer in memory, published": a["answer_recall_in_memory"]["published"]["mean"],
+                          "answer in memory, audited": a["answer_recall_in_memory"]["audited"]["mean"]}
+                         for name, a in audited.items()]).set_index("system").round(3)
+else:
+    view = "no audited measures: these runs' dataset carries no errata"
+view
+
+# %%
+if judge_audit and Path(judge_audit).is_file():
+    from lazymem.eval.judge_audit import audit_markdown
+
+    print(audit_markdown(json.loads(Path(judge_audit).read_text())))
+else:
+    print("no judge audit given (lazymem judge-audit --config CONFIG --out DIR writes DIR/judge_audit.json)")
+
+# %% [markdown]
+# ## 5. Record metrics
 
 # %%
 # NBVAL_CHECK_OUTPUT
