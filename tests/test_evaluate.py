@@ -250,6 +250,7 @@ def test_hand_checked_records_and_summary(tmp_path):
         "attempt",
         "recorded_at",
         "memory_measures",
+        "usage",
     }
     assert all(set(r) == fields for r in recs.values())
     # the memory's own measures, by hand: q1 keeps gold 2 of (2, 10) and holds "biscuit" of {biscuit, beach};

@@ -103,6 +103,15 @@ def test_real_mem0_ingests_once_searches_and_answers_with_the_shared_prompt(mem0
     assert ing["resumes"] == ing["dropped_on_resume"] == 0
     cost = ing["add_seconds"]  # each add timed in progress.json; the record holds the statistics
     assert cost["n"] == len(chunks) and 0 < cost["median"] <= cost["max"]
+    usage = ing["usage"]  # every extraction call's tokens (the server's counts) and seconds, for the whole store
+    assert usage["calls"] == usage["chunks"] == len(chunks) and usage["prompt_tokens"] == 0  # this server says 0
+    assert usage["completion_tokens"] > 0 and usage["seconds"] > 0
+    assert usage["cached_prompt_tokens"] is None  # it sends no prompt_tokens_details: not measured, never 0
+    from lazymem.eval.records import RunRecord
+    from lazymem.eval.usage import record_usage
+
+    stage = record_usage(RunRecord.from_result(r1))["ingestion"]
+    assert stage["calls"] == len(chunks) and stage["complete"] and "cached_prompt_tokens" not in stage
     # what Mem0 sent: JSON mode, the session date as Observation Date, each chunk's messages
     first = srv.requests[0]
     assert first["response_format"] == {"type": "json_object"} and first["model"] == "scripted"

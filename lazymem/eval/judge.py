@@ -201,6 +201,7 @@ def judge_answer(
     LOCOMO_JUDGE_SCHEMA.
     """
     from lazymem.llm import Sampling
+    from lazymem.llm.usage import call_usage
 
     out = {
         "kind": kind,
@@ -242,6 +243,7 @@ def judge_answer(
             "latency_s": c.latency_s,
             "cached": c.cached,
             "finish_reason": c.finish_reason,
+            **call_usage(c),  # cached prompt tokens and passes, where the engine gives them
         }
         if c.error is not None:
             out["error"] = c.error

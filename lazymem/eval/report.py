@@ -40,12 +40,15 @@ from lazymem.eval.records import RunRecord
 from lazymem.eval.runfiles import (
     MANIFEST_FILE,
     RECORDS_FILE,
+    SUMMARY_FILE,
     check_manifest,
     check_records_belong,
     latest_records,
     load_records,
+    read_json,
 )
 from lazymem.eval.scoring import check_records, json_kind, summarize
+from lazymem.eval.table import audited_columns, usage_columns
 from lazymem.stats import paired_bootstrap
 
 METRICS = ("accuracy", "locomo_f1", "answer_f1")
@@ -77,11 +80,15 @@ def load_run(run_dir: str | Path, name: str | None = None) -> dict:
     config = manifest.get("config") or {}
     judge = config.get("judge") or _judge_of(records)
     latest = latest_records(records)
+    summary = summarize(records, judge)
+    stored = read_json(d / SUMMARY_FILE) or {}
+    if stored.get("audited"):  # LoCoMo errata (the run's spec, or `lazymem remeasure --errata`)
+        summary["audited"] = stored["audited"]
     return {
         "name": name or d.name,
         "dir": str(d),
         "latest": latest,
-        "summary": summarize(records, judge),
+        "summary": summary,
         "dataset": config.get("dataset"),
         "status": run_status(d, manifest),
     }
@@ -197,6 +204,8 @@ def system_row(run: Mapping, metric: str) -> dict:
         "gate_strict": cons.get("gate_pass_rate"),
         "gold_keep_recall": cons.get("gold_keep_recall"),
         **{k: (measures.get(k) or {}).get("mean") for k in MEASURES},
+        **({"audited": audited_columns(s["audited"])} if s.get("audited") else {}),
+        **usage_columns(s.get("usage")),  # MPM and all-call tokens a question, where measured (lazymem.eval.usage)
     }
 
 
@@ -273,6 +282,26 @@ def _interval(p: Mapping, d: int = 3) -> str:
     return f"{_f(p['delta'], d)} [{_f(p['low'], d)}, {_f(p['high'], d)}]"
 
 
+def audited_markdown(rows: Sequence[Mapping]) -> list[str]:
+    """The report's section of audited LoCoMo measures (rows with a summary's ``audited`` object); [] without."""
+    audited = [r for r in rows if r.get("audited")]
+    if not audited:
+        return []
+    cols = list(audited_columns({"flagged": 0}))
+    lines = [
+        "",
+        "## Audited LoCoMo (errata: corrected evidence and answers)",
+        "",
+        "| system | " + " | ".join(cols) + " |",
+    ]
+    lines.append("|---|" + "---:|" * len(cols))
+    for r in audited:
+        a = r["audited"]
+        cells = [str(a[c]) if c == "flagged" and a[c] is not None else _f(a[c]) for c in cols]
+        lines.append(f"| {r.get('label', r['system'])} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def report_markdown(rep: Mapping) -> str:
     """The report as Markdown tables: systems, latency, paired differences."""
     m = rep["metric"]
@@ -309,6 +338,7 @@ def report_markdown(rep: Mapping) -> str:
         if r.get("status") in unfinished
     ]
     lines += ["", *notes] if notes else []
+    lines += audited_markdown(rep["rows"])
     lines += [
         "",
         "## Latency (seconds: mean / median / P90 / P95)",

@@ -49,7 +49,7 @@ from lazymem.errors import ModelLoadError
 from lazymem.eval.config import EvalConfig, config_fingerprints, resolve_cache, seeded, select_questions
 from lazymem.eval.f1 import contains_gold, locomo_f1, token_f1
 from lazymem.eval.judge import check_judge, judge_answer
-from lazymem.eval.memory_measures import measure_record
+from lazymem.eval.memory_measures import audited_summary, measure_record
 from lazymem.eval.provenance import close_manifest, new_manifest
 from lazymem.eval.records import JudgeRecord, MeasuresRecord, QuestionMeta, RunRecord
 from lazymem.eval.runfiles import (
@@ -72,6 +72,7 @@ from lazymem.eval.runfiles import (
     write_atomic,
 )
 from lazymem.eval.scoring import RunningScore, compare_with_baseline, summarize
+from lazymem.eval.usage import with_usage
 from lazymem.records import Question
 from lazymem.runinfo import now
 
@@ -182,7 +183,7 @@ def run_question(pipeline: LazyMemPipeline, dataset: Dataset, question: Question
         rec = rec.with_(judge=judge, timings=rec.timings.with_(judge=time.perf_counter() - t0))
         if judge.error is not None:
             rec = rec.with_(status="error", error=f"judge: {judge.error}")
-    return rec
+    return with_usage(rec)  # every call's tokens and seconds by stage (lazymem.eval.usage)
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -410,6 +411,8 @@ def _evaluate(
         records, _ = load_records(records_path)
         summary = summarize(records, config.judge, selected=[q.id for q in questions])
         summary["dataset"] = dataset.name
+        if dataset.errata_sha256:  # LoCoMo with errata: every measure also against the corrected gold
+            summary["audited"] = audited_summary(records, dataset, selected=[q.id for q in questions])
         summary["run_dir"] = str(out)
         if config.baseline:
             base = read_json(Path(config.baseline) / SUMMARY_FILE)

@@ -25,6 +25,7 @@ from lazymem.errors import LoadError
 from lazymem.eval.memory_measures import MATCHES, MEASURES, rewritten_rate, summarize_measures
 from lazymem.eval.records import MeasuresRecord, RunRecord, json_kind  # noqa: F401  (json_kind: re-exported)
 from lazymem.eval.runfiles import latest_records
+from lazymem.eval.usage import summarize_usage
 from lazymem.records import type_abbrev
 from lazymem.stats import percentiles  # noqa: F401  (re-exported: lazymem.eval.percentiles)
 
@@ -158,6 +159,9 @@ def summarize(
         "answer_cached": sum(bool(c.cached) for c in answers),
         "note": "latencies of cached calls are cache reads, not model time",
     }
+    usage = summarize_usage(ok, out["latency_s"])  # every call's tokens a question; absent: not measured
+    if usage is not None:
+        out["usage"] = usage
     return out
 
 

@@ -17,7 +17,16 @@ finished cell costs nothing), then writes ``table.md`` / ``table.json`` with, pe
   ``reference``, e.g. RAG Top50: the paper's compression ratio);
 - ``locomo_f1`` (LoCoMo's official token F1) or, without categories, ``answer_f1`` (a proxy);
 - ``processing_s`` (mean seconds of memory processing per question, cached calls excluded by
-  running fresh) and ``questions``.
+  running fresh) and ``questions``;
+- with LoCoMo errata (a summary's ``audited`` object, ``lazymem.eval.memory_measures.audited_summary``;
+  only then): ``evidence_recall_audited``, ``gold_keep_recall_audited`` and
+  ``answer_recall_in_memory_audited`` (against the corrected evidence and answers),
+  ``locomo_f1_clean`` and ``judge_accuracy_clean`` (on the questions without an erratum),
+  ``flagged`` (questions with an erratum) and ``ceiling`` (the share whose published answer is right);
+- with every call's usage (a summary's ``usage`` object, ``lazymem.eval.usage``; only then):
+  ``mpm_tokens_in`` / ``mpm_tokens_out`` (the memory-processing model's tokens read and written a
+  question, its own tokenizer) and ``all_call_tokens`` (every call's tokens in and out a question: MPM,
+  answer, Mem0's ingestion spread over its questions; the judge not included).
 
 >>> row = {"construction": {"gate_fmt": 1.0, "gold_keep_recall": 0.5, "n_messages": 10, "n_gold": 2,
 ...        "n_kept": 3, "n_gold_kept": 1}, "memory_tokens": {"mean": 50.0}, "counts": {"ok": 4}}
@@ -49,11 +58,21 @@ COLUMNS = (
     "nongold_drop_rate",
     "evidence_recall",
     "answer_recall_in_memory",
+    "evidence_recall_audited",
+    "gold_keep_recall_audited",
+    "answer_recall_in_memory_audited",
     "memory_tokens",
     "ratio_to_ref",
     "locomo_f1",
+    "locomo_f1_clean",
+    "judge_accuracy_clean",
     "answer_f1",
+    "flagged",
+    "ceiling",
     "processing_s",
+    "mpm_tokens_in",
+    "mpm_tokens_out",
+    "all_call_tokens",
 )
 
 
@@ -280,8 +299,50 @@ def table_row(summary: Mapping, reference: Mapping | None = None, extension: boo
         "locomo_f1": (summary.get("locomo_f1") or {}).get("overall"),
         "answer_f1": (summary.get("proxy") or {}).get("answer_f1"),
         "processing_s": proc,
+        **audited_columns(summary.get("audited")),
+        **usage_columns(summary.get("usage")),
         # Oracle Session on LoCoMo (a cell the paper's Table 1 leaves empty, shown as ours); questions not answered
         "note": "; ".join(notes) or None,
+    }
+
+
+def usage_columns(usage: Mapping | None) -> dict:
+    """The call-usage columns from a summary's ``usage`` object; {} without one (runs made before it).
+
+    >>> usage_columns({"mpm_tokens_in": 4200.0, "all_call_tokens": 5100.0})["mpm_tokens_out"] is None
+    True
+    >>> usage_columns(None)
+    {}
+    """
+    if not usage:
+        return {}
+    return {k: usage.get(k) for k in ("mpm_tokens_in", "mpm_tokens_out", "all_call_tokens")}
+
+
+def audited_columns(audited: Mapping | None) -> dict:
+    """The audited columns from a summary's ``audited`` object; {} without one (tables of runs without
+    errata keep their columns).
+
+    >>> audited_columns({"evidence_recall": {"audited": {"mean": 0.5}}, "flagged": 3,
+    ...                  "locomo_f1": {"clean": {"mean": 0.25}}, "ceiling": {"overall": 0.9}})["evidence_recall_audited"]
+    0.5
+    >>> audited_columns(None)
+    {}
+    """
+    if not audited:
+        return {}
+
+    def audited_mean(name: str, group: str = "audited") -> float | None:
+        return ((audited.get(name) or {}).get(group) or {}).get("mean")
+
+    return {
+        "evidence_recall_audited": audited_mean("evidence_recall"),
+        "gold_keep_recall_audited": audited_mean("gold_keep_recall"),
+        "answer_recall_in_memory_audited": audited_mean("answer_recall_in_memory"),
+        "locomo_f1_clean": audited_mean("locomo_f1", "clean"),
+        "judge_accuracy_clean": audited_mean("accuracy", "clean"),
+        "flagged": audited.get("flagged"),
+        "ceiling": (audited.get("ceiling") or {}).get("overall"),
     }
 
 
@@ -594,8 +655,8 @@ def table_markdown(
 def _fmt(column: str, v: Any) -> str:
     if v is None:
         return "-"
-    if column in ("questions", "judge_errors"):
+    if column in ("questions", "judge_errors", "flagged"):
         return str(v)
-    if column in ("memory_tokens", "processing_s"):
+    if column in ("memory_tokens", "processing_s", "mpm_tokens_in", "mpm_tokens_out", "all_call_tokens"):
         return f"{v:.1f}"
     return f"{v:.3f}"

@@ -256,6 +256,16 @@ class Completion:
     # message.reasoning_content, vLLM's message.reasoning, the think phase of a thinking budget);
     # None when it sent none (a trace left inline in the text as <think>...</think> stays there).
     reasoning: str | None = None
+    # Of prompt_tokens, those the engine served from a prefix cache (llama.cpp's KV prefix reuse, an
+    # OpenAI-compatible server's usage.prompt_tokens_details.cached_tokens); None when it does not say.
+    cached_prompt_tokens: int | None = None
+    # A call the engine ran as several requests (a trace pass then an array pass, a think phase then the
+    # answer): one mapping each (lazymem.llm.usage.engine_pass); None for one request.
+    passes: tuple[Mapping[str, Any], ...] | None = None
+    # The prompt (in Qwen3's chat format) and the output counted with the Qwen3 tokenizer, for comparison
+    # across systems (lazymem.llm.usage.with_qwen3); None when not counted.
+    qwen3_prompt_tokens: int | None = None
+    qwen3_completion_tokens: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -263,14 +273,23 @@ class Completion:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        if d["reasoning"] is None:
-            del d["reasoning"]  # stored entries stay as they were before the field existed
+        for name in _LATER_FIELDS:
+            if d[name] is None:
+                del d[name]  # stored entries stay as they were before the field existed
+        if d.get("passes") is not None:
+            d["passes"] = [dict(p) for p in d["passes"]]
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Completion:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        values = {k: v for k, v in d.items() if k in known}
+        if values.get("passes") is not None:
+            values["passes"] = tuple(dict(p) for p in values["passes"])
+        return cls(**values)
+
+
+_LATER_FIELDS = ("reasoning", "cached_prompt_tokens", "passes", "qwen3_prompt_tokens", "qwen3_completion_tokens")
 
 
 def error_completion(exc: BaseException, model: str, latency_s: float = 0.0, secret: str | None = None) -> Completion:

@@ -46,6 +46,7 @@ from lazymem.llm.base import (
 )
 from lazymem.llm.processors import BiasProcessor, FollowTrace, Forced, Grounded, TraceKeepBias
 from lazymem.llm.trace import require_followed_trace, set_ops
+from lazymem.llm.usage import engine_pass
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES, TRACE_LINE_CHARS
 from lazymem.runtime import check_device, torch_threads
 
@@ -290,7 +291,12 @@ class TransformersBackend:
         second = self._run(self._content_model, sub, s, forced=forced)
         out = list(first)
         for k, c in zip(rows, second):
-            out[k] = dataclasses.replace(c, latency_s=first[k].latency_s + c.latency_s)
+            f = first[k]
+            passes = (
+                engine_pass("trace", f.prompt_tokens, None, f.completion_tokens, f.latency_s),
+                engine_pass("content", c.prompt_tokens, None, c.completion_tokens, c.latency_s),
+            )
+            out[k] = dataclasses.replace(c, latency_s=f.latency_s + c.latency_s, passes=passes)
         return out
 
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:

@@ -83,6 +83,7 @@ from lazymem.llm.trace import (
     trace_op_line,
     trace_ops,
 )
+from lazymem.llm.usage import engine_pass
 from lazymem.prompts import ARRAY_FOLLOWS_TRACE, THINK_LINES
 from lazymem.runtime import usable_cores
 
@@ -163,6 +164,25 @@ def new_llama(llama_cpp, **kwargs) -> Any:
             return llama_cpp.Llama(**kwargs)
         finally:
             module.llama_model_default_params = default
+
+
+def reused_prefix(llm: Any, ids: Sequence[int]) -> int | None:
+    """Prompt tokens llama.cpp takes from the instance's KV cache for ``ids`` (llama-cpp-python's ``generate``):
+    the longest prefix they share with the tokens it holds, less the one it evaluates again when it holds the
+    whole prompt (all of it when it holds exactly the prompt with live logits); None when it cannot be read."""
+    held = getattr(llm, "_input_ids", None)
+    if held is None:
+        return None
+    held = list(held)
+    n = 0
+    for a, b in zip(held, ids):
+        if int(a) != int(b):
+            break
+        n += 1
+    if n and n == len(ids):
+        exact = len(held) == len(ids) and not getattr(llm, "_requires_eval", True)
+        return n if exact else n - 1
+    return n
 
 
 _GRAMMAR_CACHE = 256  # compiled grammars kept (grounded ones are per window)
@@ -369,8 +389,10 @@ class LlamaCppBackend:
             first.pop("logit_bias", None)  # the processor carries it (see the module docstring)
             first["logits_processor"] = _require_llama_cpp().LogitsProcessorList([processor])
         llm = free.get()  # an instance that is free (ctypes calls release the GIL: instances run in parallel)
+        passes = None
         try:
             t0 = time.perf_counter()
+            cached = reused_prefix(llm, ids)
             out = llm.create_completion(prompt=ids, **first)
             choice, usage = out["choices"][0], out.get("usage") or {}
             text_out, done = choice["text"], usage.get("completion_tokens")
@@ -382,7 +404,9 @@ class LlamaCppBackend:
                 ops = trace_ops(text_out)
                 trace_ids = tok(text_out, add_special_tokens=False)["input_ids"]
                 writer = self._content.get() if self._content is not None else llm
+                t1 = time.perf_counter()
                 try:
+                    cached_array = reused_prefix(writer, ids + trace_ids)
                     more = writer.create_completion(
                         prompt=ids + trace_ids,
                         **dict(kwargs, max_tokens=s.max_tokens - done, grammar=self._grammar(s, ops)),
@@ -390,6 +414,18 @@ class LlamaCppBackend:
                 finally:
                     if writer is not llm:
                         self._content.put(writer)
+                more_usage = more.get("usage") or {}
+                passes = (
+                    engine_pass("trace", usage.get("prompt_tokens", len(ids)), cached, done, t1 - t0),
+                    engine_pass(
+                        "content" if writer is not llm else "array",
+                        more_usage.get("prompt_tokens", len(ids) + len(trace_ids)),
+                        cached_array,
+                        more_usage.get("completion_tokens"),
+                        time.perf_counter() - t1,
+                        reread=text_out,
+                    ),
+                )
                 choice = more["choices"][0]
                 text_out += choice["text"]
                 done += (more.get("usage") or {}).get("completion_tokens") or 0
@@ -406,6 +442,8 @@ class LlamaCppBackend:
             latency_s=latency,
             model=self.model_id,
             finish_reason=finish,
+            cached_prompt_tokens=cached,
+            passes=passes,
         )
 
     def _safe(self, text: str, s: Sampling) -> Completion:

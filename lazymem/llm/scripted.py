@@ -8,6 +8,8 @@ real server would do to a request:
 - **tokens**: prompt tokens are counted with the real Qwen3 tokenizer and chat template that ship
   here (``enable_thinking`` applied), completion tokens likewise; a request whose prompt plus
   ``max_tokens`` exceeds ``max_model_len`` is refused with HTTP 400 and vLLM's message, as vLLM does;
+  ``usage.prompt_tokens_details.cached_tokens`` is the longest prefix a prompt shares with an earlier
+  one (a prefix cache that keeps every prompt);
 - **thinking**: a reply starts with ``<think> ... </think>`` unless
   ``chat_template_kwargs.enable_thinking`` is false (Qwen3's default is to think); a
   ``thinking_token_budget`` ends the trace at that many tokens; a final assistant message that
@@ -196,6 +198,7 @@ class ScriptedQwen3:
         self.requests: list[dict] = []
         self.finishes: list[str] = []
         self.max_prompt_tokens: Counter = Counter()
+        self.seen_prompts: list[list[int]] = []  # every answered prompt's ids: the prefix cache
         self.lock = threading.Lock()
 
     @property
@@ -216,7 +219,8 @@ class ScriptedQwen3:
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def prompt_tokens(self, body: dict) -> int:
+    def prompt_ids(self, body: dict) -> list[int]:
+        """The request's prompt as the served model reads it (its chat template applied)."""
         kwargs = dict(body.get("chat_template_kwargs") or {})
         cont = bool(body.get("continue_final_message"))
         ids = self.tokenizer.apply_chat_template(
@@ -226,13 +230,32 @@ class ScriptedQwen3:
             continue_final_message=cont,
             **kwargs,
         )
-        return len(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+
+    def prompt_tokens(self, body: dict) -> int:
+        return len(self.prompt_ids(body))
+
+    def cached_tokens(self, ids: list[int]) -> int:
+        """Prompt tokens a prefix cache holds for ``ids``: the longest prefix shared with an earlier prompt
+        (vLLM's automatic prefix caching, without its block rounding), at most all but the last token."""
+        best = 0
+        with self.lock:
+            for seen in self.seen_prompts:
+                n = 0
+                for a, b in zip(seen, ids):
+                    if a != b:
+                        break
+                    n += 1
+                best = max(best, n)
+            self.seen_prompts.append(ids)
+        return min(best, max(0, len(ids) - 1))
 
     def complete(self, body: dict) -> tuple[int, dict]:
         """(HTTP status, JSON body) for one chat completion request."""
         messages = body.get("messages") or []
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 1024
-        n_prompt = self.prompt_tokens(body)
+        prompt_ids = self.prompt_ids(body)
+        n_prompt = len(prompt_ids)
         with self.lock:
             model = str(body.get("model"))
             self.max_prompt_tokens[model] = max(self.max_prompt_tokens[model], n_prompt)
@@ -287,7 +310,12 @@ class ScriptedQwen3:
             "created": 0,
             "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
+            "usage": {
+                "prompt_tokens": n_prompt,
+                "completion_tokens": n_out,
+                "total_tokens": n_prompt + n_out,
+                "prompt_tokens_details": {"cached_tokens": self.cached_tokens(prompt_ids)},
+            },
         }
 
 

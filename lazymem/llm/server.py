@@ -23,6 +23,7 @@ from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.llm.base import Completion, LLMConfig, Prompt, Sampling, error_completion, run_sync, to_messages
+from lazymem.llm.usage import engine_pass, response_usage
 
 log = logging.getLogger("lazymem.llm")
 
@@ -150,12 +151,14 @@ class OpenAIBackend:
                 return await client.chat.completions.create(**request)
 
     def _completion(self, resp, t0: float) -> Completion:
-        choice, usage = resp.choices[0], resp.usage
+        choice = resp.choices[0]
+        n_prompt, n_cached, n_out = response_usage(resp.usage)
         return Completion(
             text=choice.message.content or "",
             reasoning=reasoning_of(choice.message),
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
+            prompt_tokens=n_prompt,
+            completion_tokens=n_out,
+            cached_prompt_tokens=n_cached,
             latency_s=time.perf_counter() - t0,
             model=resp.model or self.config.model,
             finish_reason=choice.finish_reason,
@@ -195,8 +198,27 @@ class OpenAIBackend:
             if answer.completion_tokens is None or think.completion_tokens is None
             else think.completion_tokens + answer.completion_tokens
         )
+        passes = (
+            engine_pass(
+                "think", think.prompt_tokens, think.cached_prompt_tokens, think.completion_tokens, think.latency_s
+            ),
+            engine_pass(
+                "answer",
+                answer.prompt_tokens,
+                answer.cached_prompt_tokens,
+                answer.completion_tokens,
+                answer.latency_s - think.latency_s,
+                reread=f"<think>\n{trace}\n{THINK_END}\n\n",  # the assistant message it continues
+            ),
+        )
         return dataclasses.replace(
-            answer, text=text, reasoning=trace, completion_tokens=tokens, prompt_tokens=think.prompt_tokens
+            answer,
+            text=text,
+            reasoning=trace,
+            completion_tokens=tokens,
+            prompt_tokens=think.prompt_tokens,
+            cached_prompt_tokens=None,
+            passes=passes,
         )
 
     async def _one(self, client, sem: asyncio.Semaphore, prompt: Prompt, s: Sampling, key: str) -> Completion:

@@ -41,7 +41,10 @@ response" and stores nothing), ``no_facts`` (replies without an item Mem0 can st
 (each add's seconds, kept across resumes; a record holds their mean, median, P90, P95 and max), and
 ``add_errors`` with ``add_error_chunks`` (adds where Mem0 raised on a reply it got, e.g. mem0ai 2.2.1's
 AttributeError on a "memory" list holding a bare string: the add keeps what it wrote and ingestion goes
-on; an add that got no reply, a server down, still fails the question).
+on; an add that got no reply, a server down, still fails the question), and ``usage``: every extraction
+and update call's server-counted prompt, cached prompt and completion tokens, seconds and Qwen3 counts
+(``lazymem.llm.usage.MeteredCreate``), summed over the chunks it covers (``chunks``); None for a store whose
+ingestion began before it was measured. An evaluation spreads it over the questions that used the store.
 Resuming: ``progress.json`` in the store records the chunks done after each add; a process that
 died mid-chunk is continued from the recorded chunk after the memories that chunk had already
 written (metadata ``chunk`` >= that number) are deleted, so nothing is added twice (Mem0's
@@ -102,6 +105,7 @@ from typing import Any
 
 from lazymem.errors import ConfigError
 from lazymem.files import write_atomic
+from lazymem.llm.usage import USAGE_TOTALS, MeteredCreate
 from lazymem.paths import cache_root
 from lazymem.records import History, Message, Question
 from lazymem.stats import percentiles
@@ -121,6 +125,27 @@ def ingestion_record(prog: dict, built_now: bool) -> dict:
     if "add_seconds" in out:  # kept whole in progress.json; a record holds its statistics
         xs = out["add_seconds"]
         out["add_seconds"] = {**percentiles(xs), "max": max(xs) if xs else None}
+    return out
+
+
+def add_usage(usage: dict | None, before: dict | None, meter: MeteredCreate | None) -> dict | None:
+    """A store's ingestion usage (``progress.json``'s ``usage``) with one more add: what ``meter`` counted since
+    ``before``; None stays None (not measured from the first chunk), and a count the server did not give makes
+    its total None.
+
+    >>> m = MeteredCreate(None); m.totals.update(calls=2, prompt_tokens=90, seconds=1.5)
+    >>> add_usage({"calls": 1, "prompt_tokens": 40, "seconds": 1.0, "chunks": 1}, {"calls": 1, "prompt_tokens": 40,
+    ...           "seconds": 1.0}, m)
+    {'calls': 2, 'prompt_tokens': 90, 'seconds': 1.5, 'chunks': 2}
+    """
+    if usage is None or before is None or meter is None:
+        return None
+    out = dict(usage, chunks=usage.get("chunks", 0) + 1)
+    for k in usage:
+        if k == "chunks":
+            continue
+        now, was, total = meter.totals.get(k), before.get(k), usage.get(k)
+        out[k] = None if None in (now, was, total) else total + now - was
     return out
 
 
@@ -217,6 +242,7 @@ class _CountingLLM:
 
     def __init__(self, generate):
         self.generate, self.calls, self.replies = generate, 0, []
+        self.meter: MeteredCreate | None = None  # the usage of the calls under it (Mem0Store.open)
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
@@ -331,6 +357,8 @@ class Mem0Store:
         )
         counter = _CountingLLM(mem.llm.generate_response)
         mem.llm.generate_response = counter
+        counter.meter = MeteredCreate(mem.llm.client.chat.completions.create)  # every call's tokens and seconds
+        mem.llm.client.chat.completions.create = counter.meter
         self._open = (d, mem, counter)
         return mem, counter, True
 
@@ -391,11 +419,14 @@ class Mem0Store:
             leave=False,
             disable=None if self.progress is None else not self.progress,
         )
+        if "usage" not in prog:  # measured from the first chunk, or not at all (a store begun before it was)
+            prog["usage"] = None if start > 0 else {**dict.fromkeys(USAGE_TOTALS, 0), "seconds": 0.0, "chunks": 0}
         try:
             for i in range(start, len(chunks)):
                 chunk = chunks[i]
                 counter.replies.clear()
                 calls, t0 = counter.calls, time.perf_counter()
+                before = dict(counter.meter.totals) if counter.meter is not None else None
                 try:
                     out = mem.add(
                         [mem0_message(m, first_speaker) for m in chunk],
@@ -425,6 +456,7 @@ class Mem0Store:
                     prog["seconds"] += dt
                     prog.setdefault("add_seconds", []).append(round(dt, 2))  # each add's cost, across resumes
                     prog["llm_calls"] += counter.calls - calls
+                    prog["usage"] = add_usage(prog["usage"], before, counter.meter)
                 added = len(out.get("results", []))
                 counts = [extracted_count(r) for r in counter.replies]
                 prog["parse_failed"] += sum(c is None for c in counts)

@@ -39,6 +39,7 @@ from lazymem.construct import (
 )
 from lazymem.errors import ConfigError
 from lazymem.llm import Completion, Sampling
+from lazymem.llm.usage import qwen3_ready, with_qwen3
 from lazymem.pipeline.config import ROLES, PipelineConfig
 from lazymem.pipeline.methods import Method, method_class
 from lazymem.pipeline.results import QueryResult, WindowResult
@@ -187,6 +188,7 @@ class LazyMemPipeline:
         if m.retrieves and hasattr(self.retriever, "warm_up"):
             self.retriever.warm_up()
         m.warm_up()
+        qwen3_ready()  # the Qwen3 tokenizer that counts every call (lazymem.llm.usage), loaded outside any stage
         for role in roles:
             client = self.client(role)
             if callable(getattr(client, "load_inner", None)):
@@ -295,6 +297,7 @@ class LazyMemPipeline:
         raws, outputs = window_outputs(history, question, items)
         results, error = [], None
         for it, raw, out in zip(items, raws, outputs):
+            out = with_qwen3(list(it.messages), out)  # the call in Qwen3 tokens too (lazymem.llm.usage)
             think = None
             if raw is not None and out is not None:
                 raw, think = self.split_think(raw, getattr(out, "reasoning", None))
@@ -391,6 +394,7 @@ class LazyMemPipeline:
             t2 = time.perf_counter()
             out = self.client("answer").generate([prompt], self.config.answer_sampling)[0]
             timings["answer"] = time.perf_counter() - t2
+            out = with_qwen3(prompt, out)
             answer_load = self._load_s() - before
             if answer_load > 0:
                 timings["answer"] = max(0.0, timings["answer"] - answer_load)

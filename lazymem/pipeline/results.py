@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from lazymem.construct import ConstructionStats, Decision, GateVerdict
 from lazymem.llm import Completion
+from lazymem.llm.usage import call_usage
 from lazymem.retrieve import Window
 
 if TYPE_CHECKING:
@@ -123,4 +124,5 @@ def _completion_meta(c: Completion | None) -> dict | None:
         "cached": c.cached,
         "finish_reason": c.finish_reason,
         "error": c.error,
+        **call_usage(c),  # cached prompt tokens, passes, Qwen3 counts: only those known
     }

@@ -26,6 +26,11 @@ from collections.abc import Mapping, Sequence
 
 from lazymem.errors import ConfigError
 
+X_AXES = {  # pareto_figure's token axes: a row's key -> (its axis title, its short name)
+    "memory_tokens": ("answer-context memory tokens", "memory tokens"),
+    "all_call_tokens": ("all-call tokens a question (every model call, in + out)", "all-call tokens"),
+}
+
 
 def pareto_front(points: Sequence[tuple[str, float, float]]) -> list[str]:
     """Names on the frontier of (name, cost, score): no other point has cost <= and score >= with one strict."""
@@ -158,9 +163,16 @@ def pareto_figure(
     reported: Mapping[str, Mapping] | None = None,
     title: str = "Accuracy-efficiency trade-offs",
     metric_label: str | None = None,
+    tokens: str = "memory_tokens",
 ):
     """The figure (see the module docstring); rows without a score are skipped (in the evidence
     panel: rows without evidence recall).
+
+    ``tokens`` is the x-axis of the token panels (``X_AXES``): ``memory_tokens`` (what the answer model
+    reads, the paper's measure) or ``all_call_tokens`` (every model call's tokens in and out a question:
+    the memory-processing model, the answer, Mem0's ingestion spread over its questions;
+    ``lazymem.eval.usage``); rows without it are skipped, and the paper's reported points, which
+    count memory tokens, are drawn only on the memory-token axis.
 
     When the reported points' scores lie far above every measured one (the smallest reported
     more than twice the largest measured, e.g. a 135M answerer against the paper's Qwen3-32B),
@@ -168,10 +180,12 @@ def pareto_figure(
     """
     from plotly.subplots import make_subplots
 
-    label = metric_label or metric
+    if tokens not in X_AXES:
+        raise ConfigError(f"pareto_figure tokens={tokens!r}: must be one of {sorted(X_AXES)}")
+    label, (axis, short) = metric_label or metric, X_AXES[tokens]
     pts_tok, pts_lat, pts_ev = [], [], []
     for r in rows:
-        tok = r.get("memory_tokens")
+        tok = r.get(tokens)
         if tok and r.get("evidence_recall") is not None:
             pts_ev.append((point_name(r), float(tok), float(r["evidence_recall"])))
         score = r.get(metric)
@@ -185,12 +199,12 @@ def pareto_figure(
     rep = [
         (n, float(v["tokens"]), float(v["lj"]))
         for n, v in (reported or {}).items()
-        if v.get("tokens") and v.get("lj") is not None
+        if v.get("tokens") and v.get("lj") is not None and tokens == "memory_tokens"
     ]
     apart = bool(rep and pts_tok) and min(p[2] for p in rep) > 2 * max(max(p[2] for p in pts_tok), 1e-9)
-    titles = [f"{label} vs answer-context memory tokens", f"{label} vs mean end-to-end latency (bars P50-P95)"]
+    titles = [f"{label} vs {axis}", f"{label} vs mean end-to-end latency (bars P50-P95)"]
     if pts_ev:
-        titles.append("evidence recall (gold messages in memory) vs memory tokens")
+        titles.append(f"evidence recall (gold messages in memory) vs {short}")
     if apart:
         titles.append("the paper's reported points (its models)")
     col_ev, col_rep = 3, len(titles)
@@ -243,9 +257,9 @@ def pareto_figure(
         )
     if pts_ev:
         _points(fig, pts_ev, "evidence recall", "#2ca02c", col_ev, "tokens")
-        fig.update_xaxes(type="log", title_text="answer-context memory tokens (log)", row=1, col=col_ev)
+        fig.update_xaxes(type="log", title_text=f"{axis} (log)", row=1, col=col_ev)
         fig.update_yaxes(title_text="evidence recall", range=[-0.05, 1.05], row=1, col=col_ev)
-    fig.update_xaxes(type="log", title_text="answer-context memory tokens (log)", row=1, col=1)
+    fig.update_xaxes(type="log", title_text=f"{axis} (log)", row=1, col=1)
     fig.update_xaxes(title_text="mean end-to-end latency (s)", row=1, col=2)
     fig.update_yaxes(title_text=label, row=1, col=1)
     if apart:

@@ -22,6 +22,8 @@ from lazymem.eval.records.part import JsonPart
 class CallMeta(JsonPart):
     """A model call's bookkeeping without its text (``pipeline.results._completion_meta``; the judge's lacks error)."""
 
+    OMIT_IF_NONE = frozenset({"cached_prompt_tokens", "passes", "qwen3_prompt_tokens", "qwen3_completion_tokens"})
+
     model: str | None  # the model id
     prompt_tokens: int | None
     completion_tokens: int | None
@@ -29,6 +31,11 @@ class CallMeta(JsonPart):
     cached: bool | None  # served from the LLM disk cache
     finish_reason: str | None
     error: str | None = None  # why the call failed (absent in judge calls)
+    # lazymem.llm.usage.call_usage: absent in records made before them, or where the engine does not say
+    cached_prompt_tokens: int | None = None  # of the prompt tokens read, those served from a prefix cache
+    passes: tuple[Mapping[str, Any], ...] | None = None  # one object per request of a call that ran several
+    qwen3_prompt_tokens: int | None = None  # the prompt(s) read, in Qwen3 tokens
+    qwen3_completion_tokens: int | None = None  # the output, in Qwen3 tokens
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ class RunRecord(JsonPart):
     """
 
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"traceback", "memory_measures_error", "run_id", "config_sha256", "attempt", "recorded_at"}
+        {"traceback", "memory_measures_error", "usage", "run_id", "config_sha256", "attempt", "recorded_at"}
     )
 
     question_id: str
@@ -82,6 +82,8 @@ class RunRecord(JsonPart):
     judge: JudgeRecord | None = None
     memory_measures: MeasuresRecord | None = None
     memory_measures_error: str | None = None  # why the measures could not be computed
+    # every model call's tokens and seconds by stage (lazymem.eval.usage.record_usage); absent: not measured
+    usage: Mapping[str, Mapping[str, Any]] | None = None
     run_id: str | None = None  # the run that wrote the line
     config_sha256: str | None = None  # the config fingerprint it was made under (older lines lack it)
     attempt: int | None = None  # 1 + earlier error records of the question

@@ -71,6 +71,7 @@ class NanoMemoryMethod(Method):
 
     def memory(self, history, question, pool, timings) -> MethodOutput:
         """Rank sessions (timed as retrieval), one pruning call (processing)."""
+        from lazymem.llm.usage import with_qwen3
         from lazymem.pipeline.baselines import NanoMemory
         from lazymem.pipeline.results import _completion_meta
 
@@ -88,6 +89,7 @@ class NanoMemoryMethod(Method):
         prompt, sessions, fit = self._nano.fitted_prompt(question, sessions)
         out = p.client("mpm").generate([prompt], self.config.mpm_sampling)[0]
         timings["processing"] = time.perf_counter() - t1
+        out = with_qwen3(prompt, out)  # the call in Qwen3 tokens too (lazymem.llm.usage)
         gold = set(question.evidence)
         record = {
             "method": self.name,
