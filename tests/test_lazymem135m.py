@@ -1024,6 +1024,8 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
     for cfg in ("main_table_locomo.yaml", "paper_shape_locomo.yaml", "longmemeval_s_real.yaml"):
         rows = yaml.safe_load((ROOT / "configs/tables" / cfg).read_text())["rows"]
         for n, r in rows.items():
+            if n.startswith("control_"):  # a control: the default's settings with one part taken away, none its own
+                continue
             bias = r.get("pipeline.mpm_sampling.logit_bias") or (r.get("pipeline.mpm_sampling") or {}).get("logit_bias")
             if r.get("pipeline.mpm.adapter") in source and bias and r.get("pipeline.keep_prior"):
                 key = (source[r["pipeline.mpm.adapter"]], bool(r.get("pipeline.trace_independent")))
@@ -1047,3 +1049,19 @@ def test_every_keep_bias_is_the_one_chosen_for_its_adapter_on_the_development_wi
             assert card["decoding"].get("keep_prior_dense", 0.0) == kb.get("keep_prior_dense", 0.0)
         else:
             assert kb["keep_bias"] in chosen[card["shipped_from"]]
+
+
+@pytest.mark.parametrize("table", ["main_table_locomo.yaml", "paper_shape_locomo.yaml"])
+def test_each_control_row_is_the_default_with_one_part_taken_away(table):
+    """control_untrained_default_decoding: the default's row with no decision adapter; control_default_no_prior:
+    the default's row with the lexical prior off. Nothing else differs (the controls measure those parts)."""
+    import yaml
+
+    rows = yaml.safe_load((ROOT / "configs/tables" / table).read_text())["rows"]
+    default = rows["lazymem_135m_v2_v6_content"]
+
+    def diff(row: dict) -> dict:
+        return {k: (default.get(k), row.get(k)) for k in set(default) | set(row) if default.get(k) != row.get(k)}
+
+    assert diff(rows["control_untrained_default_decoding"]) == {"pipeline.mpm.adapter": ("lazymem-135m", None)}
+    assert diff(rows["control_default_no_prior"]) == {"pipeline.keep_prior": (5.0, 0.0)}

@@ -26,7 +26,7 @@ from lazymem.eval.shards import add_arguments, merge_runs, run_from_args, shard_
 from lazymem.llm import FakeBackend
 
 SPEC = "synthetic:messages=60,seed=1,histories=2,questions=5"  # 10 questions over 2 histories
-VOLATILE = {"timings", "latency_s", "recorded_at", "run_id", "pool_timings"}
+VOLATILE = {"timings", "latency_s", "recorded_at", "run_id", "pool_timings", "seconds", "seconds_by_stage"}
 
 
 def config(**kw) -> EvalConfig:

@@ -37,16 +37,20 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def summarize(
-    records: Iterable[RunRecord | Mapping], judge: str = "none", selected: Sequence[str] | None = None
+    records: Iterable[RunRecord | Mapping],
+    judge: str = "none",
+    selected: Sequence[str] | None = None,
+    file: str = "records.jsonl",
 ) -> dict:
     """The run's numbers from its records (the last record per question counts).
 
     Accuracy is the mean judge label over ok records with a label; Gate Fmt. is the share of
     MPM outputs that are a parseable array of the right length (construction_stats.n_fmt);
     gold-keep recall is gold messages kept / gold messages inside windows, over all questions.
-    Raw records (dicts) are read with ``RunRecord.from_json``.
+    Raw records (dicts) are read with ``RunRecord.from_json``; a record the summary cannot read (an ok
+    record without its question type, ...) is a LoadError naming `file`, the record and the field.
     """
-    latest = latest_records(RunRecord.of(r) for r in records)
+    latest = latest_records(check_records(records, file))
     if selected is not None:
         latest = {i: latest[i] for i in selected if i in latest}
     ok = [r for r in latest.values() if r.ok]
