@@ -585,9 +585,6 @@ def resume(
     if not old_manifest and records_path.exists() and records_path.stat().st_size > 0:
         raise UnmanifestedRecordsError(out)
     existing, truncated = load_records(records_path)
-    from lazymem.eval.scoring import check_records  # late: scoring reads this module
-
-    check_records(existing, str(records_path))  # what the summary reads (an ok record's question type, ...)
     check_run_folder(out, old_manifest, existing, identity)
     # Keep one line per question: its ok record. Error records (to redo) move to errors.jsonl.
     latest = latest_records(existing)
