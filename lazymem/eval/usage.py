@@ -34,17 +34,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lazymem.eval.records import CallMeta, RunRecord
+from lazymem.llm.usage import USAGE_TOTALS
 
 STAGES = ("mpm", "answer", "judge", "ingestion")  # a record's usage stages
-COUNTS = (
-    "calls",
-    "prompt_tokens",
-    "cached_prompt_tokens",
-    "completion_tokens",
-    "seconds",
-    "qwen3_prompt_tokens",
-    "qwen3_completion_tokens",
-)
+COUNTS = USAGE_TOTALS  # a stage's counts: the ones a call meter totals (lazymem.llm.usage)
 QUERY_STAGES = ("mpm", "answer", "ingestion")  # what answering a question costs (the judge is the evaluation's)
 
 
