@@ -409,7 +409,7 @@ def _evaluate(
         if bar is not None:
             bar.close()
         records, _ = load_records(records_path)
-        summary = summarize(records, config.judge, selected=[q.id for q in questions])
+        summary = summarize(records, config.judge, selected=[q.id for q in questions], file=str(records_path))
         summary["dataset"] = dataset.name
         if dataset.errata_sha256:  # LoCoMo with errata: every measure also against the corrected gold
             summary["audited"] = audited_summary(records, dataset, selected=[q.id for q in questions])
