@@ -590,6 +590,17 @@ class LLMClient(Protocol):
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]: ...
 
 
+def generate_each(client: LLMClient, prompts: Sequence[Prompt], samplings: Sequence[Sampling]) -> list[Completion]:
+    """One completion per (prompt, sampling): the client's own ``generate_each`` where it has one (llama.cpp
+    decodes them in one batch), else one ``generate`` call a prompt."""
+    if not prompts:
+        return []
+    each = getattr(client, "generate_each", None)
+    if each is not None:
+        return each(list(prompts), list(samplings))
+    return [client.generate([p], s)[0] for p, s in zip(prompts, samplings, strict=True)]
+
+
 def cpu_backend(model: str) -> str:
     """The fastest installed in-process engine for ``model``: 'llamacpp' for a GGUF model where
     llama-cpp-python is installed (several times faster on CPU), else 'transformers'.

@@ -33,7 +33,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from lazymem.llm.base import Completion, LLMClient, Prompt, Sampling, to_messages
+from lazymem.llm.base import Completion, LLMClient, Prompt, Sampling, generate_each, to_messages
 from lazymem.secrets import redact
 
 
@@ -152,6 +152,18 @@ class CachedClient:
         if misses:
             self.load_inner()
         fresh = self.inner.generate([prompts[i] for i in misses], sampling) if misses else []
+        return self._merge(requests, keys, hits, misses, fresh)
+
+    def generate_each(self, prompts: Sequence[Prompt], samplings: Sequence[Sampling]) -> list[Completion]:
+        """One completion per (prompt, sampling), the misses in one call of the inner client's
+        ``generate_each`` (or one ``generate`` each where it has none)."""
+        requests = [self._request(p, s) for p, s in zip(prompts, samplings, strict=True)]
+        keys = [self.key_of(r) for r in requests]
+        hits = self._lookup(sorted(set(keys)))
+        misses = [i for i, k in enumerate(keys) if k not in hits]
+        if misses:
+            self.load_inner()
+        fresh = generate_each(self.inner, [prompts[i] for i in misses], [samplings[i] for i in misses])
         return self._merge(requests, keys, hits, misses, fresh)
 
     async def agenerate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:

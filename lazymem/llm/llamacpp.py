@@ -246,7 +246,8 @@ class LlamaCppBackend:
     several questions generating at once, run side by side. Each instance reuses the KV cache of the
     prefix its prompt shares with its previous one (the system prompt and instructions)."""
 
-    OPTIONS = ("quant", "n_ctx", "content_adapter")  # extra_body keys this backend takes
+    OPTIONS = ("quant", "n_ctx", "content_adapter", "decode")  # extra_body keys this backend takes
+    DECODES = ("sequential", "batched")  # extra_body.decode: one prompt per instance, or lazymem.llm.llamacpp_batch
 
     def __init__(self, config: LLMConfig):
         self.config = config
@@ -256,9 +257,17 @@ class LlamaCppBackend:
             raise ConfigError(f"LLMConfig.extra_body {unknown}: backend 'llamacpp' takes {list(self.OPTIONS)}")
         self.identity = {**config.identity(), "quant": self._quant()}
         self.content_adapter = (config.extra_body or {}).get("content_adapter")  # checked by LLMConfig
+        self.decode = (config.extra_body or {}).get("decode", "sequential")
+        if self.decode not in self.DECODES:
+            raise ConfigError(
+                f"LLMConfig.extra_body.decode={self.decode!r}: backend 'llamacpp' takes one of {self.DECODES}"
+            )
+        self._batch: dict[bool, Any] = {}  # BatchContext by content (True: the content adapter's)
+        self._batch_lock = threading.Lock()
         threads = config.num_threads or max(1, min(len(usable_cores()), 8))  # a local job's share, not the machine
         self.n_instances = max(1, min(config.batch_size, threads))
         self.threads_per_instance = max(1, threads // self.n_instances)
+        self.threads = threads
         self._tok = None
         self._free: queue.Queue | None = None
         self._content: queue.Queue | None = None  # the content adapter's instances (extra_body.content_adapter)
@@ -446,6 +455,67 @@ class LlamaCppBackend:
             passes=passes,
         )
 
+    def batch_context(self, content: bool = False) -> Any:
+        """The ``BatchContext`` over the decision model's weights (``content``: the content adapter's),
+        made on first use (``extra_body.decode: batched``)."""
+        from lazymem.llm.llamacpp_batch import BatchContext
+
+        self.load()
+        with self._lock:
+            if content not in self._batch:
+                pool = self._content if content else self._free
+                llm = pool.get()  # its weights and detokenizer; the instance goes back to the pool
+                pool.put(llm)
+                self._batch[content] = BatchContext(llm, n_threads=self.threads)
+            return self._batch[content]
+
+    def _batched(self, texts: Sequence[str], samplings: Sequence[Sampling]) -> list[Completion]:
+        from lazymem.llm.llamacpp_batch import decode_prompts
+
+        try:
+            with self._batch_lock:
+                return decode_prompts(self, texts, samplings)
+        except Exception as e:  # every prompt of the batch fails together
+            log.exception("%s: batch of %d prompts failed", self.model_id, len(texts))
+            return [error_completion(e, self.model_id) for _ in texts]
+
+    def _batchable(self, samplings: Sequence[Sampling]) -> bool:
+        """Whether ``extra_body.decode: batched`` applies: greedy decoding without stop strings."""
+        return self.decode == "batched" and all(s.greedy and not s.stop for s in samplings)
+
+    def generate_each(self, prompts: Sequence[Prompt], samplings: Sequence[Sampling]) -> list[Completion]:
+        """One completion per (prompt, sampling): the windows of a question, each under its own grammar
+        and prior, in one multi-sequence batch (``extra_body.decode: batched``) or side by side on the
+        instances."""
+        if len(prompts) != len(samplings):
+            raise ConfigError(f"generate_each: {len(prompts)} prompts for {len(samplings)} samplings")
+        if not prompts:
+            return []
+        for s in samplings:
+            self._check(s)
+        texts = [self.render(p) for p in prompts]
+        if self._batchable(samplings):
+            return self._batched(texts, samplings)
+        if self.n_instances == 1 or len(texts) == 1:
+            return [self._safe(t, s) for t, s in zip(texts, samplings)]
+        with ThreadPoolExecutor(min(self.n_instances, len(texts))) as pool:
+            return list(pool.map(lambda ts: self._safe(*ts), zip(texts, samplings)))
+
+    def _check(self, sampling: Sampling) -> None:
+        """Refuse a sampling this backend cannot decode, and compile its grammars (a bad schema raises here)."""
+        require_followed_trace(sampling)
+        if self.content_adapter is not None and self._follows(sampling) is None:
+            raise ConfigError(
+                "LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
+                "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
+                "structured_trace); this sampling has no such trace"
+            )
+        if (lines := self._follows(sampling)) is not None:
+            self._trace_grammar(lines)
+            self._grammar(sampling, [None] * lines)
+        elif sampling.json_schema is not None or sampling.grounded is not None:
+            self._grammar(sampling)
+
     def _safe(self, text: str, s: Sampling) -> Completion:
         try:
             return self._one(text, s)
@@ -456,19 +526,10 @@ class LlamaCppBackend:
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
         if not prompts:
             return []
-        require_followed_trace(sampling)
-        if self.content_adapter is not None and self._follows(sampling) is None:
-            raise ConfigError(
-                "LLMConfig.extra_body.content_adapter writes the array pass of a decoding whose array "
-                "follows its <think> trace (a trace-following decision schema: pipeline.structured and "
-                "structured_trace); this sampling has no such trace"
-            )
+        self._check(sampling)  # a bad schema raises here, for every prompt
         texts = [self.render(p) for p in prompts]
-        if (lines := self._follows(sampling)) is not None:  # a bad schema raises here, for every prompt
-            self._trace_grammar(lines)
-            self._grammar(sampling, [None] * lines)
-        elif sampling.json_schema is not None or sampling.grounded is not None:
-            self._grammar(sampling)
+        if self._batchable([sampling]):
+            return self._batched(texts, [sampling] * len(texts))
         if self.n_instances == 1 or len(texts) == 1:
             return [self._safe(t, sampling) for t in texts]
         with ThreadPoolExecutor(min(self.n_instances, len(texts))) as pool:

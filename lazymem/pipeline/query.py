@@ -39,6 +39,7 @@ from lazymem.construct import (
 )
 from lazymem.errors import ConfigError
 from lazymem.llm import Completion, Sampling
+from lazymem.llm.base import generate_each
 from lazymem.llm.usage import qwen3_ready, with_qwen3
 from lazymem.pipeline.config import ROLES, PipelineConfig
 from lazymem.pipeline.methods import Method, method_class
@@ -240,9 +241,9 @@ class LazyMemPipeline:
         for i, n in enumerate(n_decisions):
             groups.setdefault((n, texts[i] if s.grounded else None, priors[i] if priors else None), []).append(i)
 
-        def run(key: Any) -> list[Completion]:
+        def sampling_of(key: Any) -> Sampling:
             n, grounded, prior = key
-            sampling = window_sampling(
+            return window_sampling(
                 c.mpm_sampling,
                 n,
                 structured=s.structured,
@@ -253,7 +254,15 @@ class LazyMemPipeline:
                 schema_max_reason=s.schema_max_reason,
                 independent=s.trace_independent,
             )
-            return client.generate([prompts[i] for i in groups[key]], sampling)
+
+        if c.mpm.backend == "llamacpp" and (c.mpm.extra_body or {}).get("decode") == "batched":
+            # every window in one multi-sequence batch, each under its own grammar and prior
+            keys = {i: key for key, idx in groups.items() for i in idx}
+            samplings = {key: sampling_of(key) for key in groups}
+            return generate_each(client, list(prompts), [samplings[keys[i]] for i in range(len(prompts))])
+
+        def run(key: Any) -> list[Completion]:
+            return client.generate([prompts[i] for i in groups[key]], sampling_of(key))
 
         out: list[Completion | None] = [None] * len(prompts)
         # A schema fixes the item count and grounding the texts, so such windows need separate calls; a
