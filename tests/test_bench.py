@@ -102,7 +102,7 @@ def test_bench_pipeline_on_llamacpp_with_the_shipped_adapter(tmp_path):
         "configs/eval/demo.yaml",
         overrides=["pipeline.mpm_sampling.max_tokens=48"],
         limit=1,
-        engine_names=["llamacpp", "llamacpp_parallel"],
+        engine_names=["llamacpp", "llamacpp_parallel", "llamacpp_batched"],
         do_cold_warm=False,
         out=tmp_path / "b.json",
         figure_dir=None,
@@ -110,9 +110,45 @@ def test_bench_pipeline_on_llamacpp_with_the_shipped_adapter(tmp_path):
     )
     one, par = res["engines"]["llamacpp"], res["engines"]["llamacpp_parallel"]
     assert one["windows"] == par["windows"] > 0 and not one["errors"] and not par["errors"]
-    # instances side by side decode each window as one instance does (greedy, same GGUF)
-    agree = res["agreement_with_reference"]["llamacpp_parallel"]
-    assert agree["identical_memories"] == agree["questions"] == 1
+    # instances side by side, and one batch of windows, decode each window as one instance does (greedy, same GGUF)
+    for name in ("llamacpp_parallel", "llamacpp_batched"):
+        agree = res["agreement_with_reference"][name]
+        assert agree["identical_memories"] == agree["questions"] == 1, name
+    # each engine's tokens and its one-sequence limit, from the measured rates
+    rates, bound = res["rates"], one["decode_bound"]
+    assert rates["prefill_tokens_per_s"] > 0 and rates["decode_s_per_token"] > 0
+    q = one["per_question"][0]
+    assert bound["generated_tokens"] == q["generated_tokens"] > 0
+    assert 0 < q["evaluated_prompt_tokens"] <= q["prompt_tokens"]
+    want = (
+        q["generated_tokens"] * rates["decode_s_per_token"]
+        + q["evaluated_prompt_tokens"] / rates["prefill_tokens_per_s"]
+    )
+    assert bound["limit_s"] == pytest.approx(want, abs=0.01)
+
+
+def test_decode_bound_is_tokens_at_the_measured_rates():
+    from lazymem.bench.pipeline import decode_bound
+
+    stats = {
+        "per_question": [
+            {"generated_tokens": 100, "evaluated_prompt_tokens": 600, "prompt_tokens": 900},
+            {"generated_tokens": 300, "evaluated_prompt_tokens": 200, "prompt_tokens": 900},
+        ],
+        "stages": {"processing": {"mean": 6.0}},
+    }
+    b = decode_bound(stats, {"decode_s_per_token": 0.01, "prefill_tokens_per_s": 400.0})
+    assert (b["decode_s"], b["prefill_s"], b["limit_s"], b["processing_over_limit"]) == (2.0, 1.0, 3.0, 2.0)
+    stats["per_question"][0]["generated_tokens"] = None  # an engine that does not count: no limit, not 0
+    assert decode_bound(stats, {"decode_s_per_token": 0.01, "prefill_tokens_per_s": 400.0}) is None
+
+
+def test_bench_pipeline_takes_a_results_table_cell_and_names_the_choices(capsys):
+    from lazymem.cli import main
+
+    rc = main(["bench", "pipeline", "--config", "configs/tables/main_table_locomo.yaml", "--cell", "locomo_paper/nope"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--cell 'locomo_paper/nope'" in err and "lazymem_135m_v2_v6_content" in err, err
 
 
 def test_bench_embedding_compares_orders_batches_and_the_query_path(shared_data, tmp_path):

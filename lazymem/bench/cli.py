@@ -30,9 +30,23 @@ def cmd_bench_retrieval(args, retrieval_config) -> int:
 def cmd_bench_pipeline(args) -> int:
     from lazymem.bench.pipeline import bench_pipeline
 
+    config, overrides = args.config, list(args.set)
+    if args.cell:  # a cell of a results table: its base recipe with the set's and the row's overrides
+        from lazymem.errors import ConfigError
+        from lazymem.eval.table import EvalTableConfig
+        from lazymem.train.recipe import build_recipe
+        from lazymem.yamlio import read_mapping
+
+        table = build_recipe(EvalTableConfig, read_mapping(args.config), args.config)
+        set_name, _, row = args.cell.partition("/")
+        if set_name not in table.sets or row not in table.rows:
+            raise ConfigError(
+                f"{args.config}: --cell {args.cell!r}: sets are {sorted(table.sets)}, rows are {sorted(table.rows)}"
+            )
+        config, overrides = table.base, [*table.cell_overrides(set_name, row), *overrides]
     bench_pipeline(
-        args.config,
-        overrides=args.set,
+        config,
+        overrides=overrides,
         limit=args.limit,
         engine_names=[e for e in args.engines.split(",") if e] if args.engines else None,
         threads=args.threads,
@@ -99,12 +113,19 @@ def add_bench_parser(sub, retrieval_opts, retrieval_config) -> None:
     )
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value")
     s.add_argument(
+        "--cell",
+        default=None,
+        metavar="SET/ROW",
+        help="with --config a results table (configs/tables/*.yaml): bench that cell (its base, set and row)",
+    )
+    s.add_argument(
         "--limit", type=int_in(0, MAX_QUESTIONS), default=None, help="questions (default: the config's limit)"
     )
     s.add_argument(
         "--engines",
         default=None,
-        help="comma list of transformers_sequential, transformers_batched, llamacpp, llamacpp_parallel (default: all)",
+        help="comma list of transformers_sequential, transformers_batched, llamacpp, llamacpp_parallel, "
+        "llamacpp_batched (default: all)",
     )
     s.add_argument(
         "--threads", type=int_in(1, MAX_THREADS), default=None, help="CPU threads of every engine (default: all cores)"

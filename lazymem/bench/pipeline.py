@@ -42,7 +42,7 @@ def engines(threads: int, batch_size: int) -> dict[str, dict]:
     """The engines compared, as overrides of each in-process role's LLMConfig.
 
     >>> sorted(engines(2, 4))
-    ['llamacpp', 'llamacpp_parallel', 'transformers_batched', 'transformers_sequential']
+    ['llamacpp', 'llamacpp_batched', 'llamacpp_parallel', 'transformers_batched', 'transformers_sequential']
     >>> engines(2, 4)["llamacpp_parallel"]["batch_size"]
     2
     """
@@ -53,16 +53,24 @@ def engines(threads: int, batch_size: int) -> dict[str, dict]:
         "llamacpp": {"backend": "llamacpp", "batch_size": 1, "num_threads": threads},
         # one instance per thread: windows side by side (of one question or several)
         "llamacpp_parallel": {"backend": "llamacpp", "batch_size": threads, "num_threads": threads},
+        # a question's windows in one multi-sequence batch on every thread (lazymem.llm.llamacpp_batch);
+        # the memory model only (extra_body.decode), the answer model as llamacpp
+        "llamacpp_batched": {"backend": "llamacpp", "batch_size": 1, "num_threads": threads, "decode": "batched"},
     }
 
 
 def _engine_config(pipeline, overrides: dict):
     """The pipeline config with the engine in every in-process role (an endpoint role is kept)."""
     repl = {}
+    overrides = dict(overrides)
+    decode = overrides.pop("decode", None)
     for role in ("mpm", "answer"):
         cfg = getattr(pipeline, role)
         if cfg is not None and cfg.backend in ("auto", "transformers", "llamacpp"):
-            repl[role] = dataclasses.replace(cfg, cache_dir=None, **overrides)
+            extra = dict(cfg.extra_body or {})
+            if decode is not None and role == "mpm":
+                extra["decode"] = decode
+            repl[role] = dataclasses.replace(cfg, cache_dir=None, extra_body=extra or None, **overrides)
     return dataclasses.replace(pipeline, **repl)
 
 
@@ -87,6 +95,7 @@ def run_engine(name: str, pipeline, retriever, items: Sequence, progress: bool =
     for history, q in items:
         r = pipe.answer(history, q)
         per_q.append({k: round(r.timings.get(k, 0.0), 3) for k in (*STAGES, "total")})
+        per_q[-1].update(mpm_tokens(r.windows))
         decided.append(
             [[d.op for d in w.verdict.decisions] if w.verdict is not None and w.verdict.ok else None for w in r.windows]
         )
@@ -109,6 +118,80 @@ def run_engine(name: str, pipeline, retriever, items: Sequence, progress: bool =
         "errors": errors,
     }
     return out, decided, memories
+
+
+def mpm_tokens(windows: Sequence) -> dict:
+    """A question's memory-model tokens over its windows: generated, prompt tokens read, and of those the
+    ones evaluated (not taken from a cached prefix); None where a count is unknown."""
+    from lazymem.llm.usage import cached_prompt_tokens, completion_tokens_written, prompt_tokens_read
+
+    calls = [w.output for w in windows if getattr(w, "output", None) is not None]
+    gen = [completion_tokens_written(c) for c in calls]
+    read = [prompt_tokens_read(c) for c in calls]
+    cached = [cached_prompt_tokens(c) or 0 for c in calls]
+    known = all(v is not None for v in gen + read)
+    return {
+        "generated_tokens": sum(gen) if known else None,
+        "prompt_tokens": sum(read) if known else None,
+        "evaluated_prompt_tokens": sum(r - c for r, c in zip(read, cached)) if known else None,
+    }
+
+
+def engine_rates(mpm, threads: int, prompt: int = 512, steps: int = 64) -> dict:
+    """The memory model's one-sequence rates on llama.cpp with ``threads`` threads: prefill (tokens a second,
+    a ``prompt``-token batch) and decode (seconds a token, ``steps`` single tokens after it)."""
+    import llama_cpp
+
+    from lazymem.llm.gguf_build import gguf_for
+    from lazymem.llm.llamacpp import new_llama
+
+    quant = (mpm.extra_body or {}).get("quant", "q8_0")
+    llm = new_llama(
+        llama_cpp,
+        model_path=str(gguf_for(mpm.model, mpm.adapter, quant)),
+        n_ctx=2048,
+        n_threads=threads,
+        n_batch=512,
+        seed=0,
+        verbose=False,
+    )
+    try:
+        llm.eval([1000 + i for i in range(8)])  # warm
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval([1000 + i % 4000 for i in range(prompt)])
+        prefill = prompt / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for i in range(steps):
+            llm.eval([2000 + i])
+        decode = (time.perf_counter() - t0) / steps
+    finally:
+        llm.close()
+    return {"prefill_tokens_per_s": round(prefill, 1), "decode_s_per_token": round(decode, 5), "threads": threads}
+
+
+def decode_bound(stats: dict, rates: dict) -> dict | None:
+    """An engine's one-sequence limit a question: its generated tokens at the measured decode rate plus its
+    evaluated prompt tokens at the measured prefill rate (what one sequence at a time cannot beat; batched
+    decoding can go under its decode part), and the ratio of its processing seconds to it."""
+    rows = stats["per_question"]
+    if not rows or any(r.get("generated_tokens") is None for r in rows):
+        return None
+    n = len(rows)
+    gen = sum(r["generated_tokens"] for r in rows) / n
+    evaluated = sum(r["evaluated_prompt_tokens"] for r in rows) / n
+    decode_s = gen * rates["decode_s_per_token"]
+    prefill_s = evaluated / rates["prefill_tokens_per_s"]
+    processing = stats["stages"]["processing"]["mean"]
+    return {
+        "generated_tokens": round(gen, 1),
+        "evaluated_prompt_tokens": round(evaluated, 1),
+        "prompt_tokens": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
+        "decode_s": round(decode_s, 2),
+        "prefill_s": round(prefill_s, 2),
+        "limit_s": round(decode_s + prefill_s, 2),
+        "processing_over_limit": round(processing / (decode_s + prefill_s), 2),
+    }
 
 
 def _agreement(ref: tuple, other: tuple) -> dict:
@@ -341,6 +424,11 @@ def bench_pipeline(
             if result["engines"][n]["stages"]["processing"]["mean"]
         }
         result["agreement_with_reference"] = {n: _agreement(kept[ref], kept[n]) for n in ran if n != ref}
+        if any(table[n]["backend"] == "llamacpp" for n in ran):
+            result["rates"] = engine_rates(config.pipeline.mpm, threads)
+            for n in ran:
+                if table[n]["backend"] == "llamacpp":
+                    result["engines"][n]["decode_bound"] = decode_bound(result["engines"][n], result["rates"])
     if do_cold_warm:
         result["cold_warm"] = cold_warm(config_path, [*overrides, *([f"limit={limit}"] if limit else [])], progress)
     from lazymem.runinfo import package_versions
@@ -379,6 +467,21 @@ def summary(result: dict) -> str:
             f"{s['answer']['mean']:>9.1f}{s['total']['mean']:>9.1f}{result['speedup'][name]:>7.2f}"
             f"{e['gate_ok']:>5}/{e['windows']}"
         )
+    if result.get("rates"):
+        r = result["rates"]
+        lines.append(
+            f"memory model, one sequence on {r['threads']} threads: prefill {r['prefill_tokens_per_s']:.0f} "
+            f"tokens/s, decode {r['decode_s_per_token'] * 1000:.1f} ms a token"
+        )
+    for name, e in result["engines"].items():
+        b = e.get("decode_bound")
+        if b:
+            lines.append(
+                f"{name}: {b['generated_tokens']:.0f} tokens generated, {b['evaluated_prompt_tokens']:.0f} of "
+                f"{b['prompt_tokens']:.0f} prompt tokens evaluated a question; one-sequence limit "
+                f"{b['limit_s']:.1f} s (decode {b['decode_s']:.1f} + prefill {b['prefill_s']:.1f}); processing "
+                f"{b['processing_over_limit']:.2f}x it"
+            )
     for name, a in result.get("agreement_with_reference", {}).items():
         lines.append(
             f"{name} vs {result['reference']}: decisions identical in {a['identical_decisions']} of "
