@@ -301,13 +301,16 @@ def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_cla
     card = PipelineConfig.from_dict({"mpm": mpm, "mpm_decoding": "card", "mpm_sampling": {"max_tokens": 1536}})
     written = PipelineConfig.from_dict(
         {
-            "mpm": {**mpm, "extra_body": {"content_adapter": writer}},
+            "mpm": {**mpm, "extra_body": {"content_adapter": writer, "decode": "batched"}},
             **fields,
             "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}},
         }
     )
     assert card == written and card.to_dict() == written.to_dict() and "mpm_decoding" not in card.to_dict()
-    assert card.mpm.extra_body == {"content_adapter": writer}
+    # on llama.cpp the windows of a question decode in one batch (the same decisions: tests/test_llamacpp_batch.py)
+    assert card.mpm.extra_body == {"content_adapter": writer, "decode": "batched"}
+    one = {**mpm, "extra_body": {"decode": "sequential"}}
+    assert PipelineConfig.from_dict({"mpm": one, "mpm_decoding": "card"}).mpm.extra_body["decode"] == "sequential"
     hf = PipelineConfig.from_dict(
         {"mpm": {**mpm, "backend": "transformers", "extra_body": {"content_adapter": writer}}, "mpm_decoding": "card"}
     )  # saying the card's writer again is no clash
@@ -319,11 +322,12 @@ def test_mpm_decoding_card_reads_the_shipped_adapters_decoding_and_refuses_a_cla
             "mpm_sampling": {"max_tokens": 1536},
         }
     )  # null: its decisions, its own contents
+    batched = {**mpm, "extra_body": {"decode": "batched"}}
     assert (
-        own.mpm.extra_body is None
+        own.mpm.extra_body == {"decode": "batched"}
         and own.to_dict()
         == PipelineConfig.from_dict(
-            {"mpm": mpm, **fields, "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}}}
+            {"mpm": batched, **fields, "mpm_sampling": {"max_tokens": 1536, "logit_bias": {" KEEP": bias}}}
         ).to_dict()
     )
     with pytest.raises(ConfigError, match="content_adapter: 'lazymem-135m-v1'"):

@@ -68,8 +68,9 @@ def _engine_config(pipeline, overrides: dict):
         cfg = getattr(pipeline, role)
         if cfg is not None and cfg.backend in ("auto", "transformers", "llamacpp"):
             extra = dict(cfg.extra_body or {})
-            if decode is not None and role == "mpm":
-                extra["decode"] = decode
+            extra.pop("decode", None)  # the engine's own (mpm_decoding: card sets batched on llama.cpp)
+            if role == "mpm" and overrides.get("backend") == "llamacpp":
+                extra["decode"] = decode or "sequential"
             repl[role] = dataclasses.replace(cfg, cache_dir=None, extra_body=extra or None, **overrides)
     return dataclasses.replace(pipeline, **repl)
 

@@ -110,10 +110,14 @@ class BatchContext:
         return n_prompt + max_tokens <= self.stream
 
     def close(self) -> None:
-        if self.batch is not None:
+        if getattr(self, "batch", None) is not None:
             self.lc.llama_batch_free(self.batch)
             self.batch = None
-        self.ctx.close()
+        if getattr(self, "ctx", None) is not None:
+            self.ctx.close()
+
+    def __del__(self) -> None:
+        self.close()
 
     # the batch
 

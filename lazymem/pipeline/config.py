@@ -372,7 +372,8 @@ def _read_card(name: str) -> tuple[Path, dict]:
 
 def _card_writer(mpm: Any, adapter: str) -> Any:
     """``mpm`` with the content adapter the card of ``adapter`` names (``shipped_writer``) in its
-    ``extra_body.content_adapter``; None where the card names none. The in-process engines run it; another engine,
+    ``extra_body.content_adapter``; None where the card names none; on llama.cpp also ``extra_body.decode: batched``
+    (a config's own ``decode`` stays). The in-process engines run it; another engine,
     or a config naming another content adapter, is refused (write the decoding out instead). A config setting
     ``content_adapter: null`` gets the card's decoding without it: the version's decisions with its own contents."""
     writer = shipped_writer(adapter)
@@ -384,6 +385,8 @@ def _card_writer(mpm: Any, adapter: str) -> Any:
         backend, extra = mpm.get("backend", "transformers"), dict(mpm.get("extra_body") or {})
         if backend == "auto":
             backend = cpu_backend(mpm.get("model", "smollm2-offline"))
+    if backend == "llamacpp":  # a question's windows in one batch: the same decisions (lazymem.llm.llamacpp_batch)
+        extra.setdefault("decode", "batched")
     if "content_adapter" in extra and extra["content_adapter"] is None:  # the card's decoding without its writer
         extra.pop("content_adapter")
         return _with_extra(mpm, extra or None)
