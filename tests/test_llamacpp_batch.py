@@ -95,6 +95,25 @@ def test_batched_decoding_of_one_sampling_for_many_prompts_matches_one_at_a_time
     assert [c.text for c in batched.generate(prompts, s)] == [c.text for c in one.generate(prompts, s)]
 
 
+@pytest.mark.slow
+def test_a_window_too_long_for_a_stream_is_decoded_one_at_a_time(monkeypatch):
+    pytest.importorskip("llama_cpp")
+    from lazymem.llm import llamacpp_batch
+
+    prompts, samplings = _windows()
+    want = generate_each(_client("sequential"), prompts, samplings)
+    small = _client("batched")
+    _, tok = small.load()
+    n = len(tok(small.render(prompts[0]), add_special_tokens=False)["input_ids"])
+    monkeypatch.setattr(llamacpp_batch, "STREAM_CELLS", n + 400 + llamacpp_batch.SLACK - 1)  # one token short
+    assert small.batch_context().stream < n + 400 + llamacpp_batch.SLACK
+    got = generate_each(small, prompts, samplings)
+    long = [len(tok(small.render(p), add_special_tokens=False)["input_ids"]) >= n for p in prompts]
+    assert long[:2] == [True, True]  # the dog windows go one at a time: the one-at-a-time engine's very text
+    assert [g.text for g, x in zip(got, long) if x] == [w.text for w, x in zip(want, long) if x]
+    assert got[1].passes is not None  # its writer ran (one at a time), not skipped as in a batch
+
+
 def test_a_writer_pass_is_skipped_only_where_the_grammar_leaves_nothing_to_write():
     prompt = _prompt()
     s = Sampling(json_schema=decision_schema(3, None, 0, think=True), grounded=window_texts(prompt))

@@ -39,6 +39,7 @@ from lazymem.llm.base import Completion, Sampling
 
 STREAM_CELLS = 3072  # KV cells of one sequence: a window prompt and its max_tokens (1,536 by default)
 MAX_SEQS = 12  # sequences decoded side by side (sequence 0, the shared prefix, is one more)
+SLACK = 64  # tokens a trace may gain when re-tokenized for the array pass
 
 Processor = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -78,12 +79,13 @@ class BatchContext:
     (``llama_memory_seq_cp`` copies whole streams) and cutting it where they part. Not thread-safe: one
     ``run`` at a time."""
 
-    def __init__(self, llm: Any, n_threads: int, stream: int = STREAM_CELLS, max_seqs: int = MAX_SEQS):
+    def __init__(self, llm: Any, n_threads: int, stream: int | None = None, max_seqs: int = MAX_SEQS):
         import llama_cpp
         from llama_cpp import _internals
 
         self.lc, self.llm = llama_cpp, llm
         self.max_seqs = max(1, min(max_seqs, llama_cpp.llama_max_parallel_sequences() - 1))
+        stream = stream or STREAM_CELLS
         params = type(llm.context_params).from_buffer_copy(llm.context_params)  # the instance's settings
         params.n_ctx = stream * (self.max_seqs + 1)
         params.n_batch = params.n_ubatch = 512
@@ -289,7 +291,27 @@ def forced_array(s: Sampling, ops: Sequence[str | None]) -> str | None:
 def decode_prompts(backend: Any, texts: Sequence[str], samplings: Sequence[Sampling]) -> list[Completion]:
     """Every rendered prompt decoded greedily as ``LlamaCppBackend`` decodes one (its grammar, logit bias,
     trace prior, and for a trace-following schema the array pass after the trace, by the content adapter
-    where there is one), all prompts of a pass in one ``BatchContext.run``."""
+    where there is one), all prompts of a pass in one ``BatchContext.run``. A prompt whose tokens and
+    ``max_tokens`` do not fit a sequence's stream is decoded one at a time on an instance, as before."""
+    _, tok = backend.load()
+    stream = backend.batch_context(False).stream
+    fit = [
+        len(tok(t, add_special_tokens=False)["input_ids"]) + s.max_tokens + SLACK <= stream
+        for t, s in zip(texts, samplings)
+    ]
+    out: list[Completion | None] = [None] * len(texts)
+    idx = [i for i, f in enumerate(fit) if f]
+    if idx:
+        for i, c in zip(idx, _decode_batch(backend, [texts[i] for i in idx], [samplings[i] for i in idx])):
+            out[i] = c
+    for i, c in enumerate(out):
+        if c is None:  # too long for a stream, or its array pass would not fit after its trace
+            out[i] = backend._safe(texts[i], samplings[i])
+    return out  # type: ignore[return-value]
+
+
+def _decode_batch(backend: Any, texts: Sequence[str], samplings: Sequence[Sampling]) -> list[Completion | None]:
+    """``decode_prompts`` for prompts that fit; None for one whose array pass does not fit after its trace."""
     import time
 
     from lazymem.llm.base import bias_token_ids
@@ -318,6 +340,7 @@ def decode_prompts(backend: Any, texts: Sequence[str], samplings: Sequence[Sampl
     main.run(firsts, time.perf_counter)
     outs = [_text(main.llm, j) for j in firsts]
     arrays: dict[int, tuple[Job, str]] = {}  # prompt -> its array pass and the trace it follows
+    redo: set[int] = set()  # prompts whose array pass does not fit a stream after the trace
     for i, (job, s) in enumerate(zip(firsts, samplings)):
         if backend._follows(s) is None:
             continue
@@ -333,12 +356,19 @@ def decode_prompts(backend: Any, texts: Sequence[str], samplings: Sequence[Sampl
             bias = bias_token_ids(tok, s.logit_bias) if s.logit_bias else None
             procs = [bias_processor(bias)] if bias else []
             grammar = backend._grammar(s, ops)
-            arrays[i] = (Job(ids, _cap(backend, ids, s.max_tokens - len(job.out)), grammar, procs), trace)
+            array = Job(ids, _cap(backend, ids, s.max_tokens - len(job.out)), grammar, procs)
+            if not writer.fits(len(array.ids), array.max_tokens):
+                redo.add(i)
+                continue
+            arrays[i] = (array, trace)
         elif job.finish == "stop":
             job.finish = "length"  # the trace took every token: the array was never written
     writer.run([a for a, _ in arrays.values()], time.perf_counter)
-    result = []
+    result: list[Completion | None] = []
     for i, job in enumerate(firsts):
+        if i in redo:
+            result.append(None)
+            continue
         text, done, finish, passes, seconds = outs[i], len(job.out), job.finish, None, job.seconds
         if i in arrays:
             array, trace = arrays[i]
