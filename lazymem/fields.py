@@ -20,9 +20,13 @@ lazymem.errors.ConfigError: Demo.n=0: must be an integer >= 1
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
-from lazymem.errors import ConfigError
+from lazymem.errors import ConfigError, check_fields
+
+T = TypeVar("T")
 
 
 def h(text: str, **extra: Any) -> dict[str, Any]:
@@ -51,3 +55,25 @@ def require(ok: bool, where: str, name: str, value: Any, allowed: str) -> None:
     """
     if not ok:
         raise ConfigError(f"{where}.{name}={value!r}: {allowed}")
+
+
+def build_recipe(cls: type[T], values: Mapping, where: str, nested: Mapping[str, type] | None = None) -> T:
+    """``cls(**values)`` with nested mappings turned into their dataclasses; errors name ``where``."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of {cls.__name__} fields, got {type(values).__name__}")
+    check_fields(cls, values, where)
+    v = dict(values)
+    for name, sub in (nested or {}).items():
+        if isinstance(v.get(name), Mapping):
+            check_fields(sub, v[name], f"{where}.{name}")
+            try:
+                v[name] = sub(**v[name])
+            except (ConfigError, TypeError) as e:
+                raise ConfigError(f"{where}.{name}: {e}") from None
+    for f in dataclasses.fields(cls):  # YAML lists for tuple fields
+        if isinstance(v.get(f.name), list) and "tuple" in str(f.type):
+            v[f.name] = tuple(v[f.name])
+    try:
+        return cls(**v)
+    except (ConfigError, TypeError) as e:
+        raise ConfigError(f"{where}: {e}") from None

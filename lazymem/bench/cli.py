@@ -34,7 +34,7 @@ def cmd_bench_pipeline(args) -> int:
     if args.cell:  # a cell of a results table: its base recipe with the set's and the row's overrides
         from lazymem.errors import ConfigError
         from lazymem.eval.table import EvalTableConfig
-        from lazymem.train.recipe import build_recipe
+        from lazymem.fields import build_recipe
         from lazymem.yamlio import read_mapping
 
         table = build_recipe(EvalTableConfig, read_mapping(args.config), args.config)

@@ -293,7 +293,7 @@ class LlamaCppBackend:
                 _, hf_dir = gguf_source(self.config.model)
                 self._tok = AutoTokenizer.from_pretrained(hf_dir)
                 free: queue.Queue = queue.Queue()
-                n_ctx = int((self.config.extra_body or {}).get("n_ctx", DEFAULT_N_CTX))
+                n_ctx = self.n_ctx
                 for _ in range(self.n_instances):
                     free.put(
                         new_llama(
@@ -454,6 +454,16 @@ class LlamaCppBackend:
             cached_prompt_tokens=cached,
             passes=passes,
         )
+
+    @property
+    def n_ctx(self) -> int:
+        """Each instance's context window (``extra_body.n_ctx``)."""
+        return int((self.config.extra_body or {}).get("n_ctx", DEFAULT_N_CTX))
+
+    @staticmethod
+    def trace_processor(tok: Any, s: Sampling) -> TraceKeepBias | None:
+        """The trace pass's logits processor where ``s`` has a per-line KEEP prior or independent decisions."""
+        return TraceKeepBias(tok, s) if s.trace_keep_bias is not None or s.trace_independent else None
 
     def batch_context(self, content: bool = False) -> Any:
         """The ``BatchContext`` over the decision model's weights (``content``: the content adapter's),

@@ -267,9 +267,7 @@ def _text(llm: Any, job: Job) -> str:
 
 def _cap(backend: Any, ids: Sequence[int], max_tokens: int) -> int:
     """``max_tokens`` as llama-cpp-python caps it to the instance's context (``extra_body.n_ctx``)."""
-    from lazymem.llm.llamacpp import DEFAULT_N_CTX
-
-    n_ctx = int((backend.config.extra_body or {}).get("n_ctx", DEFAULT_N_CTX))
+    n_ctx = backend.n_ctx
     if len(ids) >= n_ctx:
         raise ValueError(f"Requested tokens ({len(ids)}) exceed context window of {n_ctx}")
     return max_tokens if max_tokens + len(ids) < n_ctx else n_ctx - len(ids)
@@ -315,7 +313,6 @@ def _decode_batch(backend: Any, texts: Sequence[str], samplings: Sequence[Sampli
     import time
 
     from lazymem.llm.base import bias_token_ids
-    from lazymem.llm.llamacpp import TraceKeepBias
     from lazymem.llm.trace import set_ops, trace_ops
     from lazymem.llm.usage import engine_pass
 
@@ -333,7 +330,7 @@ def _decode_batch(backend: Any, texts: Sequence[str], samplings: Sequence[Sampli
             grammar = backend._grammar(s)
         else:
             grammar = None
-        keeper = TraceKeepBias(tok, s) if s.trace_keep_bias is not None or s.trace_independent else None
+        keeper = backend.trace_processor(tok, s)
         procs = [keeper] if keeper is not None else [bias_processor(bias)] if bias else []
         keepers.append(keeper)
         firsts.append(Job(ids, _cap(backend, ids, s.max_tokens), grammar, procs))

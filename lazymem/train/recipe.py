@@ -11,31 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lazymem.errors import ConfigError, check_fields
+from lazymem.fields import build_recipe
 
 T = TypeVar("T")
-
-
-def build_recipe(cls: type[T], values: Mapping, where: str, nested: Mapping[str, type] | None = None) -> T:
-    """``cls(**values)`` with nested mappings turned into their dataclasses; errors name ``where``."""
-    if not isinstance(values, Mapping):
-        raise ConfigError(f"{where}: expected a mapping of {cls.__name__} fields, got {type(values).__name__}")
-    check_fields(cls, values, where)
-    v = dict(values)
-    for name, sub in (nested or {}).items():
-        if isinstance(v.get(name), Mapping):
-            check_fields(sub, v[name], f"{where}.{name}")
-            try:
-                v[name] = sub(**v[name])
-            except (ConfigError, TypeError) as e:
-                raise ConfigError(f"{where}.{name}: {e}") from None
-    for f in dataclasses.fields(cls):  # YAML lists for tuple fields
-        if isinstance(v.get(f.name), list) and "tuple" in str(f.type):
-            v[f.name] = tuple(v[f.name])
-    try:
-        return cls(**v)
-    except (ConfigError, TypeError) as e:
-        raise ConfigError(f"{where}: {e}") from None
 
 
 def load_recipe(cls: type[T], path: str | Path, nested: Mapping[str, type] | None = None) -> T:
