@@ -115,7 +115,10 @@ class CachedClient:
                 self._db.commit()
 
     def _split(self, prompts: Sequence[Prompt], sampling: Sampling):
-        requests = [self._request(p, sampling) for p in prompts]
+        return self._split_each(prompts, [sampling] * len(prompts))
+
+    def _split_each(self, prompts: Sequence[Prompt], samplings: Sequence[Sampling]):
+        requests = [self._request(p, s) for p, s in zip(prompts, samplings, strict=True)]
         keys = [self.key_of(r) for r in requests]
         hits = self._lookup(sorted(set(keys)))
         misses = [i for i, k in enumerate(keys) if k not in hits]
@@ -157,10 +160,7 @@ class CachedClient:
     def generate_each(self, prompts: Sequence[Prompt], samplings: Sequence[Sampling]) -> list[Completion]:
         """One completion per (prompt, sampling), the misses in one call of the inner client's
         ``generate_each`` (or one ``generate`` each where it has none)."""
-        requests = [self._request(p, s) for p, s in zip(prompts, samplings, strict=True)]
-        keys = [self.key_of(r) for r in requests]
-        hits = self._lookup(sorted(set(keys)))
-        misses = [i for i, k in enumerate(keys) if k not in hits]
+        requests, keys, hits, misses = self._split_each(prompts, samplings)
         if misses:
             self.load_inner()
         fresh = generate_each(self.inner, [prompts[i] for i in misses], [samplings[i] for i in misses])

@@ -365,6 +365,15 @@ class LlamaCppBackend:
         """The compiled grammar of trace-following's first pass (the trace alone)."""
         return self._compiled(f"trace:{lines}", lambda: trace_grammar(lines))
 
+    def first_grammar(self, s: Sampling) -> Any:
+        """The grammar of the first (or only) pass: the trace alone where the array follows it, else the
+        schema's or grounded decoding's; None without either."""
+        if (lines := self._follows(s)) is not None:
+            return self._trace_grammar(lines)
+        if s.json_schema is not None or s.grounded is not None:
+            return self._grammar(s)
+        return None
+
     @staticmethod
     def _follows(s: Sampling) -> int | None:
         """The trace's line count where the array must follow the trace (two passes), else None."""
@@ -387,10 +396,8 @@ class LlamaCppBackend:
         if s.logit_bias:
             kwargs["logit_bias"] = bias_token_ids(tok, s.logit_bias)
         lines = self._follows(s)
-        if lines is not None:
-            kwargs["grammar"] = self._trace_grammar(lines)
-        elif s.json_schema is not None or s.grounded is not None:
-            kwargs["grammar"] = self._grammar(s)
+        if (grammar := self.first_grammar(s)) is not None:
+            kwargs["grammar"] = grammar
         first = dict(kwargs)  # the pass that writes the trace
         processor = None
         if s.trace_keep_bias is not None or s.trace_independent:
@@ -534,13 +541,4 @@ class LlamaCppBackend:
             return error_completion(e, self.model_id)
 
     def generate(self, prompts: Sequence[Prompt], sampling: Sampling = Sampling()) -> list[Completion]:
-        if not prompts:
-            return []
-        self._check(sampling)  # a bad schema raises here, for every prompt
-        texts = [self.render(p) for p in prompts]
-        if self._batchable([sampling]):
-            return self._batched(texts, [sampling] * len(texts))
-        if self.n_instances == 1 or len(texts) == 1:
-            return [self._safe(t, sampling) for t in texts]
-        with ThreadPoolExecutor(min(self.n_instances, len(texts))) as pool:
-            return list(pool.map(lambda t: self._safe(t, sampling), texts))
+        return self.generate_each(prompts, [sampling] * len(prompts))  # a bad schema raises for every prompt

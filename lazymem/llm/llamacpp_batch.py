@@ -7,9 +7,10 @@ call. Three levers, each exact for greedy decoding:
 - **Multi-sequence batches.** Every sequence still generating contributes its next token to one
   ``llama_decode`` call: the weights are read once a step for all of them. On 2 cores a step of 8
   tokens costs about twice a step of one (``lazymem bench pipeline`` measures it).
-- **The shared prefix once.** Sequence 0 holds the last prompt admitted; a new prompt takes the
-  prefix it shares with it (the system prompt, the instructions, the question) by
-  ``llama_memory_seq_cp`` (cells shared, nothing computed) and evaluates only the rest.
+- **The shared prefix once.** Sequence 0 holds the last prompt admitted (kept from one call to the
+  next); a new prompt takes the prefix it shares with it (the system prompt, the instructions, the
+  question) as a copy of its KV stream (``llama_memory_seq_cp``, nothing computed) and evaluates only
+  the rest.
 - **The grammar on one token.** The processors (logit bias, the trace's KEEP prior) run on the
   logits, then the argmax is checked against the grammar alone; only when the grammar rejects it
   is the grammar applied to the whole vocabulary (as llama.cpp's own ``common_sampler`` does).
@@ -323,17 +324,10 @@ def _decode_batch(backend: Any, texts: Sequence[str], samplings: Sequence[Sampli
     for text, s in zip(texts, samplings):
         ids = tok(text, add_special_tokens=False)["input_ids"]
         bias = bias_token_ids(tok, s.logit_bias) if s.logit_bias else None
-        lines = backend._follows(s)
-        if lines is not None:
-            grammar = backend._trace_grammar(lines)
-        elif s.json_schema is not None or s.grounded is not None:
-            grammar = backend._grammar(s)
-        else:
-            grammar = None
         keeper = backend.trace_processor(tok, s)
         procs = [keeper] if keeper is not None else [bias_processor(bias)] if bias else []
         keepers.append(keeper)
-        firsts.append(Job(ids, _cap(backend, ids, s.max_tokens), grammar, procs))
+        firsts.append(Job(ids, _cap(backend, ids, s.max_tokens), backend.first_grammar(s), procs))
     main.run(firsts, time.perf_counter)
     outs = [_text(main.llm, j) for j in firsts]
     arrays: dict[int, tuple[Job, str]] = {}  # prompt -> its array pass and the trace it follows
