@@ -18,6 +18,7 @@ import pytest
 
 from lazymem.answers import normalize_answer
 from lazymem.cli import main
+from lazymem.errors import ConfigError
 from lazymem.eval.audit_answers import KINDS, WRONG_KINDS, candidates, shifted
 from lazymem.eval.judge_audit import audit, audit_markdown, judge_settings, load_audit_config, wilson
 from lazymem.llm import FakeBackend
@@ -209,3 +210,92 @@ def test_a_table_config_is_read_as_its_set_over_its_base_recipe(monkeypatch):
     assert config.pipeline.judge.chat_template_kwargs == {"enable_thinking": False}
     with pytest.raises(Exception, match="no set 'nope'"):
         load_audit_config("configs/tables/paper_table1_locomo.yaml", table_set="nope")
+
+
+# --- beside the table cells that judge scored -----------------------------------------------------------
+
+
+def test_an_audit_stands_beside_the_judged_cells_of_its_judge_and_a_cell_of_another_judge_says_so(tmp_path):
+    """A table whose cells are scored by a (scripted, lenient) judge: `lazymem judge-audit` of that table's
+    judge gives judge_false_accept / judge_false_reject on its judged rows, equal to the audit's rates; a row
+    whose judge is another model gets a note and no rates; the page names the audit."""
+    import yaml
+
+    from lazymem.eval.table import EvalTableConfig, run_eval_table
+    from lazymem.llm import FakeBackend
+
+    def judge_reply(prompt, sampling):
+        return verdict(lenient, prompt if isinstance(prompt, str) else prompt[-1]["content"])
+
+    judge = {"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "Qwen/Qwen3-32B", "max_retries": 0}
+    base = tmp_path / "base.yaml"
+    base.write_text(
+        yaml.safe_dump(
+            {
+                "dataset": "synthetic-casual:conversations=1,seed=1,questions=8",
+                "judge": "locomo",
+                "count_tokens": False,
+                "llm_cache": False,
+                "pipeline": {
+                    "method": "rag",
+                    "retrieval": {"dense_model": None, "n": 3},
+                    "mpm": {"backend": "fake", "model": "fake"},
+                    "answer": {"backend": "fake", "model": "fake"},
+                    "judge": judge,
+                },
+            }
+        )
+    )
+    table_yaml = tmp_path / "table.yaml"
+    rows = {"rag3": {}, "rag2_other_judge": {"pipeline.retrieval.n": 2, "pipeline.judge.model": "other/judge"}}
+    table = {"base": str(base), "sets": {"cas": {"limit": 4}}, "rows": rows, "output_dir": str(tmp_path / "t")}
+    table_yaml.write_text(yaml.safe_dump(table))
+
+    result, _ = audit(load_audit_config(str(table_yaml)), client=FakeBackend(judge_reply))
+    audit_file = tmp_path / "audit" / "judge_audit.json"
+    audit_file.parent.mkdir()
+    audit_file.write_text(json.dumps(result), encoding="utf-8")
+    assert result["rates"]["all"]["false_accept"]["k"] > 0  # the lenient judge accepts some wrong answers
+
+    from lazymem.eval.dryrun import dry_run
+
+    cfg = EvalTableConfig(**dict(table, judge_audit=str(audit_file)))
+    warned = [w for w in dry_run(cfg)["warnings"] if "judge audit" in w]  # the offline plan says it first
+    assert len(warned) == 1 and warned[0].startswith("cas / rag2_other_judge: the judge audit")
+
+    clients = lambda s, r: {"answer": FakeBackend(lambda p, sp: "I do not know"), "judge": FakeBackend(judge_reply)}  # noqa: E731
+    got = run_eval_table(cfg, progress=False, clients_for=clients)["cas"]
+    overall = result["rates"]["all"]
+    assert got["rag3"]["judge_accuracy"] is not None
+    assert (got["rag3"]["judge_false_accept"], got["rag3"]["judge_false_reject"]) == (
+        overall["false_accept"]["rate"],
+        overall["false_reject"]["rate"],
+    )
+    other = got["rag2_other_judge"]
+    assert other.get("judge_false_accept") is None and other["judge_accuracy"] is not None
+    assert "another judge" in other["note"] and "'other/judge'" in other["note"]
+    page = (tmp_path / "t" / "table.md").read_text(encoding="utf-8")
+    assert "judge_false_accept" in page and f"Judge audit `{audit_file.as_posix()}`" in page
+    assert "beside rag3:" in page
+    saved = json.loads((tmp_path / "t" / "table.json").read_text(encoding="utf-8"))
+    assert saved["cas"]["rag3"]["judge_false_reject"] == overall["false_reject"]["rate"]
+
+
+def test_a_table_refuses_a_file_that_is_not_a_judge_audit_before_running_anything(tmp_path):
+    from lazymem.errors import LoadError
+    from lazymem.eval.table import EvalTableConfig, run_eval_table
+
+    bad = tmp_path / "judge_audit.json"
+    bad.write_text(json.dumps({"judge": {"kind": "locomo"}, "rates": {"all": {"false_accept": {}}}}))
+    cfg = EvalTableConfig(
+        base=str(ROOT / "configs" / "eval" / "demo.yaml"),
+        sets={"s": {}},
+        rows={"r": {}},
+        output_dir=str(tmp_path / "t"),
+        judge_audit=str(bad),
+    )
+    with pytest.raises(LoadError, match=r"judge_audit.json.*rates.all.false_reject"):
+        run_eval_table(cfg, progress=False)
+    assert not (tmp_path / "t").exists()
+    with pytest.raises(ConfigError, match="unknown sets"):
+        EvalTableConfig(base="b.yaml", sets={"s": {}}, rows={"r": {}}, judge_audit={"nope": str(bad)})

@@ -157,13 +157,20 @@ def dry_run(config: EvalTableConfig) -> dict:
     and endpoints it needs (deduplicated), totals and warnings. Runs nothing, loads no model."""
     from lazymem.data import load_dataset
     from lazymem.eval.config import EvalConfig, select_questions
+    from lazymem.eval.judge_audit import judge_differences, read_result
     from lazymem.secrets import redact
 
     out = Path(config.output_dir)
     cells, datasets, models, warnings = [], {}, {}, []
+    audits = {s: (path, read_result(path)) for s, path in config.judge_audits().items()}  # a bad file: the error
     for set_name in config.sets:
         for row in config.rows:
             cfg = EvalConfig.from_yaml(config.base, config.cell_overrides(set_name, row))
+            if set_name in audits and cfg.judge != "none" and (differ := judge_differences(audits[set_name][1], cfg)):
+                warnings.append(
+                    f"{set_name} / {row}: the judge audit {audits[set_name][0]} is of another judge "
+                    f"({'; '.join(differ)}): its rates will not stand beside this cell"
+                )
             p, key = cfg.pipeline, (cfg.dataset, cfg.subset)
             if key not in datasets:
                 datasets[key] = load_dataset(cfg.dataset, subset=cfg.subset) if on_disk(cfg.dataset) else None

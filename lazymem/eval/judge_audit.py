@@ -151,6 +151,58 @@ def judge_settings(config: EvalConfig, prompt_names: Sequence[str]) -> dict:
     )
 
 
+BESIDE_COLUMNS = ("judge_false_accept", "judge_false_reject")  # the table columns of a judged cell
+
+
+def read_result(path: str) -> dict:
+    """A ``judge_audit.json`` (``lazymem judge-audit``), checked: LoadError naming the file and the field
+    when it is not one (a judge's settings and overall false-accept/-reject rates are what a table reads).
+    """
+    from lazymem.errors import LoadError
+    from lazymem.files import read_json
+
+    result, _ = read_json(path)
+    if not isinstance(result, Mapping):
+        raise LoadError(str(path), None, None, "expected a judge_audit.json object (lazymem judge-audit --out DIR)")
+    if not isinstance(result.get("judge"), Mapping) or not result["judge"].get("kind"):
+        raise LoadError(str(path), None, "judge", "missing: the audited judge's settings")
+    overall = (result.get("rates") or {}).get("all") if isinstance(result.get("rates"), Mapping) else None
+    for column in ("false_accept", "false_reject"):
+        if not isinstance(overall, Mapping) or not isinstance(overall.get(column), Mapping):
+            raise LoadError(str(path), None, f"rates.all.{column}", "missing")
+    return dict(result)
+
+
+def judge_differences(result: Mapping, config: EvalConfig) -> list[str]:
+    """How the audited judge differs from the judge of ``config`` (a table cell's): [] when it is the
+    same judge (kind, model, backend, server URL, thinking, caps, seed and the sha256 of each prompt the
+    audit sent), else one "setting: audit X, cell Y" a difference."""
+    if config.judge == "none" or config.pipeline.judge is None:
+        return ["the cell has no judge"]
+    audited = json.loads(json.dumps(result["judge"]))
+    mine = json.loads(json.dumps(judge_settings(config, list(audited.get("prompts") or {}))))
+    return [f"{k}: audit {audited.get(k)!r}, cell {v!r}" for k, v in mine.items() if audited.get(k) != v]
+
+
+def beside_columns(result: Mapping) -> dict:
+    """A judged cell's columns from its judge's audit: the overall false-accept and false-reject rates."""
+    overall = result["rates"]["all"]
+    return dict(zip(BESIDE_COLUMNS, (overall["false_accept"]["rate"], overall["false_reject"]["rate"])))
+
+
+def beside_line(path: str, result: Mapping, rows: Sequence[str]) -> str:
+    """The page's line on an audit standing beside judged rows: its judge, its overall rates with intervals."""
+    j, overall = result["judge"], result["rates"]["all"]
+    data = (result.get("dataset") or {}).get("name") or "?"
+    return (
+        f"Judge audit `{Path(path).as_posix()}` ({j['kind']} judge, model {j.get('model')}; {result.get('questions')} "
+        f"questions of {data}, {result.get('candidates')} candidates; commit {str(result.get('commit') or '?')[:7]}), "
+        f"beside {', '.join(rows) or 'no row (no judged cell of this judge)'}: judge_false_accept "
+        f"{_cell(overall['false_accept'])}, judge_false_reject {_cell(overall['false_reject'])} "
+        "(Wilson 95%; per type: its judge_audit.md)."
+    )
+
+
 def load_audit_config(
     path: str, overrides: Sequence[str] = (), limit: int | None = None, table_set: str | None = None
 ) -> EvalConfig:

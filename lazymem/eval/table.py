@@ -51,6 +51,8 @@ COLUMNS = (
     "questions",
     "judge_accuracy",
     "judge_errors",
+    "judge_false_accept",
+    "judge_false_reject",
     "all_gold_shown",
     "gate_fmt",
     "rewritten_rate",
@@ -154,6 +156,14 @@ class EvalTableConfig:
             "rows the paper's table does not have (the project's own systems or models): marked 'ours, not in the paper'"
         ),
     )
+    judge_audit: Any = field(
+        default=None,
+        metadata=h(
+            "a judge_audit.json of this table's judge (lazymem judge-audit --config <this table> [--table-set SET]), "
+            "or set -> that file: its false-accept and false-reject rates stand beside every judged cell whose judge "
+            "it audited (judge_false_accept, judge_false_reject); a cell of another judge says so"
+        ),
+    )
     paper_systems_not_run: Mapping[str, str] = field(
         default_factory=dict,
         metadata=h(
@@ -203,6 +213,16 @@ class EvalTableConfig:
         if unknown := [r for r in ext if r not in self.rows]:
             raise ConfigError(f"EvalTableConfig.not_in_paper: unknown rows {unknown} (rows: {', '.join(self.rows)})")
         object.__setattr__(self, "not_in_paper", ext)
+        audits = self.judge_audit
+        if isinstance(audits, Mapping):
+            if unknown := [k for k in audits if k not in self.sets]:
+                raise ConfigError(f"EvalTableConfig.judge_audit: unknown sets {unknown} (sets: {', '.join(self.sets)})")
+        if not (audits is None or (isinstance(audits, str) and audits) or isinstance(audits, Mapping)) or (
+            isinstance(audits, Mapping) and not all(isinstance(v, str) and v for v in audits.values())
+        ):
+            raise ConfigError(
+                f"EvalTableConfig.judge_audit: a judge_audit.json path, or a mapping of set -> path, got {audits!r}"
+            )
         systems = self.paper_systems_not_run or {}
         if not isinstance(systems, Mapping) or not all(isinstance(v, str) for v in systems.values()):
             raise ConfigError(
@@ -215,6 +235,11 @@ class EvalTableConfig:
                 f"EvalTableConfig.paper_systems_not_run: {unknown} are not systems of the paper's "
                 f"Table 1 (known: {', '.join(sorted(known))})"
             )
+
+    def judge_audits(self) -> dict[str, str]:
+        """set -> the judge_audit.json standing beside its judged cells (sets without one left out)."""
+        a = self.judge_audit
+        return dict(a) if isinstance(a, Mapping) else {s: a for s in self.sets} if a else {}
 
     def cell_overrides(self, set_name: str, row: str) -> list[str]:
         return [
@@ -403,6 +428,7 @@ def run_eval_table(
     ``jobs.json`` in ``<output_dir>/jobs/``; a cell whose job failed says ``failed`` in the table.
     ``command`` is the sweep's command line (``lazymem jobs`` resubmits with it).
     """
+    from lazymem.eval.judge_audit import read_result
     from lazymem.eval.runfiles import SUMMARY_FILE, read_json
     from lazymem.eval.runner import evaluate
     from lazymem.sweep import Cell, run_cells, write_table
@@ -414,6 +440,7 @@ def run_eval_table(
         for r in config.rows
     ]
     prepared = CellInputs(config)
+    audits = {s: (path, read_result(path)) for s, path in config.judge_audits().items()}  # bad files fail first
 
     def check(cell: Cell) -> list[str] | None:
         if not cell.selected and read_json(cell.folder / SUMMARY_FILE) is None:
@@ -468,7 +495,10 @@ def run_eval_table(
         }
         for s, rows in summaries.items()
     }
+    audit_lines = judge_audit_beside(table, audits, lambda s, r: prepared(Cell((s, r), out / s / r))[0])
     text = page_head(config, config_path) + table_markdown(table, config.reference)
+    if audit_lines:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(audit_lines) + "\n"
     if config.paper_systems_not_run:
         text = (
             text.rstrip("\n")
@@ -483,6 +513,31 @@ def run_eval_table(
     text = text.rstrip("\n") + "\n\n" + "\n".join(provenance_lines(out, table, command)) + "\n"
     write_table(out, table, text)
     return table
+
+
+def judge_audit_beside(
+    table: Mapping[str, dict[str, dict]], audits: Mapping[str, tuple[str, Mapping]], cell_config: Any
+) -> list[str]:
+    """Put each set's judge audit beside its judged rows (those with judge_accuracy): the audit's overall
+    false-accept and false-reject rates as columns where the cell's judge (``cell_config(set, row)``'s) is
+    the audited one, a note naming the differences where it is not; returns the page's lines on the audits.
+    """
+    from lazymem.eval.judge_audit import beside_columns, beside_line, judge_differences
+
+    lines = []
+    for set_name, (path, result) in audits.items():
+        beside = []
+        for row, columns in (table.get(set_name) or {}).items():
+            if columns.get("judge_accuracy") is None:
+                continue  # not judged (or no numbers shown)
+            if differ := judge_differences(result, cell_config(set_name, row)):
+                note = f"judge audit {Path(path).name} is of another judge ({'; '.join(differ)})"
+                columns["note"] = "; ".join(n for n in (columns.get("note"), note) if n)
+                continue
+            columns.update(beside_columns(result))
+            beside.append(row)
+        lines.append(f"{set_name}: " + beside_line(path, result, beside))
+    return lines
 
 
 def page_head(config: EvalTableConfig, config_path: str | None) -> str:
