@@ -345,3 +345,43 @@ def test_the_pareto_figure_can_put_all_call_tokens_on_its_x_axis():
     assert default.layout.xaxis.title.text.startswith("answer-context memory tokens")
     with pytest.raises(ConfigError, match="tokens"):
         pareto_figure(rows, tokens="answer_tokens")
+
+
+def test_the_report_draws_what_each_memory_holds_against_its_all_call_tokens_and_seconds(tmp_path, private_cache):
+    """Two real (fake-model) runs through the real report: the memory-cost figure puts each row's evidence
+    recall and answer recall in memory at its all-call tokens and processing seconds, and is written beside
+    the Pareto figure; a row without all-call tokens (a run made before them) is left out of those panels only."""
+    import yaml
+    from fakerun import FAKE, SYNTH
+
+    from lazymem.eval import evaluate
+    from lazymem.eval.config import EvalConfig
+    from lazymem.notebooks.compare import report_cost_figure, report_with_figures
+    from lazymem.viz.cost import memory_cost_figure
+
+    runs = []
+    for method in ("lazymem", "extractive"):
+        pipeline = {"method": method, "retrieval": {"dense_model": None, "n": 3}, "window": {"w": 1}}
+        pipeline |= {"mpm": FAKE, "answer": FAKE}
+        cfg = EvalConfig.from_dict(yaml.safe_load(yaml.safe_dump({"dataset": SYNTH, "limit": 3, "pipeline": pipeline})))
+        evaluate(cfg, tmp_path / method, progress=False)
+        runs.append(tmp_path / method)
+    rep, _ = report_with_figures(runs, out=tmp_path / "report", png=False, n_resamples=200)
+    assert (tmp_path / "report" / "cost.html").is_file()
+    fig = report_cost_figure(rep)
+    rows = {r["system"]: r for r in rep["rows"]}
+    assert all(r["all_call_tokens"] and r["evidence_recall"] is not None for r in rows.values())
+    points = [t for t in fig.data if t.mode == "markers+text"]  # the 4 panels, in order: (ev, tokens), (ev, s), ...
+    assert len(points) == 4
+    for trace, (measure, cost) in zip(
+        points,
+        [(m, c) for m in ("evidence_recall", "answer_recall_in_memory") for c in ("all_call_tokens", "processing_s")],
+    ):
+        for name, x, y in zip(trace.text, trace.x, trace.y):
+            want = rows[name]["latency_s"]["processing"]["mean"] if cost == "processing_s" else rows[name][cost]
+            assert (x, y) == (pytest.approx(want), pytest.approx(rows[name][measure]))
+    old = [dict(rows["lazymem"], all_call_tokens=None), rows["extractive"]]
+    partial = memory_cost_figure(old)
+    token_panel = [t for t in partial.data if t.mode == "markers+text"][0]
+    assert list(token_panel.text) == ["extractive"] and "not in every panel" in partial.layout.title.text
+    assert report_cost_figure({"rows": [{"system": "x", "evidence_recall": None}]}) is None

@@ -3,7 +3,8 @@
 ``report_with_figures(runs, ..., dataset="locomo", out="runs/report")`` builds the report
 (``lazymem.eval.report``), writes ``report.json`` / ``report.md`` and the Pareto figure
 (``pareto.html``, offline, and ``pareto.png``) with the paper's reported points of `dataset`
-overlaid hollow, and returns (report, figure). ``method_runs`` gives notebooks 08 and 10 their
+overlaid hollow, the memory-cost figure (``cost.html`` / ``cost.png``: ``report_cost_figure``) when the
+runs carry memory measures, and returns (report, Pareto figure). ``method_runs`` gives notebooks 08 and 10 their
 run folders: finished ones as given, else one quick run (or resume) per method. ``latency=
 {system: "docs/results/latency/x.json"}`` draws those systems' latency from ``lazymem bench
 latency`` (the paper's protocol) instead of the eval run's timings (``bench_latency``).
@@ -93,4 +94,19 @@ def report_with_figures(
         (out / "report.json").write_text(json.dumps(rep, indent=2) + "\n")
         (out / "report.md").write_text(report_markdown(rep))
         save_figure(fig, "pareto", out, png=png)
+        if (cost := report_cost_figure(rep)) is not None:
+            save_figure(cost, "cost", out, png=png)
     return rep, fig
+
+
+def report_cost_figure(report: Mapping):
+    """The report's memory-cost figure (``lazymem.viz.cost``: evidence recall and answer recall in memory
+    against all-call tokens and processing seconds), or None when no row has a memory measure."""
+    from lazymem.viz.cost import memory_cost_figure
+
+    rows = report["rows"]
+    if not any(r.get("evidence_recall") is not None or r.get("answer_recall_in_memory") is not None for r in rows):
+        return None
+    return memory_cost_figure(
+        rows, title=f"What each memory holds against what it costs ({', '.join(r['system'] for r in rows)})"
+    )

@@ -16,11 +16,14 @@ Modules:
 - ``pareto``: ``pareto_figure`` (score vs memory tokens, log x, and vs mean latency with P50-P95
   bars; evidence recall vs memory tokens when the runs carry it; dashed frontiers; the paper's
   reported points overlaid hollow) and ``pareto_front``;
+- ``cost``: ``memory_cost_figure`` (evidence recall and answer recall in memory against all-call tokens
+  and processing seconds a question, dashed frontiers: the whole bill of a memory method);
 - ``explorer``: the static HTML window explorer (``window_explorer_html``, ``explorer_view``);
 - ``save``: ``save_figures``/``save_figure`` write ``figures/<name>.html`` (plotly.js written
   once beside them: renders offline) and ``figures/<name>.png`` (kaleido, which needs a Chromium).
 """
 
+from lazymem.viz.cost import memory_cost_figure
 from lazymem.viz.explorer import explorer_view, window_explorer_html
 from lazymem.viz.figures import (
     all_at_k_vs_w,
@@ -71,4 +74,5 @@ __all__ = [
     "training_curves",
     "pareto_figure",
     "pareto_front",
+    "memory_cost_figure",
 ]
