@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from lazymem import viz
-from lazymem.notebooks.compare import method_runs, report_with_figures
+from lazymem.notebooks.compare import method_runs, report_cost_figure, report_with_figures
 
 # %% tags=["parameters"]
 dataset = "synthetic:messages=200,seed=0,histories=1,questions=6"  # dataset SPEC (lazymem.data.datasets)
@@ -71,6 +71,18 @@ pd.DataFrame([{"system": p["system"], "vs": p["reference"], "shared questions": 
 # %%
 pareto.show()
 saved = viz.save_figures({"08_pareto": pareto}, figures_dir, png=png)
+
+# %% [markdown]
+# The whole bill: what each memory holds (evidence recall, answer recall in memory) against what it costs
+# before the answer is read, all-call tokens a question (every model call, in and out: the memory model's
+# passes, the answer, Mem0's ingestion spread over its questions) and processing seconds a question. A
+# learned processor earns its place only where it sits above the extractive one and its own prior here.
+
+# %%
+cost = report_cost_figure(report)
+if cost is not None:
+    cost.show()
+    saved.update(viz.save_figures({"08_cost": cost}, figures_dir, png=png))
 
 # %% [markdown]
 # ## 3. Where the wrong answers fail
