@@ -157,12 +157,12 @@ def dry_run(config: EvalTableConfig) -> dict:
     and endpoints it needs (deduplicated), totals and warnings. Runs nothing, loads no model."""
     from lazymem.data import load_dataset
     from lazymem.eval.config import EvalConfig, select_questions
-    from lazymem.eval.judge_audit import judge_differences, read_result
+    from lazymem.eval.judge_audit import judge_differences
     from lazymem.secrets import redact
 
     out = Path(config.output_dir)
     cells, datasets, models, warnings = [], {}, {}, []
-    audits = {s: (path, read_result(path)) for s, path in config.judge_audits().items()}  # a bad file: the error
+    audits = config.judge_audits()  # a bad file: the error
     for set_name in config.sets:
         for row in config.rows:
             cfg = EvalConfig.from_yaml(config.base, config.cell_overrides(set_name, row))

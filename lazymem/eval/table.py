@@ -214,15 +214,13 @@ class EvalTableConfig:
             raise ConfigError(f"EvalTableConfig.not_in_paper: unknown rows {unknown} (rows: {', '.join(self.rows)})")
         object.__setattr__(self, "not_in_paper", ext)
         audits = self.judge_audit
-        if isinstance(audits, Mapping):
-            if unknown := [k for k in audits if k not in self.sets]:
-                raise ConfigError(f"EvalTableConfig.judge_audit: unknown sets {unknown} (sets: {', '.join(self.sets)})")
-        if not (audits is None or (isinstance(audits, str) and audits) or isinstance(audits, Mapping)) or (
-            isinstance(audits, Mapping) and not all(isinstance(v, str) and v for v in audits.values())
-        ):
+        paths = audits.values() if isinstance(audits, Mapping) else () if audits is None else (audits,)
+        if not all(isinstance(v, str) and v for v in paths):
             raise ConfigError(
                 f"EvalTableConfig.judge_audit: a judge_audit.json path, or a mapping of set -> path, got {audits!r}"
             )
+        if isinstance(audits, Mapping) and (unknown := [k for k in audits if k not in self.sets]):
+            raise ConfigError(f"EvalTableConfig.judge_audit: unknown sets {unknown} (sets: {', '.join(self.sets)})")
         systems = self.paper_systems_not_run or {}
         if not isinstance(systems, Mapping) or not all(isinstance(v, str) for v in systems.values()):
             raise ConfigError(
@@ -236,10 +234,14 @@ class EvalTableConfig:
                 f"Table 1 (known: {', '.join(sorted(known))})"
             )
 
-    def judge_audits(self) -> dict[str, str]:
-        """set -> the judge_audit.json standing beside its judged cells (sets without one left out)."""
+    def judge_audits(self) -> dict[str, tuple[str, dict]]:
+        """set -> (path, the judge_audit.json read and checked) standing beside its judged cells (sets without
+        one left out); a file that is not a judge audit raises LoadError."""
+        from lazymem.eval.judge_audit import read_result
+
         a = self.judge_audit
-        return dict(a) if isinstance(a, Mapping) else {s: a for s in self.sets} if a else {}
+        paths = dict(a) if isinstance(a, Mapping) else {s: a for s in self.sets} if a else {}
+        return {s: (path, read_result(path)) for s, path in paths.items()}
 
     def cell_overrides(self, set_name: str, row: str) -> list[str]:
         return [
@@ -428,7 +430,6 @@ def run_eval_table(
     ``jobs.json`` in ``<output_dir>/jobs/``; a cell whose job failed says ``failed`` in the table.
     ``command`` is the sweep's command line (``lazymem jobs`` resubmits with it).
     """
-    from lazymem.eval.judge_audit import read_result
     from lazymem.eval.runfiles import SUMMARY_FILE, read_json
     from lazymem.eval.runner import evaluate
     from lazymem.sweep import Cell, run_cells, write_table
@@ -440,7 +441,7 @@ def run_eval_table(
         for r in config.rows
     ]
     prepared = CellInputs(config)
-    audits = {s: (path, read_result(path)) for s, path in config.judge_audits().items()}  # bad files fail first
+    audits = config.judge_audits()  # bad files fail first
 
     def check(cell: Cell) -> list[str] | None:
         if not cell.selected and read_json(cell.folder / SUMMARY_FILE) is None:

@@ -56,7 +56,7 @@ def memory_cost_figure(rows: Sequence[Mapping], title: str = "What a memory hold
     """The 2 x 2 figure (see the module docstring)."""
     from plotly.subplots import make_subplots
 
-    from lazymem.viz.pareto import _frontier_xy, label_positions, point_name
+    from lazymem.viz.pareto import _points, point_name
 
     fig = make_subplots(
         rows=2,
@@ -72,28 +72,9 @@ def memory_cost_figure(rows: Sequence[Mapping], title: str = "What a memory hold
             shown = {p[0] for p in pts}
             missing |= {point_name(r) for r in rows if point_name(r) not in shown}
             logx = cost == "all_call_tokens"
-            color = "#1f77b4" if logx else "#d62728"
             if pts:
-                text = [p[0] for p in pts]
-                unit = "tokens" if logx else "s"
-                fig.add_scatter(
-                    x=[p[1] for p in pts],
-                    y=[p[2] for p in pts],
-                    mode="markers+text",
-                    showlegend=False,
-                    text=text,
-                    textposition=label_positions([p[1] for p in pts], [p[2] for p in pts], text, logx=logx),
-                    customdata=[f"{p[1]:,.1f} {unit}" for p in pts],
-                    cliponaxis=False,
-                    hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
-                    marker=dict(size=10, color=color),
-                    row=i,
-                    col=j,
-                )
-                fx, fy = _frontier_xy(pts)
-                fig.add_scatter(
-                    x=fx, y=fy, mode="lines", showlegend=False, line=dict(dash="dash", color=color), row=i, col=j
-                )
+                color, unit = ("#1f77b4", "tokens") if logx else ("#d62728", "s")
+                _points(fig, pts, measure, color, j, unit, row=i, logx=logx, legend=False, digits=1)
             fig.update_xaxes(title_text=COSTS[cost], type="log" if logx else "linear", row=i, col=j)
             fig.update_yaxes(title_text=MEASURES[measure], range=[-0.05, 1.05], row=i, col=j)
     note = f"<br><sup>not in every panel (no value there): {', '.join(sorted(missing))}</sup>" if missing else ""

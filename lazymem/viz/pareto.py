@@ -275,24 +275,45 @@ def pareto_figure(
     return fig
 
 
-def _points(fig, pts: Sequence[tuple[str, float, float]], name: str, color: str, col: int, unit: str) -> None:
-    """Labelled points (x on a log axis) and their dashed Pareto frontier in panel ``col``."""
+def _points(
+    fig,
+    pts: Sequence[tuple[str, float, float]],
+    name: str,
+    color: str,
+    col: int,
+    unit: str,
+    row: int = 1,
+    logx: bool = True,
+    legend: bool = True,
+    digits: int = 0,
+) -> None:
+    """Labelled points and their dashed Pareto frontier in panel (``row``, ``col``); ``logx``: the panel's x
+    axis is logarithmic (the labels are placed for it); ``digits``: of x in the hover text."""
     text = [p[0] for p in pts]
+    shown = {} if legend else {"showlegend": False}
     fig.add_scatter(
         x=[p[1] for p in pts],
         y=[p[2] for p in pts],
         mode="markers+text",
         name=name,
         text=text,
-        textposition=label_positions([p[1] for p in pts], [p[2] for p in pts], text, logx=True),
-        customdata=[f"{p[1]:,.0f} {unit}" for p in pts],
+        textposition=label_positions([p[1] for p in pts], [p[2] for p in pts], text, logx=logx),
+        customdata=[f"{p[1]:,.{digits}f} {unit}" for p in pts],
         cliponaxis=False,
         hovertemplate="%{text}: %{y:.3f}, %{customdata}<extra></extra>",
         marker=dict(size=11, color=color),
-        row=1,
+        row=row,
         col=col,
+        **shown,
     )
     fx, fy = _frontier_xy(pts)
     fig.add_scatter(
-        x=fx, y=fy, mode="lines", line=dict(dash="dash", color=color), name=f"frontier ({name})", row=1, col=col
+        x=fx,
+        y=fy,
+        mode="lines",
+        line=dict(dash="dash", color=color),
+        name=f"frontier ({name})",
+        row=row,
+        col=col,
+        **shown,
     )
