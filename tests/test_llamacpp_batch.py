@@ -149,3 +149,21 @@ def test_generate_each_through_the_cache_calls_the_inner_client_for_misses_only(
     assert len(inner.calls) == 2  # one generate a prompt (the fake has no generate_each), none on the hits
     with pytest.raises(ValueError):
         client.generate_each(prompts, samplings[:1])
+
+
+@pytest.mark.slow
+def test_a_step_of_several_sequences_gives_one_token_at_a_time_logits_bit_for_bit(tmp_path):
+    """What the batched engine's identical decisions rest on (scripts/check_batch_exactness.py, the real GGUF and a
+    real window prompt): one token of each of several sequences a step gives the logits of one token at a time, bit
+    for bit. Several tokens of one sequence a step (a verified draft, a teacher-forced trace) are reported, not
+    asserted: on llama-cpp-python 0.3.36's CPU kernels they differ (docs/benchmarks.md)."""
+    pytest.importorskip("llama_cpp")
+    from script_loader import load_script
+
+    out = tmp_path / "exactness.json"
+    assert load_script("check_batch_exactness").main(["--tokens", "6", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    several = result["cases"]["several sequences"]
+    assert several["bit_identical"] and several["max_abs_diff"] == 0.0 and several["tokens"] == 6
+    assert set(result["cases"]) == {"several sequences", "chunks of 2", "chunks of 3", "chunks of 4", "chunks of 8"}
+    assert result["continuation"].startswith("<think>")
