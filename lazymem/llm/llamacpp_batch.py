@@ -16,10 +16,12 @@ call. Three levers, each exact for greedy decoding:
   is the grammar applied to the whole vocabulary (as llama.cpp's own ``common_sampler`` does).
   The greedy choice is the same either way: the first maximum among the tokens the grammar allows.
 
-What can differ from one prompt at a time: llama.cpp multiplies a batch of tokens with other
-kernels than one token, so logits can differ in the last bits and a near-tie can fall the other
-way (as between llama.cpp and transformers). ``lazymem bench pipeline`` counts identical
-decisions and memories against the one-at-a-time engine on the same questions.
+What can differ from one prompt at a time: a step of one token from each of several sequences gives
+the logits of one token at a time bit for bit, but several tokens of one sequence in a step (a
+prompt's prefill, split at other places when a shared prefix is copied) run other kernels, so logits
+can differ and a near-tie can fall the other way (``scripts/check_batch_exactness.py`` measures
+both). ``lazymem bench pipeline`` counts identical decisions and memories against the one-at-a-time
+engine on the same questions.
 
 Each sequence has its own stream of ``STREAM_CELLS`` cells (a prompt and its ``max_tokens`` must fit;
 ``decode_prompts`` decodes one that does not one prompt at a time, as before).
@@ -38,7 +40,10 @@ import numpy as np
 from lazymem.errors import ConfigError
 from lazymem.llm.base import Completion, Sampling
 
-STREAM_CELLS = 3072  # KV cells of one sequence: a window prompt and its max_tokens (1,536 by default)
+# KV cells of one sequence: a window prompt and its max_tokens (the paper's 8-message windows: a prompt of up
+# to ~2,000 tokens and 1,536 new ones). A stream's unused cells cost memory (23 KB a cell for SmolLM2-135M's
+# F16 cache: 1.2 GB for 13 streams), not time: a token attends over its own stream's used cells.
+STREAM_CELLS = 4096
 MAX_SEQS = 12  # sequences decoded side by side (sequence 0, the shared prefix, is one more)
 SLACK = 64  # tokens a trace may gain when re-tokenized for the array pass
 
