@@ -121,11 +121,12 @@ def cmd_fusion_tuning(args) -> int:
 
 
 def cmd_eval_table(args) -> int:
-    from lazymem.eval.table import EvalTableConfig, run_eval_table, table_markdown
+    from lazymem.eval.table import EvalTableConfig, apply_table_sets, run_eval_table, table_markdown
     from lazymem.jobs import config_from_args
     from lazymem.train.recipe import build_recipe
+    from lazymem.yamlio import read_mapping
 
-    data = _recipe_data(args.config, args.set)
+    data = apply_table_sets(read_mapping(args.config), args.set)
     data = {
         **data,
         "executor": config_from_args(args, data.get("executor"), f"{args.config}: executor"),

@@ -44,11 +44,12 @@ def _at_root(monkeypatch, tmp_path):
 
 
 def table(name: str, *overrides: str) -> EvalTableConfig:
-    from lazymem.eval.config import apply_overrides
+    """The table as ``lazymem eval-table --config ... --set ...`` reads it."""
+    from lazymem.eval.table import apply_table_sets
     from lazymem.yamlio import read_mapping
 
     return build_recipe(
-        EvalTableConfig, apply_overrides(read_mapping(CONFIGS[name]), list(overrides)), str(CONFIGS[name])
+        EvalTableConfig, apply_table_sets(read_mapping(CONFIGS[name]), list(overrides)), str(CONFIGS[name])
     )
 
 
@@ -206,3 +207,21 @@ def test_a_judge_left_thinking_is_a_dry_run_warning(offline):
     plan = dry_run(build_recipe(EvalTableConfig, data, str(CONFIGS["longmemeval"])))
     assert all(c["judge_settings"]["thinking"].endswith("no budget") for c in plan["cells"])
     assert any("thinks with no budget under max_tokens 10" in w for w in plan["warnings"])
+
+
+def test_a_set_into_one_row_changes_that_setting_and_keeps_the_rest_of_the_row(offline, shared_data):
+    """``--set rows.R.pipeline.a.b=v`` is one more dotted key of row R: the row's other settings (its MPM server,
+    its window) stay. A nested ``pipeline`` mapping in the row would replace its whole pipeline section."""
+    from lazymem.errors import ConfigError
+
+    def mpm(plan: dict, row: str) -> dict:
+        return next(c for c in plan["cells"] if c["row"] == row)["config"]["pipeline"]["mpm"]
+
+    before = mpm(dry_run(table("locomo")), "lazymem")
+    after = mpm(dry_run(table("locomo", "rows.lazymem.pipeline.mpm.extra_body.decode=batched")), "lazymem")
+    assert after["extra_body"] == {**(before["extra_body"] or {}), "decode": "batched"}
+    assert {k: v for k, v in after.items() if k != "extra_body"} == {
+        k: v for k, v in before.items() if k != "extra_body"
+    }
+    with pytest.raises(ConfigError, match="no row 'lazymem_9b'.*oracle_turn"):
+        table("locomo", "rows.lazymem_9b.pipeline.mpm.model=x")

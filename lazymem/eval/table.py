@@ -128,6 +128,44 @@ def _overrides(value: Any, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where}: overrides must be a mapping of dotted keys or a list of KEY=VALUE strings")
 
 
+def apply_table_sets(data: Mapping, sets: Sequence[str]) -> dict:
+    """A table config's mapping with ``--set key=value`` overrides applied. A set or row holds its overrides
+    as dotted keys, so ``rows.R.pipeline.mpm.extra_body.decode=batched`` adds the one key
+    ``pipeline.mpm.extra_body.decode`` to row R, after the row's own keys: it changes that setting and leaves
+    the rest of the row (a nested ``pipeline`` mapping would replace the row's whole pipeline section).
+
+    >>> apply_table_sets({"rows": {"r": {"pipeline.mpm.extra_body": {"a": 1}}}},
+    ...                  ["rows.r.pipeline.mpm.extra_body.b=2", "only=[r]"])
+    {'rows': {'r': {'pipeline.mpm.extra_body': {'a': 1}, 'pipeline.mpm.extra_body.b': 2}}, 'only': ['r']}
+    """
+    from lazymem.eval.config import apply_overrides
+    from lazymem.yamlio import load_yaml
+
+    out, rest = dict(data), []
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or parts[0] not in ("rows", "sets") or len(parts) < 3:
+            rest.append(item)
+            continue
+        group = dict(out.get(parts[0]) or {})
+        if parts[1] not in group:
+            raise ConfigError(
+                f"--set {item!r}: no {parts[0][:-1]} {parts[1]!r}; the table's {parts[0]}: {', '.join(group) or '(none)'}"
+            )
+        cell = group[parts[1]] or {}
+        if not isinstance(cell, Mapping):
+            raise ConfigError(f"--set {item!r}: {parts[0]}.{parts[1]} is a list of KEY=VALUE strings; edit the file")
+        try:
+            value = load_yaml(raw)
+        except ConfigError as e:
+            raise ConfigError(f"--set {item!r}: the value, {e}") from None
+        dotted = ".".join(parts[2:])
+        group[parts[1]] = {**{k: v for k, v in cell.items() if k != dotted}, dotted: value}
+        out[parts[0]] = group
+    return apply_overrides(out, rest)
+
+
 @dataclass(frozen=True)
 class EvalTableConfig:
     """Rows x sets over one base recipe; the keys of configs/tables/*.yaml."""
