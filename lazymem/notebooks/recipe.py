@@ -215,9 +215,11 @@ def run_recipe(until: str | None = None, only: tuple[str, ...] = ()) -> dict[str
             print(f"== {step.name}: {step.command} ==", flush=True)
             t0 = time.perf_counter()
             from lazymem.eval.config import apply_overrides
+            from lazymem.eval.table import apply_table_sets
             from lazymem.yamlio import read_mapping
 
-            run_step(step.kind, apply_overrides(read_mapping(step.config), step.sets), step.config)
+            apply = apply_table_sets if step.kind == "eval-table" else apply_overrides  # as its command reads them
+            run_step(step.kind, apply(read_mapping(step.config), step.sets), step.config)
             seconds[step.name] = round(time.perf_counter() - t0, 1)
         if step.name == until:
             break
