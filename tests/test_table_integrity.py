@@ -107,6 +107,47 @@ def test_cells_of_an_older_dataset_are_recomputed_or_flagged_never_shown_as_curr
         assert len(prev) == 1 and (prev[0] / "records.jsonl").is_file()  # set aside, never deleted
 
 
+def test_a_summary_without_its_records_is_shown_by_a_full_run_and_rerun_only_when_named(tmp_path):
+    """A fresh clone holds committed summaries, not the records (they quote the dataset): running the
+    whole table shows such a cell as it is and reruns nothing; naming its row reruns its questions."""
+    from lazymem.eval.dryrun import dry_run
+
+    data = tmp_path / "data.json"
+    write_data(data, 1)
+    base = base_recipe(tmp_path, str(data))
+    rows = {"a": {"pipeline.method": "rag"}, "b": {"pipeline.method": "rag", "pipeline.retrieval.n": 2}}
+    cfg = EvalTableConfig(base=str(base), sets={"syn": {}}, rows=rows, output_dir=str(tmp_path / "t"))
+    first = run_eval_table(cfg, progress=False, clients_for=answer_clients("first"))
+    cell = tmp_path / "t" / "syn" / "a"
+    (cell / "records.jsonl").unlink()
+    (cell / "windows.jsonl").unlink(missing_ok=True)
+    (tmp_path / "t" / "syn" / "b" / "records.jsonl").write_text(
+        (tmp_path / "t" / "syn" / "b" / "records.jsonl").read_text().splitlines()[0] + "\n"
+    )  # one of b's two questions recorded: resumable
+    states = {c["row"]: c["state"] for c in dry_run(cfg)["cells"]}
+    assert states == {
+        "a": "finished, summary only (no records here): shown as it is; --set only=[a] reruns its 2 questions",
+        "b": "resumable (1 of 2 recorded)",
+    }
+    summary = (cell / "summary.json").read_text()
+    again = run_eval_table(cfg, progress=False, clients_for=answer_clients("second"))
+    assert again["syn"]["a"] == first["syn"]["a"] and (cell / "summary.json").read_text() == summary
+    assert not (cell / "records.jsonl").exists()  # nothing ran for a
+    recs = [json.loads(x) for x in (tmp_path / "t" / "syn" / "b" / "records.jsonl").read_text().splitlines()]
+    assert [r["answer"] for r in recs] == ["first", "second"]  # b resumed: only its missing question ran
+    named = EvalTableConfig(base=str(base), sets=cfg.sets, rows=rows, only=("a",), output_dir=cfg.output_dir)
+    assert dry_run(named)["cells"][0]["state"] == (
+        "finished, summary only (no records here): reruns its 2 questions in place"
+    )
+    run_eval_table(named, progress=False, clients_for=answer_clients("third"))
+    recs = [json.loads(x) for x in (cell / "records.jsonl").read_text().splitlines()]
+    assert [r["answer"] for r in recs] == ["third", "third"]
+    assert {c["row"]: c["state"] for c in dry_run(cfg)["cells"]} == {
+        "a": "finished (2 of 2 recorded)",
+        "b": "finished (2 of 2 recorded)",
+    }
+
+
 # --- a manifest without its identity ------------------------------------------------------------------
 
 

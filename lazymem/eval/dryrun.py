@@ -152,6 +152,21 @@ def cell_calls(cfg: Any, dataset: Any, questions: list | None) -> dict:
     return calls
 
 
+def current_state(cell: Path, row: str, named: bool, n: int) -> str:
+    """The plan's word for a cell whose results match its inputs: how much of it is recorded here, and
+    what a run does with it (``run_eval_table``: a summary without records is rerun only when named)."""
+    from lazymem.eval.runfiles import RECORDS_FILE, latest_records, read_records
+    from lazymem.eval.table import summary_only
+
+    if summary_only(cell):
+        if named:
+            return f"finished, summary only (no records here): reruns its {n} questions in place"
+        return f"finished, summary only (no records here): shown as it is; --set only=[{row}] reruns its {n} questions"
+    records = cell / RECORDS_FILE
+    done = len(latest_records(read_records(records)[0])) if records.exists() else 0
+    return f"finished ({done} of {n} recorded)" if done >= n else f"resumable ({done} of {n} recorded)"
+
+
 def dry_run(config: EvalTableConfig) -> dict:
     """The plan of an eval-table: cells (resolved config, data, questions, state, calls), the models
     and endpoints it needs (deduplicated), totals and warnings. Runs nothing, loads no model."""
@@ -187,7 +202,7 @@ def dry_run(config: EvalTableConfig) -> dict:
                     if ds is None
                     else f"stale, will be recomputed ({'; '.join(changes)})"
                     if changes
-                    else "finished or resumable"
+                    else current_state(out / set_name / row, row, bool(config.only), len(questions or ()))
                 )
             used = cell_models(cfg)
             for role, m in used.items() if state != "not run (only)" else ():

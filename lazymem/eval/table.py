@@ -441,6 +441,30 @@ def cell_changes(cell: Path, cfg: Any, dataset: Any) -> list[str] | None:
     return identity_changes(manifest_identity(manifest), identity)
 
 
+def summary_only(cell: Path) -> bool:
+    """Whether a cell holds a finished result without its records: a summary that recorded every
+    selected question, and no records file (they quote the dataset and stay out of git, so a fresh
+    clone has only the summary). A run of the whole table shows such a cell as it is (when its inputs
+    still match); naming its row in ``only`` reruns all its questions in place.
+
+    >>> import tempfile
+    >>> cell = Path(tempfile.mkdtemp())
+    >>> _ = (cell / "summary.json").write_text('{"counts": {"selected": 2, "missing": 0}}')
+    >>> summary_only(cell)
+    True
+    >>> _ = (cell / "records.jsonl").write_text("")
+    >>> summary_only(cell)
+    False
+    """
+    from lazymem.eval.runfiles import RECORDS_FILE, SUMMARY_FILE, read_json
+
+    summary = read_json(cell / SUMMARY_FILE)
+    if not isinstance(summary, dict) or (cell / RECORDS_FILE).exists():
+        return False
+    counts = summary.get("counts") or {}
+    return bool(counts.get("selected")) and counts.get("missing") == 0
+
+
 def run_eval_table(
     config: EvalTableConfig,
     progress: bool = True,
@@ -457,7 +481,9 @@ def run_eval_table(
     The cells go through the sweep engine (``lazymem.sweep.run_cells``). A finished cell is reused
     only when its manifest matches the cell's config, the set's dataset bytes and the prompts
     (``cell_changes``); a selected cell is handed to the resumable runner, which finishes what is
-    missing and costs nothing when all is done. A stale cell is recomputed (its old results set aside
+    missing and costs nothing when all is done. A matching cell whose summary is all that is here
+    (``summary_only``: a fresh clone holds committed summaries, not the records) is shown as it is
+    unless ``only`` names its row, which reruns its questions in place. A stale cell is recomputed (its old results set aside
     into ``<cell>/previous-<time>/``, never deleted) and its row says ``recomputed: <changes>``; a
     stale cell that ``only`` leaves out is not shown as a result: its columns are empty and it says
     ``stale: <changes>``. ``clients_for(set, row)`` may return ready clients by role for a cell
@@ -473,12 +499,17 @@ def run_eval_table(
     from lazymem.sweep import Cell, run_cells, write_table
 
     out = Path(config.output_dir)
-    cells = [
-        Cell((s, r), out / s / r, selected=not page_only and (not config.only or r in config.only))
-        for s in config.sets
-        for r in config.rows
-    ]
     prepared = CellInputs(config)
+
+    def selected(s: str, r: str) -> bool:
+        if page_only:
+            return False
+        if config.only:
+            return r in config.only
+        folder = out / s / r  # a finished result without its records (a fresh clone): shown, not rerun
+        return not (summary_only(folder) and cell_changes(folder, *prepared(Cell((s, r), folder))) == [])
+
+    cells = [Cell((s, r), out / s / r, selected=selected(s, r)) for s in config.sets for r in config.rows]
     audits = config.judge_audits()  # bad files fail first
 
     def check(cell: Cell) -> list[str] | None:
