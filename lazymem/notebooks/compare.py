@@ -107,6 +107,5 @@ def report_cost_figure(report: Mapping):
     rows = report["rows"]
     if not any(r.get("evidence_recall") is not None or r.get("answer_recall_in_memory") is not None for r in rows):
         return None
-    return memory_cost_figure(
-        rows, title=f"What each memory holds against what it costs ({', '.join(r['system'] for r in rows)})"
-    )
+    names = ", ".join(r["system"] for r in rows)  # on a line of its own: six names overflow the title's line
+    return memory_cost_figure(rows, title=f"What each memory holds against what it costs<br><sup>{names}</sup>")

@@ -78,7 +78,8 @@ def memory_cost_figure(rows: Sequence[Mapping], title: str = "What a memory hold
             fig.update_xaxes(title_text=COSTS[cost], type="log" if logx else "linear", row=i, col=j)
             fig.update_yaxes(title_text=MEASURES[measure], range=[-0.05, 1.05], row=i, col=j)
     note = f"<br><sup>not in every panel (no value there): {', '.join(sorted(missing))}</sup>" if missing else ""
+    top = 110 + 20 * title.count("<br>")
     fig.update_layout(
-        title=title + note, template="plotly_white", height=900, width=1300, margin=dict(l=70, r=90, t=110, b=60)
+        title=title + note, template="plotly_white", height=900, width=1300, margin=dict(l=70, r=90, t=top, b=60)
     )
     return fig
