@@ -317,6 +317,10 @@ def test_a_fake_eval_records_usage_by_stage_and_summarizes_it(tmp_path, private_
 
     row = table_row(summary)
     assert row["all_call_tokens"] == pytest.approx(mean) and row["mpm_tokens_in"] == pytest.approx(mpm_in)
+    assert cli_main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep"), "--no-png"]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    bill = md.split("## The bill (a question, means; the judge not included)")[1].split("\n## ")[0]
+    assert f"| run | {mpm_in:.1f} | {u['mpm_tokens_out']:.1f} | {mean:.1f} |" in bill
 
 
 def test_the_pareto_figure_can_put_all_call_tokens_on_its_x_axis():

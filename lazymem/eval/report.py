@@ -302,6 +302,42 @@ def audited_markdown(rows: Sequence[Mapping]) -> list[str]:
     return lines
 
 
+def bill_markdown(rows: Sequence[Mapping]) -> list[str]:
+    r"""The report's section of what a question costs (rows whose summary has ``usage``): the memory model's
+    tokens read and written, every call's tokens, processing seconds; [] when no row has them.
+
+    >>> print("\n".join(bill_markdown([{"system": "a", "mpm_tokens_in": 900.0, "mpm_tokens_out": 80.0,
+    ...     "all_call_tokens": 1500.0, "latency_s": {"processing": {"mean": 2.5}}}, {"system": "b"}])))
+    <BLANKLINE>
+    ## The bill (a question, means; the judge not included)
+    <BLANKLINE>
+    | system | MPM tokens in | MPM tokens out | all-call tokens | processing s |
+    |---|---:|---:|---:|---:|
+    | a | 900.0 | 80.0 | 1500.0 | 2.50 |
+    <BLANKLINE>
+    - without call accounting (run before it): b
+    """
+    billed = [r for r in rows if r.get("all_call_tokens") is not None]
+    if not billed:
+        return []
+    lines = [
+        "",
+        "## The bill (a question, means; the judge not included)",
+        "",
+        "| system | MPM tokens in | MPM tokens out | all-call tokens | processing s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in billed:
+        proc = ((r.get("latency_s") or {}).get("processing") or {}).get("mean")
+        lines.append(
+            f"| {r.get('label', r['system'])} | {_f(r.get('mpm_tokens_in'), 1)} | {_f(r.get('mpm_tokens_out'), 1)} | "
+            f"{_f(r['all_call_tokens'], 1)} | {_f(proc, 2)} |"
+        )
+    if left := [r.get("label", r["system"]) for r in rows if r.get("all_call_tokens") is None]:
+        lines += ["", f"- without call accounting (run before it): {', '.join(left)}"]
+    return lines
+
+
 def report_markdown(rep: Mapping) -> str:
     """The report as Markdown tables: systems, latency, paired differences."""
     m = rep["metric"]
@@ -339,6 +375,7 @@ def report_markdown(rep: Mapping) -> str:
     ]
     lines += ["", *notes] if notes else []
     lines += audited_markdown(rep["rows"])
+    lines += bill_markdown(rep["rows"])
     lines += [
         "",
         "## Latency (seconds: mean / median / P90 / P95)",
