@@ -483,8 +483,9 @@ def run_eval_table(
     (``cell_changes``); a selected cell is handed to the resumable runner, which finishes what is
     missing and costs nothing when all is done. A matching cell whose summary is all that is here
     (``summary_only``: a fresh clone holds committed summaries, not the records) is shown as it is
-    unless ``only`` names its row, which reruns its questions in place. A stale cell is recomputed (its old results set aside
-    into ``<cell>/previous-<time>/``, never deleted) and its row says ``recomputed: <changes>``; a
+    unless ``only`` names its row, which reruns its questions in place. A stale cell is recomputed (its
+    old results set aside into ``<cell>/previous-<time>/``, never deleted) and its row says
+    ``recomputed: <changes>``; a
     stale cell that ``only`` leaves out is not shown as a result: its columns are empty and it says
     ``stale: <changes>``. ``clients_for(set, row)`` may return ready clients by role for a cell
     (tests: scripted fakes).
@@ -500,6 +501,12 @@ def run_eval_table(
 
     out = Path(config.output_dir)
     prepared = CellInputs(config)
+    found: dict[tuple[str, ...], list[str] | None] = {}  # cell_changes by cell, read once
+
+    def changes_of(cell: Cell) -> list[str] | None:
+        if cell.key not in found:
+            found[cell.key] = cell_changes(cell.folder, *prepared(cell))
+        return found[cell.key]
 
     def selected(s: str, r: str) -> bool:
         if page_only:
@@ -507,7 +514,7 @@ def run_eval_table(
         if config.only:
             return r in config.only
         folder = out / s / r  # a finished result without its records (a fresh clone): shown, not rerun
-        return not (summary_only(folder) and cell_changes(folder, *prepared(Cell((s, r), folder))) == [])
+        return not (summary_only(folder) and changes_of(Cell((s, r), folder)) == [])
 
     cells = [Cell((s, r), out / s / r, selected=selected(s, r)) for s in config.sets for r in config.rows]
     audits = config.judge_audits()  # bad files fail first
@@ -515,7 +522,7 @@ def run_eval_table(
     def check(cell: Cell) -> list[str] | None:
         if not cell.selected and read_json(cell.folder / SUMMARY_FILE) is None:
             return None  # left out, nothing to show: its config is not even built
-        return cell_changes(cell.folder, *prepared(cell))
+        return changes_of(cell)
 
     def run(cell: Cell, changes: tuple[str, ...]) -> dict:
         cfg, dataset = prepared(cell)
