@@ -306,7 +306,17 @@ def test_locomo_ablation_is_v2s_recipe_plus_conversations_1_to_8_and_v2_has_no_t
     assert all(s.startswith(("synthetic:", "synthetic-casual:")) for s in v2_data.datasets)
 
 
-ENGINE = ("pipeline.mpm.backend", "pipeline.mpm.extra_body")  # how a row runs, not what it decides
+def without_engine(row: dict) -> dict:
+    """A table row without how it runs, only what it decides: llama.cpp named as the backend (what ``auto`` resolves
+    to on CPU) and ``extra_body.decode`` (llama.cpp batched or one window at a time gives the same decisions:
+    tests/test_llamacpp_batch.py)."""
+    row = dict(row)
+    if row.get("pipeline.mpm.backend") == "llamacpp":
+        del row["pipeline.mpm.backend"]
+    extra = {k: v for k, v in (row.pop("pipeline.mpm.extra_body", None) or {}).items() if k != "decode"}
+    if extra:
+        row["pipeline.mpm.extra_body"] = extra
+    return row
 
 
 def test_the_locomo_trained_adapter_runs_only_in_rows_named_ablation_with_the_prior_and_bias_chosen_for_it():
@@ -336,8 +346,8 @@ def test_the_locomo_trained_adapter_runs_only_in_rows_named_ablation_with_the_pr
             v2 = rows["lazymem_135m_v2_independent"]
             assert row.get("pipeline.mpm.backend", "llamacpp") == "llamacpp"
             assert row.get("pipeline.mpm.extra_body", {"decode": "batched"}) == {"decode": "batched"}
-            assert {k: v for k, v in row.items() if k not in own + ENGINE} == {
-                k: v for k, v in v2.items() if k not in own + ENGINE
+            assert {k: v for k, v in without_engine(row).items() if k not in own} == {
+                k: v for k, v in without_engine(v2).items() if k not in own
             }
             assert row["pipeline.keep_prior"] == chosen["keep_prior"] and chosen["keep_prior_dense"] == 0
             bias, rest = bias_and_rest(row)
@@ -1070,18 +1080,10 @@ def test_each_control_row_is_the_default_with_one_part_taken_away(table):
 
     rows = yaml.safe_load((ROOT / "configs/tables" / table).read_text())["rows"]
 
-    def decoding(row: dict) -> dict:
-        """The row without its engine (extra_body.decode: llama.cpp batched or one window at a time gives the
-        same decisions: tests/test_llamacpp_batch.py)."""
-        row = dict(row)
-        extra = {k: v for k, v in (row.get("pipeline.mpm.extra_body") or {}).items() if k != "decode"}
-        row["pipeline.mpm.extra_body"] = extra
-        return row
-
-    default = decoding(rows["lazymem_135m_v2_v6_content"])
+    default = without_engine(rows["lazymem_135m_v2_v6_content"])
 
     def diff(row: dict) -> dict:
-        row = decoding(row)
+        row = without_engine(row)
         return {k: (default.get(k), row.get(k)) for k in set(default) | set(row) if default.get(k) != row.get(k)}
 
     assert diff(rows["control_untrained_default_decoding"]) == {"pipeline.mpm.adapter": ("lazymem-135m", None)}
