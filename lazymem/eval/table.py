@@ -485,10 +485,9 @@ def run_eval_table(
     (``summary_only``: a fresh clone holds committed summaries, not the records) is shown as it is
     unless ``only`` names its row, which reruns its questions in place. A stale cell is recomputed (its
     old results set aside into ``<cell>/previous-<time>/``, never deleted) and its row says
-    ``recomputed: <changes>``; a
-    stale cell that ``only`` leaves out is not shown as a result: its columns are empty and it says
-    ``stale: <changes>``. ``clients_for(set, row)`` may return ready clients by role for a cell
-    (tests: scripted fakes).
+    ``recomputed: <changes>``; a stale cell that ``only`` leaves out is not shown as a result: its
+    columns are empty and it says ``stale: <changes>``. ``clients_for(set, row)`` may return ready
+    clients by role for a cell (tests: scripted fakes).
 
     With ``config.executor`` local or slurm each cell to run is a job (``config.shards`` jobs, each a
     part of the questions in ``<cell>/shards/<i>-of-<K>/``, merged into the cell), its logs and
