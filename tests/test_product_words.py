@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TEXT_SUFFIXES = {".md", ".py", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ipynb", ".sh"}
+TEXT_SUFFIXES = {".md", ".py", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ipynb", ".sh", ".json", ".jsonl"}
+# (.json/.jsonl: result summaries, manifests and snapshots carry notes a reader sees)
 TEXT_NAMES = {"Makefile"}
 MAX_BYTES = 2_000_000  # larger tracked files are data or executed notebooks' payloads, not prose
 
