@@ -125,6 +125,11 @@ def test_bench_pipeline_on_llamacpp_with_the_shipped_adapter(tmp_path):
         + q["evaluated_prompt_tokens"] / rates["prefill_tokens_per_s"]
     )
     assert bound["limit_s"] == pytest.approx(want, abs=0.01)
+    # a step of several sequences, measured on the batched engine's context: dearer than one, cheaper a token
+    steps = rates["step_s_by_sequences"]
+    assert list(steps) == ["1", "2", "4", "8", "12"] and all(v > 0 for v in steps.values())
+    assert steps["8"] > steps["1"] and steps["8"] / 8 < steps["1"]
+    assert bound["batched_floor_s"] <= bound["limit_s"]
 
 
 def test_decode_bound_is_tokens_at_the_measured_rates():
@@ -139,6 +144,11 @@ def test_decode_bound_is_tokens_at_the_measured_rates():
     }
     b = decode_bound(stats, {"decode_s_per_token": 0.01, "prefill_tokens_per_s": 400.0})
     assert (b["decode_s"], b["prefill_s"], b["limit_s"], b["processing_over_limit"]) == (2.0, 1.0, 3.0, 2.0)
+    assert "batched_floor_s" not in b  # rates without a batch curve
+    # the cheapest seconds a token over the measured batch sizes: 4 sequences in 0.02 s, 0.005 s a token
+    curve = {"decode_s_per_token": 0.01, "prefill_tokens_per_s": 400.0, "step_s_by_sequences": {"1": 0.01, "4": 0.02}}
+    b = decode_bound(stats, curve)
+    assert (b["batched_floor_s"], b["batched_floor_sequences"], b["processing_over_batched_floor"]) == (2.0, 4, 3.0)
     stats["per_question"][0]["generated_tokens"] = None  # an engine that does not count: no limit, not 0
     assert decode_bound(stats, {"decode_s_per_token": 0.01, "prefill_tokens_per_s": 400.0}) is None
 

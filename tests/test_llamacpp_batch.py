@@ -5,6 +5,7 @@ adapters against the one-prompt-at-a-time engine; the rest needs no model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -96,7 +97,7 @@ def test_batched_decoding_of_one_sampling_for_many_prompts_matches_one_at_a_time
 
 
 @pytest.mark.slow
-def test_a_window_too_long_for_a_stream_is_decoded_one_at_a_time(monkeypatch):
+def test_a_window_longer_than_the_default_stream_is_batched_on_longer_streams(monkeypatch):
     pytest.importorskip("llama_cpp")
     from lazymem.llm import llamacpp_batch
 
@@ -105,13 +106,60 @@ def test_a_window_too_long_for_a_stream_is_decoded_one_at_a_time(monkeypatch):
     small = _client("batched")
     _, tok = small.load()
     n = len(tok(small.render(prompts[0]), add_special_tokens=False)["input_ids"])
-    monkeypatch.setattr(llamacpp_batch, "STREAM_CELLS", n + 400 + llamacpp_batch.SLACK - 1)  # one token short
-    assert small.batch_context().stream < n + 400 + llamacpp_batch.SLACK
+    need = n + 400 + llamacpp_batch.SLACK  # the dog windows' prompt, max_tokens and slack
+    monkeypatch.setattr(llamacpp_batch, "STREAM_CELLS", need // 256 * 256)  # short of it (llama.cpp pads to 256)
+    monkeypatch.setattr(llamacpp_batch, "STREAM_STEP", 256)
+    assert small.batch_context().stream < need
+
+    def one_at_a_time(*_):
+        raise AssertionError("a prompt that fits the instance went to the one-at-a-time engine")
+
+    monkeypatch.setattr(small, "_safe", one_at_a_time)
     got = generate_each(small, prompts, samplings)
-    long = [len(tok(small.render(p), add_special_tokens=False)["input_ids"]) >= n for p in prompts]
-    assert long[:2] == [True, True]  # the dog windows go one at a time: the one-at-a-time engine's very text
-    assert [g.text for g, x in zip(got, long) if x] == [w.text for w, x in zip(want, long) if x]
-    assert got[1].passes is not None  # its writer ran (one at a time), not skipped as in a batch
+    for w, g in zip(want, got):  # the one-at-a-time engine's trace and decisions (the all-DROP array is not written)
+        assert g.text.split("</think>")[0] == w.text.split("</think>")[0]
+        a, b = (parse_decisions(strip_think(c.text).strip(), [0, 1, 2]) for c in (w, g))
+        assert a.ok and b.ok and [(d.op, d.content) for d in b.decisions] == [(d.op, d.content) for d in a.decisions]
+    ctx = small._batch[False]
+    assert need <= ctx.stream < need + 256
+    # fewer sequences side by side on the longer streams: the context's cells stay the default's
+    assert ctx.max_seqs == llamacpp_batch.sequences(ctx.stream) < llamacpp_batch.MAX_SEQS
+    assert (ctx.max_seqs + 1) * ctx.stream <= (llamacpp_batch.MAX_SEQS + 1) * llamacpp_batch.STREAM_CELLS
+    assert got[0].passes is not None and got[0].passes[1]["name"] == "content"  # its writer ran in the batch
+
+
+@pytest.mark.slow
+def test_a_prompt_as_long_as_the_instance_context_is_left_to_the_one_at_a_time_engine():
+    pytest.importorskip("llama_cpp")
+    prompts, samplings = _windows()
+    short = _client("batched")
+    _, tok = short.load()
+    n = [len(tok(short.render(p), add_special_tokens=False)["input_ids"]) for p in prompts]
+    assert n[2] < n[0] == n[1]  # the dog windows are the longer
+    n_ctx = n[0] - 1  # the dog windows do not fit an instance; the other one fits, its reply cut to what is left
+
+    def client(decode: str):
+        return make_client(
+            LLMConfig(
+                backend="llamacpp",
+                model="smollm2-offline",
+                adapter="lazymem-135m",
+                num_threads=2,
+                batch_size=1,
+                extra_body={"content_adapter": "lazymem-135m-v1", "decode": decode, "n_ctx": n_ctx},
+            )
+        )
+
+    want = generate_each(client("sequential"), prompts[:2], samplings[:2])
+    got = generate_each(client("batched"), prompts, samplings)
+    assert [g.error for g in got[:2]] == [w.error for w in want]  # the one-at-a-time engine's own error
+    assert "does not fit the instance's context of" in got[0].error and "extra_body.n_ctx" in got[0].error
+    # the other window is decoded in the batch until the instance's context is full: what the one-at-a-time
+    # engine writes with that many tokens on a context that holds them
+    cut = dataclasses.replace(samplings[2], max_tokens=n_ctx - n[2])
+    ref = generate_each(_client("sequential"), prompts[2:], [cut])[0]
+    assert got[2].ok and got[2].finish_reason == ref.finish_reason == "length"
+    assert got[2].completion_tokens == ref.completion_tokens == n_ctx - n[2] and got[2].text == ref.text
 
 
 def test_a_writer_pass_is_skipped_only_where_the_grammar_leaves_nothing_to_write():

@@ -138,13 +138,18 @@ def mpm_tokens(windows: Sequence) -> dict:
     }
 
 
-def engine_rates(mpm, threads: int, prompt: int = 512, steps: int = 64) -> dict:
-    """The memory model's one-sequence rates on llama.cpp with ``threads`` threads: prefill (tokens a second,
-    a ``prompt``-token batch) and decode (seconds a token, ``steps`` single tokens after it)."""
+def engine_rates(
+    mpm, threads: int, prompt: int = 512, steps: int = 64, sequences: Sequence[int] = (1, 2, 4, 8, 12)
+) -> dict:
+    """The memory model's rates on llama.cpp with ``threads`` threads: one sequence's prefill (tokens a second,
+    a ``prompt``-token batch) and decode (seconds a token, ``steps`` single tokens after it), and the seconds of
+    a step that decodes one token of each of b sequences (each after a ``prompt``-token prompt; b in
+    ``sequences``) on the batched engine's context (``lazymem.llm.llamacpp_batch.BatchContext``)."""
     import llama_cpp
 
     from lazymem.llm.gguf_build import gguf_for
     from lazymem.llm.llamacpp import new_llama
+    from lazymem.llm.llamacpp_batch import BatchContext
 
     quant = (mpm.extra_body or {}).get("quant", "q8_0")
     llm = new_llama(
@@ -166,15 +171,45 @@ def engine_rates(mpm, threads: int, prompt: int = 512, steps: int = 64) -> dict:
         for i in range(steps):
             llm.eval([2000 + i])
         decode = (time.perf_counter() - t0) / steps
+        step_s = _batched_steps(BatchContext, llama_cpp, llm, threads, prompt, steps // 2, sequences)
     finally:
         llm.close()
-    return {"prefill_tokens_per_s": round(prefill, 1), "decode_s_per_token": round(decode, 5), "threads": threads}
+    return {
+        "prefill_tokens_per_s": round(prefill, 1),
+        "decode_s_per_token": round(decode, 5),
+        "step_s_by_sequences": step_s,
+        "threads": threads,
+    }
+
+
+def _batched_steps(batch_context, llama_cpp, llm, threads: int, prompt: int, steps: int, sequences) -> dict:
+    """{b: seconds of one step of one token from each of b sequences} on one ``BatchContext``."""
+    ctx = batch_context(llm, n_threads=threads, stream=prompt + steps + 256, max_seqs=max(sequences))
+    try:
+        out = {}
+        for b in sequences:
+            for seq in range(1, b + 1):
+                ctx.lc.llama_memory_seq_rm(ctx.mem, seq, -1, -1)
+                ids = [1000 + (p * 7 + seq) % 4000 for p in range(prompt)]
+                for at in range(0, prompt, ctx.n_batch):
+                    ctx._decode([(ids[p], p, seq, False) for p in range(at, min(prompt, at + ctx.n_batch))])
+            ctx._decode([(2000, prompt, seq, True) for seq in range(1, b + 1)])  # warm
+            t0 = time.perf_counter()
+            for i in range(1, steps + 1):
+                ctx._decode([(2000 + i, prompt + i, seq, True) for seq in range(1, b + 1)])
+            out[str(b)] = round((time.perf_counter() - t0) / steps, 5)
+        return out
+    finally:
+        ctx.close()
 
 
 def decode_bound(stats: dict, rates: dict) -> dict | None:
     """An engine's one-sequence limit a question: its generated tokens at the measured decode rate plus its
     evaluated prompt tokens at the measured prefill rate (what one sequence at a time cannot beat; batched
-    decoding can go under its decode part), and the ratio of its processing seconds to it."""
+    decoding can go under its decode part), and the ratio of its processing seconds to it. With the rates'
+    ``step_s_by_sequences``, also the batched floor: the generated tokens at the cheapest measured seconds a
+    token (a step of b sequences over b) plus the same prefill, what no batch of up to that many windows,
+    kept full at every step, can beat at these tokens."""
     rows = stats["per_question"]
     if not rows or any(r.get("generated_tokens") is None for r in rows):
         return None
@@ -184,7 +219,7 @@ def decode_bound(stats: dict, rates: dict) -> dict | None:
     decode_s = gen * rates["decode_s_per_token"]
     prefill_s = evaluated / rates["prefill_tokens_per_s"]
     processing = stats["stages"]["processing"]["mean"]
-    return {
+    out = {
         "generated_tokens": round(gen, 1),
         "evaluated_prompt_tokens": round(evaluated, 1),
         "prompt_tokens": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
@@ -193,6 +228,16 @@ def decode_bound(stats: dict, rates: dict) -> dict | None:
         "limit_s": round(decode_s + prefill_s, 2),
         "processing_over_limit": round(processing / (decode_s + prefill_s), 2),
     }
+    steps = rates.get("step_s_by_sequences")
+    if steps:
+        b, per_token = min(((int(k), v / int(k)) for k, v in steps.items()), key=lambda kv: kv[1])
+        floor = gen * per_token + prefill_s
+        out.update(
+            batched_floor_s=round(floor, 2),
+            batched_floor_sequences=b,
+            processing_over_batched_floor=round(processing / floor, 2),
+        )
+    return out
 
 
 def _agreement(ref: tuple, other: tuple) -> dict:
@@ -474,6 +519,11 @@ def summary(result: dict) -> str:
             f"memory model, one sequence on {r['threads']} threads: prefill {r['prefill_tokens_per_s']:.0f} "
             f"tokens/s, decode {r['decode_s_per_token'] * 1000:.1f} ms a token"
         )
+        if r.get("step_s_by_sequences"):
+            lines.append(
+                "a step of one token from each of b sequences: "
+                + ", ".join(f"b={b} {v * 1000:.1f} ms" for b, v in r["step_s_by_sequences"].items())
+            )
     for name, e in result["engines"].items():
         b = e.get("decode_bound")
         if b:
@@ -482,6 +532,12 @@ def summary(result: dict) -> str:
                 f"{b['prompt_tokens']:.0f} prompt tokens evaluated a question; one-sequence limit "
                 f"{b['limit_s']:.1f} s (decode {b['decode_s']:.1f} + prefill {b['prefill_s']:.1f}); processing "
                 f"{b['processing_over_limit']:.2f}x it"
+                + (
+                    f"; batched floor {b['batched_floor_s']:.1f} s (b={b['batched_floor_sequences']}), processing "
+                    f"{b['processing_over_batched_floor']:.2f}x it"
+                    if "batched_floor_s" in b
+                    else ""
+                )
             )
     for name, a in result.get("agreement_with_reference", {}).items():
         lines.append(

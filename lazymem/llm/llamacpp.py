@@ -383,6 +383,11 @@ class LlamaCppBackend:
     def _one(self, text: str, s: Sampling) -> Completion:
         free, tok = self.load()
         ids = tok(text, add_special_tokens=False)["input_ids"]
+        if len(ids) >= self.n_ctx:  # llama-cpp-python would fail in its own eval, with a shape error
+            raise ValueError(
+                f"a prompt of {len(ids)} tokens does not fit the instance's context of {self.n_ctx} tokens "
+                f"(LLMConfig.extra_body.n_ctx; SmolLM2 was trained on {DEFAULT_N_CTX})"
+            )
         kwargs: dict[str, Any] = {
             "max_tokens": s.max_tokens,
             "temperature": s.temperature,
@@ -472,18 +477,23 @@ class LlamaCppBackend:
         """The trace pass's logits processor where ``s`` has a per-line KEEP prior or independent decisions."""
         return TraceKeepBias(tok, s) if s.trace_keep_bias is not None or s.trace_independent else None
 
-    def batch_context(self, content: bool = False) -> Any:
-        """The ``BatchContext`` over the decision model's weights (``content``: the content adapter's),
-        made on first use (``extra_body.decode: batched``)."""
-        from lazymem.llm.llamacpp_batch import BatchContext
+    def batch_context(self, content: bool = False, cells: int | None = None) -> Any:
+        """The ``BatchContext`` over the decision model's weights (``content``: the content adapter's) with
+        streams of ``cells`` (default ``STREAM_CELLS``), made on first use (``extra_body.decode: batched``) and
+        made anew when a call needs streams of another size."""
+        from lazymem.llm.llamacpp_batch import STREAM_CELLS, BatchContext
 
         self.load()
+        cells = cells or STREAM_CELLS
         with self._lock:
-            if content not in self._batch:
+            held = self._batch.get(content)
+            if held is None or held.stream != cells:
+                if held is not None:
+                    held.close()
                 pool = self._content if content else self._free
                 llm = pool.get()  # its weights and detokenizer; the instance goes back to the pool
                 pool.put(llm)
-                self._batch[content] = BatchContext(llm, n_threads=self.threads)
+                self._batch[content] = BatchContext(llm, n_threads=self.threads, stream=cells)
             return self._batch[content]
 
     def _batched(self, texts: Sequence[str], samplings: Sequence[Sampling]) -> list[Completion]:

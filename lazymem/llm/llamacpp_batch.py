@@ -23,8 +23,10 @@ can differ and a near-tie can fall the other way (``scripts/check_batch_exactnes
 both). ``lazymem bench pipeline`` counts identical decisions and memories against the one-at-a-time
 engine on the same questions.
 
-Each sequence has its own stream of ``STREAM_CELLS`` cells (a prompt and its ``max_tokens`` must fit;
-``decode_prompts`` decodes one that does not one prompt at a time, as before).
+Each sequence has its own stream, sized for a call's longest prompt and its ``max_tokens``
+(``stream_cells``: ``STREAM_CELLS`` or more); a longer stream means fewer sequences side by side, so the
+context's cells stay ``KV_CELLS`` (``sequences``). Only a prompt the instance itself cannot hold (as long as
+``extra_body.n_ctx``) goes to the one-at-a-time engine, which reports it.
 """
 
 from __future__ import annotations
@@ -40,12 +42,33 @@ import numpy as np
 from lazymem.errors import ConfigError
 from lazymem.llm.base import Completion, Sampling
 
-# KV cells of one sequence: a window prompt and its max_tokens (the paper's 8-message windows: a prompt of up
-# to ~2,000 tokens and 1,536 new ones). A stream's unused cells cost memory (23 KB a cell for SmolLM2-135M's
+# KV cells of one sequence at least: a window prompt and its max_tokens (the paper's 8-message windows: a prompt
+# of up to ~2,000 tokens and 1,536 new ones). A stream's unused cells cost memory (23 KB a cell for SmolLM2-135M's
 # F16 cache: 1.2 GB for 13 streams), not time: a token attends over its own stream's used cells.
 STREAM_CELLS = 4096
+STREAM_STEP = 1024  # a longer stream grows in steps of this many cells
 MAX_SEQS = 12  # sequences decoded side by side (sequence 0, the shared prefix, is one more)
 SLACK = 64  # tokens a trace may gain when re-tokenized for the array pass
+
+
+def stream_cells(need: int) -> int:
+    """The stream for prompts whose longest needs ``need`` cells (prompt, ``max_tokens`` and ``SLACK``).
+
+    >>> stream_cells(3000), stream_cells(4097), stream_cells(8256)
+    (4096, 5120, 9216)
+    """
+    return max(STREAM_CELLS, -(-need // STREAM_STEP) * STREAM_STEP)
+
+
+def sequences(stream: int) -> int:
+    """Sequences side by side on streams of ``stream`` cells: ``MAX_SEQS``, fewer where longer streams would
+    take more than the ``(MAX_SEQS + 1) * STREAM_CELLS`` cells of the default (sequence 0 is one more), at least 1.
+
+    >>> sequences(4096), sequences(5120), sequences(9216), sequences(60000)
+    (12, 9, 4, 1)
+    """
+    return max(1, min(MAX_SEQS, (MAX_SEQS + 1) * STREAM_CELLS // stream - 1))
+
 
 Processor = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -78,20 +101,21 @@ def bias_processor(bias: dict[int, float]) -> Processor:
 
 
 class BatchContext:
-    """A llama.cpp context of ``max_seqs + 1`` sequences over a loaded ``llama_cpp.Llama``'s weights (no second
+    """A llama.cpp context of ``max_seqs + 1`` sequences (default: ``sequences(stream)``) over a loaded ``llama_cpp.Llama``'s weights (no second
     copy of the model), each sequence in its own stream of ``stream`` cells: a token attends over its own
     sequence only (one unified cache would make every token read every sequence's cells). Sequence 0 holds
     the last prompt admitted; a prompt takes the prefix it shares with it by copying the stream
     (``llama_memory_seq_cp`` copies whole streams) and cutting it where they part. Not thread-safe: one
     ``run`` at a time."""
 
-    def __init__(self, llm: Any, n_threads: int, stream: int | None = None, max_seqs: int = MAX_SEQS):
+    def __init__(self, llm: Any, n_threads: int, stream: int | None = None, max_seqs: int | None = None):
         import llama_cpp
         from llama_cpp import _internals
 
         self.lc, self.llm = llama_cpp, llm
-        self.max_seqs = max(1, min(max_seqs, llama_cpp.llama_max_parallel_sequences() - 1))
         stream = stream or STREAM_CELLS
+        max_seqs = max_seqs or sequences(stream)
+        self.max_seqs = max(1, min(max_seqs, llama_cpp.llama_max_parallel_sequences() - 1))
         params = type(llm.context_params).from_buffer_copy(llm.context_params)  # the instance's settings
         params.n_ctx = stream * (self.max_seqs + 1)
         params.n_batch = params.n_ubatch = 512
@@ -295,27 +319,33 @@ def forced_array(s: Sampling, ops: Sequence[str | None]) -> str | None:
 def decode_prompts(backend: Any, texts: Sequence[str], samplings: Sequence[Sampling]) -> list[Completion]:
     """Every rendered prompt decoded greedily as ``LlamaCppBackend`` decodes one (its grammar, logit bias,
     trace prior, and for a trace-following schema the array pass after the trace, by the content adapter
-    where there is one), all prompts of a pass in one ``BatchContext.run``. A prompt whose tokens and
-    ``max_tokens`` do not fit a sequence's stream is decoded one at a time on an instance, as before."""
+    where there is one), all prompts of a pass in one ``BatchContext.run`` on streams sized for the longest
+    (``stream_cells``). A prompt as long as the instance's context (``extra_body.n_ctx``) is left to the
+    one-at-a-time engine, which reports it."""
     _, tok = backend.load()
-    stream = backend.batch_context(False).stream
-    fit = [
-        len(tok(t, add_special_tokens=False)["input_ids"]) + s.max_tokens + SLACK <= stream
-        for t, s in zip(texts, samplings)
-    ]
+    n_ctx = backend.n_ctx
+    need: list[int | None] = []
+    for t, s in zip(texts, samplings):
+        n = len(tok(t, add_special_tokens=False)["input_ids"])
+        need.append(n + min(s.max_tokens, n_ctx - n) + SLACK if n < n_ctx else None)  # max_tokens as _cap caps it
     out: list[Completion | None] = [None] * len(texts)
-    idx = [i for i, f in enumerate(fit) if f]
+    idx = [i for i, c in enumerate(need) if c is not None]
     if idx:
-        for i, c in zip(idx, _decode_batch(backend, [texts[i] for i in idx], [samplings[i] for i in idx])):
+        cells = stream_cells(max(need[i] for i in idx))  # type: ignore[type-var]
+        batch = _decode_batch(backend, [texts[i] for i in idx], [samplings[i] for i in idx], cells)
+        for i, c in zip(idx, batch):
             out[i] = c
     for i, c in enumerate(out):
-        if c is None:  # too long for a stream, or its array pass would not fit after its trace
+        if c is None:  # as long as the instance's context, or its array pass would not fit after its trace
             out[i] = backend._safe(texts[i], samplings[i])
     return out  # type: ignore[return-value]
 
 
-def _decode_batch(backend: Any, texts: Sequence[str], samplings: Sequence[Sampling]) -> list[Completion | None]:
-    """``decode_prompts`` for prompts that fit; None for one whose array pass does not fit after its trace."""
+def _decode_batch(
+    backend: Any, texts: Sequence[str], samplings: Sequence[Sampling], cells: int
+) -> list[Completion | None]:
+    """``decode_prompts`` for prompts that fit streams of ``cells``; None for one whose array pass does not fit
+    after its trace."""
     import time
 
     from lazymem.llm.base import bias_token_ids
@@ -323,8 +353,8 @@ def _decode_batch(backend: Any, texts: Sequence[str], samplings: Sequence[Sampli
     from lazymem.llm.usage import engine_pass
 
     _, tok = backend.load()
-    main = backend.batch_context(False)
-    writer = backend.batch_context(True) if backend.content_adapter is not None else main
+    main = backend.batch_context(False, cells)
+    writer = backend.batch_context(True, cells) if backend.content_adapter is not None else main
     firsts, keepers = [], []
     for text, s in zip(texts, samplings):
         ids = tok(text, add_special_tokens=False)["input_ids"]
@@ -349,6 +379,9 @@ def _decode_batch(backend: Any, texts: Sequence[str], samplings: Sequence[Sampli
                 outs[i] = trace + forced
                 continue
             ids = job.ids + tok(trace, add_special_tokens=False)["input_ids"]
+            if len(ids) >= backend.n_ctx:  # the instance's context is full: one at a time, which reports it
+                redo.add(i)
+                continue
             bias = bias_token_ids(tok, s.logit_bias) if s.logit_bias else None
             procs = [bias_processor(bias)] if bias else []
             grammar = backend._grammar(s, ops)
