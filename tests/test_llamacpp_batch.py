@@ -46,7 +46,7 @@ def _windows() -> tuple[list, list[Sampling]]:
     return prompts, samplings
 
 
-def _client(decode: str):
+def _client(decode: str, **extra):
     return make_client(
         LLMConfig(
             backend="llamacpp",
@@ -54,7 +54,7 @@ def _client(decode: str):
             adapter="lazymem-135m",
             num_threads=2,
             batch_size=1,
-            extra_body={"content_adapter": "lazymem-135m-v1", "decode": decode},
+            extra_body={"content_adapter": "lazymem-135m-v1", "decode": decode, **extra},
         )
     )
 
@@ -137,21 +137,8 @@ def test_a_prompt_as_long_as_the_instance_context_is_left_to_the_one_at_a_time_e
     n = [len(tok(short.render(p), add_special_tokens=False)["input_ids"]) for p in prompts]
     assert n[2] < n[0] == n[1]  # the dog windows are the longer
     n_ctx = n[0] - 1  # the dog windows do not fit an instance; the other one fits, its reply cut to what is left
-
-    def client(decode: str):
-        return make_client(
-            LLMConfig(
-                backend="llamacpp",
-                model="smollm2-offline",
-                adapter="lazymem-135m",
-                num_threads=2,
-                batch_size=1,
-                extra_body={"content_adapter": "lazymem-135m-v1", "decode": decode, "n_ctx": n_ctx},
-            )
-        )
-
-    want = generate_each(client("sequential"), prompts[:2], samplings[:2])
-    got = generate_each(client("batched"), prompts, samplings)
+    want = generate_each(_client("sequential", n_ctx=n_ctx), prompts[:2], samplings[:2])
+    got = generate_each(_client("batched", n_ctx=n_ctx), prompts, samplings)
     assert [g.error for g in got[:2]] == [w.error for w in want]  # the one-at-a-time engine's own error
     assert "does not fit the instance's context of" in got[0].error and "extra_body.n_ctx" in got[0].error
     # the other window is decoded in the batch until the instance's context is full: what the one-at-a-time
