@@ -149,7 +149,6 @@ def engine_rates(
 
     from lazymem.llm.gguf_build import gguf_for
     from lazymem.llm.llamacpp import new_llama
-    from lazymem.llm.llamacpp_batch import BatchContext
 
     quant = (mpm.extra_body or {}).get("quant", "q8_0")
     llm = new_llama(
@@ -171,7 +170,7 @@ def engine_rates(
         for i in range(steps):
             llm.eval([2000 + i])
         decode = (time.perf_counter() - t0) / steps
-        step_s = _batched_steps(BatchContext, llama_cpp, llm, threads, prompt, steps // 2, sequences)
+        step_s = _batched_steps(llm, threads, prompt, steps // 2, sequences)
     finally:
         llm.close()
     return {
@@ -182,9 +181,11 @@ def engine_rates(
     }
 
 
-def _batched_steps(batch_context, llama_cpp, llm, threads: int, prompt: int, steps: int, sequences) -> dict:
-    """{b: seconds of one step of one token from each of b sequences} on one ``BatchContext``."""
-    ctx = batch_context(llm, n_threads=threads, stream=prompt + steps + 256, max_seqs=max(sequences))
+def _batched_steps(llm, threads: int, prompt: int, steps: int, sequences: Sequence[int]) -> dict:
+    """{b: seconds of one step of one token from each of b sequences} on one ``BatchContext`` over ``llm``."""
+    from lazymem.llm.llamacpp_batch import BatchContext
+
+    ctx = BatchContext(llm, n_threads=threads, stream=prompt + steps + 256, max_seqs=max(sequences))
     try:
         out = {}
         for b in sequences:

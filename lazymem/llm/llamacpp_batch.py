@@ -25,7 +25,7 @@ engine on the same questions.
 
 Each sequence has its own stream, sized for a call's longest prompt and its ``max_tokens``
 (``stream_cells``: ``STREAM_CELLS`` or more); a longer stream means fewer sequences side by side, so the
-context's cells stay ``KV_CELLS`` (``sequences``). Only a prompt the instance itself cannot hold (as long as
+context keeps the default's ``(MAX_SEQS + 1) * STREAM_CELLS`` cells (``sequences``). Only a prompt the instance itself cannot hold (as long as
 ``extra_body.n_ctx``) goes to the one-at-a-time engine, which reports it.
 """
 
@@ -101,8 +101,8 @@ def bias_processor(bias: dict[int, float]) -> Processor:
 
 
 class BatchContext:
-    """A llama.cpp context of ``max_seqs + 1`` sequences (default: ``sequences(stream)``) over a loaded ``llama_cpp.Llama``'s weights (no second
-    copy of the model), each sequence in its own stream of ``stream`` cells: a token attends over its own
+    """A llama.cpp context of ``max_seqs + 1`` sequences (default: ``sequences(stream)``) over a loaded
+    ``llama_cpp.Llama``'s weights (no second copy of the model), each sequence in its own stream of ``stream`` cells: a token attends over its own
     sequence only (one unified cache would make every token read every sequence's cells). Sequence 0 holds
     the last prompt admitted; a prompt takes the prefix it shares with it by copying the stream
     (``llama_memory_seq_cp`` copies whole streams) and cutting it where they part. Not thread-safe: one
@@ -326,8 +326,8 @@ def decode_prompts(backend: Any, texts: Sequence[str], samplings: Sequence[Sampl
     n_ctx = backend.n_ctx
     need: list[int | None] = []
     for t, s in zip(texts, samplings):
-        n = len(tok(t, add_special_tokens=False)["input_ids"])
-        need.append(n + min(s.max_tokens, n_ctx - n) + SLACK if n < n_ctx else None)  # max_tokens as _cap caps it
+        ids = tok(t, add_special_tokens=False)["input_ids"]
+        need.append(len(ids) + _cap(backend, ids, s.max_tokens) + SLACK if len(ids) < n_ctx else None)
     out: list[Completion | None] = [None] * len(texts)
     idx = [i for i, c in enumerate(need) if c is not None]
     if idx:
